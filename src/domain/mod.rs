@@ -1,0 +1,12 @@
+//! The pure core: no IO, no async, no sqlx/reqwest/alloy/tokio. Keys, states, amounts, and
+//! the diff that turns observations and a ledger view into a plan.
+
+pub mod amount;
+pub mod model;
+pub mod reconcile;
+
+#[cfg(test)]
+mod reconcile_tests;
+
+pub use model::*;
+pub use reconcile::*;

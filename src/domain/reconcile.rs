@@ -1,0 +1,413 @@
+//! The diff: what the chain and the providers observed, against what the ledger holds,
+//! gives a plan of forward transitions, findings and resend requests. No IO.
+
+use std::collections::{HashMap, HashSet};
+
+use super::model::{Address, Asset, BlockRef, GapKind, PaymentKey, State, TxHash, U256};
+
+/// What the chain says about one transfer a provider (or the ledger) pointed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainTransfer {
+    pub key: PaymentKey,
+    pub to: Address,
+    pub asset: Asset,
+    pub amount: U256,
+    pub block: BlockRef,
+    /// State derived from confirmations and finality (never `Unpaid`).
+    pub state: State,
+}
+
+/// The chain's verdict on a transaction named by a provider record or a ledger row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainVerdict {
+    Transfer(ChainTransfer),
+    /// Receipt `status = 0`: not a payment.
+    Reverted,
+    /// No receipt: the chain does not have (or no longer has) this transaction.
+    NotFound,
+    /// The receipt exists but holds no matching payment (e.g. only an ERC-721 transfer).
+    NoTransfer(String),
+}
+
+/// One thing to reconcile: a provider record (or a swept ledger row) with the chain's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// Provider name, or `chain` for the chain sweep.
+    pub provider: String,
+    pub chain: String,
+    pub tx_hash: TxHash,
+    /// The provider's notification id, when it has one.
+    pub notification_id: Option<String>,
+    /// The provider reports this notification's delivery as failed.
+    pub failed: bool,
+    pub verdict: ChainVerdict,
+}
+
+/// An order as the ledger holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerRow {
+    pub id: i64,
+    pub order_ref: String,
+    pub chain: String,
+    pub pay_to: String,
+    pub asset: String,
+    pub amount_due: U256,
+    pub key: Option<PaymentKey>,
+    pub amount_paid: Option<U256>,
+    pub block: Option<BlockRef>,
+    pub state: State,
+}
+
+/// The part of the ledger one batch of observations can touch, loaded in batched queries.
+#[derive(Debug, Default, Clone)]
+pub struct LedgerView {
+    pub by_key: HashMap<PaymentKey, LedgerRow>,
+    /// Unpaid orders with no payment key, per `(chain, pay_to, asset)`, oldest first.
+    pub unpaid: HashMap<(String, String, String), Vec<LedgerRow>>,
+}
+
+impl LedgerView {
+    pub fn insert_keyed(&mut self, row: LedgerRow) {
+        if let Some(key) = row.key.clone() {
+            self.by_key.insert(key, row);
+        }
+    }
+    pub fn insert_unpaid(&mut self, row: LedgerRow) {
+        let slot = (row.chain.clone(), row.pay_to.clone(), row.asset.clone());
+        self.unpaid.entry(slot).or_default().push(row);
+    }
+}
+
+/// Payment columns written when a payment is attached to an order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attach {
+    pub key: PaymentKey,
+    pub amount: U256,
+    pub block: BlockRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedTransition {
+    pub order_id: i64,
+    pub order_ref: String,
+    pub from: State,
+    pub to: State,
+    /// Set when the order has no payment key yet (a `missing` gap).
+    pub attach: Option<Attach>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Applied,
+    WouldApply,
+    ResendRequested,
+    ResendSkipped,
+    None,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Applied => "applied",
+            Action::WouldApply => "would_apply",
+            Action::ResendRequested => "resend_requested",
+            Action::ResendSkipped => "resend_skipped",
+            Action::None => "none",
+        }
+    }
+}
+
+/// What a finding's action depends on; the engine resolves it after applying and resending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to do (an unknown payment, a refusal).
+    Nothing,
+    /// Index into `Plan::transitions`.
+    Transition(usize),
+    /// Index into `Plan::resends`.
+    Resend(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub provider: String,
+    pub kind: GapKind,
+    pub chain: String,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub order_ref: Option<String>,
+    pub local_state: Option<State>,
+    pub observed_state: Option<State>,
+    pub outcome: Outcome,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResendRequest {
+    pub chain: String,
+    pub notification_id: String,
+}
+
+/// A refused transition: the observed state is behind the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub order_ref: String,
+    pub local: State,
+    pub observed: State,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub transitions: Vec<PlannedTransition>,
+    pub findings: Vec<Finding>,
+    pub resends: Vec<ResendRequest>,
+    pub refused_backwards: Vec<Refusal>,
+}
+
+/// Decides, for a batch of observations, which forward transitions to apply, which gaps to
+/// report and which resends to request. The same payment is never attached to two orders,
+/// and an order is never given two payments in one plan.
+pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
+    let mut plan = Plan::default();
+    let mut claimed_orders: HashSet<i64> = HashSet::new();
+    let mut seen_keys: HashSet<PaymentKey> = HashSet::new();
+
+    for obs in observations {
+        if obs.failed {
+            let outcome = match &obs.notification_id {
+                Some(id) => {
+                    plan.resends.push(ResendRequest {
+                        chain: obs.chain.clone(),
+                        notification_id: id.clone(),
+                    });
+                    Outcome::Resend(plan.resends.len() - 1)
+                }
+                None => Outcome::Nothing,
+            };
+            let (log_index, observed_state) = match &obs.verdict {
+                ChainVerdict::Transfer(t) => (Some(t.key.log_index), Some(t.state)),
+                _ => (None, None),
+            };
+            plan.findings.push(Finding {
+                provider: obs.provider.clone(),
+                kind: GapKind::FailedNotification,
+                chain: obs.chain.clone(),
+                tx_hash: Some(obs.tx_hash.to_string()),
+                log_index,
+                order_ref: keyed_row(&obs.verdict, ledger).map(|r| r.order_ref.clone()),
+                local_state: keyed_row(&obs.verdict, ledger).map(|r| r.state),
+                observed_state,
+                outcome,
+                detail: format!(
+                    "provider reports notification {} as undelivered",
+                    obs.notification_id.as_deref().unwrap_or("?")
+                ),
+            });
+        }
+        let transfer = match &obs.verdict {
+            ChainVerdict::Transfer(t) => t,
+            other => {
+                plan.findings
+                    .push(unknown(obs, None, verdict_detail(other)));
+                continue;
+            }
+        };
+        if !seen_keys.insert(transfer.key.clone()) {
+            continue;
+        }
+        if let Some(row) = ledger.by_key.get(&transfer.key) {
+            plan_keyed(&mut plan, obs, transfer, row, &mut claimed_orders);
+        } else {
+            plan_unkeyed(&mut plan, obs, transfer, ledger, &mut claimed_orders);
+        }
+    }
+    // A failed notification's finding names the order once the payment is matched.
+    fill_failed_order_refs(&mut plan);
+    plan
+}
+
+fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerRow> {
+    match v {
+        ChainVerdict::Transfer(t) => ledger.by_key.get(&t.key),
+        _ => None,
+    }
+}
+
+fn verdict_detail(v: &ChainVerdict) -> String {
+    match v {
+        ChainVerdict::Reverted => "the transaction reverted on chain (receipt status 0)".into(),
+        ChainVerdict::NotFound => "the chain has no receipt for this transaction".into(),
+        ChainVerdict::NoTransfer(why) => why.clone(),
+        ChainVerdict::Transfer(_) => String::new(),
+    }
+}
+
+fn unknown(obs: &Observation, t: Option<&ChainTransfer>, detail: String) -> Finding {
+    Finding {
+        provider: obs.provider.clone(),
+        kind: GapKind::UnknownPayment,
+        chain: obs.chain.clone(),
+        tx_hash: Some(obs.tx_hash.to_string()),
+        log_index: t.map(|t| t.key.log_index),
+        order_ref: None,
+        local_state: None,
+        observed_state: t.map(|t| t.state),
+        outcome: Outcome::Nothing,
+        detail,
+    }
+}
+
+fn finding(obs: &Observation, t: &ChainTransfer, row: &LedgerRow, kind: GapKind) -> Finding {
+    Finding {
+        provider: obs.provider.clone(),
+        kind,
+        chain: t.key.chain.clone(),
+        tx_hash: Some(t.key.tx_hash.to_string()),
+        log_index: Some(t.key.log_index),
+        order_ref: Some(row.order_ref.clone()),
+        local_state: Some(row.state),
+        observed_state: Some(t.state),
+        outcome: Outcome::Nothing,
+        detail: String::new(),
+    }
+}
+
+fn plan_keyed(
+    plan: &mut Plan,
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    claimed: &mut HashSet<i64>,
+) {
+    if !claimed.insert(row.id) {
+        return;
+    }
+    if t.state < row.state {
+        plan.refused_backwards.push(Refusal {
+            order_ref: row.order_ref.clone(),
+            local: row.state,
+            observed: t.state,
+        });
+        return;
+    }
+    if t.state == row.state {
+        return;
+    }
+    plan.transitions.push(PlannedTransition {
+        order_id: row.id,
+        order_ref: row.order_ref.clone(),
+        from: row.state,
+        to: t.state,
+        attach: None,
+    });
+    let idx = plan.transitions.len() - 1;
+    let mut f = finding(obs, t, row, GapKind::Lagging);
+    f.outcome = Outcome::Transition(idx);
+    f.detail = format!("ledger has {}, chain shows {}", row.state, t.state);
+    plan.findings.push(f);
+    if row.state == State::Unpaid && t.amount != row.amount_due {
+        push_mismatch(plan, obs, t, row, idx);
+    }
+}
+
+fn plan_unkeyed(
+    plan: &mut Plan,
+    obs: &Observation,
+    t: &ChainTransfer,
+    ledger: &LedgerView,
+    claimed: &mut HashSet<i64>,
+) {
+    let slot = (t.key.chain.clone(), t.to.to_string(), t.asset.to_string());
+    let candidates = ledger.unpaid.get(&slot).map(Vec::as_slice).unwrap_or(&[]);
+    let free = || candidates.iter().filter(|r| !claimed.contains(&r.id));
+    let chosen = free()
+        .find(|r| r.amount_due == t.amount)
+        .or_else(|| free().next());
+    let Some(row) = chosen else {
+        let detail = format!(
+            "no order is waiting for a payment to {} in {} on {}",
+            t.to, t.asset, t.key.chain
+        );
+        plan.findings.push(unknown(obs, Some(t), detail));
+        return;
+    };
+    claimed.insert(row.id);
+    plan.transitions.push(PlannedTransition {
+        order_id: row.id,
+        order_ref: row.order_ref.clone(),
+        from: row.state,
+        to: t.state,
+        attach: Some(Attach {
+            key: t.key.clone(),
+            amount: t.amount,
+            block: t.block.clone(),
+        }),
+    });
+    let idx = plan.transitions.len() - 1;
+    let mut f = finding(obs, t, row, GapKind::Missing);
+    f.outcome = Outcome::Transition(idx);
+    f.detail = format!("payment of {} found on chain for an unpaid order", t.amount);
+    plan.findings.push(f);
+    if t.amount != row.amount_due {
+        push_mismatch(plan, obs, t, row, idx);
+    }
+}
+
+fn push_mismatch(
+    plan: &mut Plan,
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    idx: usize,
+) {
+    let mut f = finding(obs, t, row, GapKind::AmountMismatch);
+    f.outcome = Outcome::Transition(idx);
+    let how = if t.amount < row.amount_due {
+        "underpaid"
+    } else {
+        "overpaid"
+    };
+    f.detail = format!("{how}: paid {}, due {}", t.amount, row.amount_due);
+    plan.findings.push(f);
+}
+
+fn fill_failed_order_refs(plan: &mut Plan) {
+    let refs: HashMap<(String, i64), String> = plan
+        .findings
+        .iter()
+        .filter_map(|f| {
+            let r = f.order_ref.clone()?;
+            Some(((f.tx_hash.clone()?, f.log_index?), r))
+        })
+        .collect();
+    let failed = plan
+        .findings
+        .iter_mut()
+        .filter(|f| f.kind == GapKind::FailedNotification);
+    for f in failed.filter(|f| f.order_ref.is_none()) {
+        if let (Some(h), Some(li)) = (f.tx_hash.clone(), f.log_index) {
+            f.order_ref = refs.get(&(h, li)).cloned();
+        }
+    }
+}
+
+/// Chooses which transfer of a receipt a provider record means: the one whose amount
+/// matches the provider's amount, else the lowest log index not already attached to an order.
+pub fn pick_transfer<'a>(
+    candidates: &'a [ChainTransfer],
+    amount_hint: Option<U256>,
+    attached: &HashSet<PaymentKey>,
+) -> Option<&'a ChainTransfer> {
+    if candidates.len() == 1 {
+        return candidates.first();
+    }
+    if let Some(hit) = amount_hint.and_then(|a| candidates.iter().find(|t| t.amount == a)) {
+        return Some(hit);
+    }
+    candidates
+        .iter()
+        .filter(|t| !attached.contains(&t.key))
+        .min_by_key(|t| t.key.log_index)
+        .or_else(|| candidates.iter().min_by_key(|t| t.key.log_index))
+}

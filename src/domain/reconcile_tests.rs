@@ -1,0 +1,225 @@
+//! Table tests of the diff: every gap kind, orderings, backwards refusals.
+
+use super::*;
+
+const TO: &str = "0x1111111111111111111111111111111111111111";
+const TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
+
+fn hash(n: u8) -> TxHash {
+    TxHash::parse(&format!("0x{}", format!("{n:02x}").repeat(32))).unwrap()
+}
+
+fn transfer(n: u8, log_index: i64, amount: u64, state: State) -> ChainTransfer {
+    ChainTransfer {
+        key: PaymentKey {
+            chain: "ethereum".into(),
+            tx_hash: hash(n),
+            log_index,
+        },
+        to: Address::parse(TO).unwrap(),
+        asset: Asset::parse(TOKEN).unwrap(),
+        amount: U256::from(amount),
+        block: BlockRef {
+            number: 100,
+            hash: format!("0x{}", "cd".repeat(32)),
+        },
+        state,
+    }
+}
+
+fn obs(verdict: ChainVerdict, failed: bool) -> Observation {
+    let tx_hash = match &verdict {
+        ChainVerdict::Transfer(t) => t.key.tx_hash.clone(),
+        _ => hash(0xee),
+    };
+    Observation {
+        provider: "cg".into(),
+        chain: "ethereum".into(),
+        tx_hash,
+        notification_id: Some("n1".into()),
+        failed,
+        verdict,
+    }
+}
+
+fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>) -> LedgerRow {
+    LedgerRow {
+        id,
+        order_ref: format!("A-{id}"),
+        chain: "ethereum".into(),
+        pay_to: TO.into(),
+        asset: TOKEN.into(),
+        amount_due: U256::from(due),
+        key: key.map(|t| t.key.clone()),
+        amount_paid: key.map(|t| t.amount),
+        block: key.map(|t| t.block.clone()),
+        state,
+    }
+}
+
+fn view(rows: Vec<LedgerRow>) -> LedgerView {
+    let mut v = LedgerView::default();
+    for r in rows {
+        if r.key.is_some() {
+            v.insert_keyed(r);
+        } else if r.state == State::Unpaid {
+            v.insert_unpaid(r);
+        }
+    }
+    v
+}
+
+fn kinds(plan: &Plan) -> Vec<&'static str> {
+    plan.findings.iter().map(|f| f.kind.as_str()).collect()
+}
+
+#[test]
+fn missing_payment_is_attached_to_the_unpaid_order() {
+    let t = transfer(1, 7, 25, State::Final);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t.clone()), false)],
+        &view(vec![order(1, 25, State::Unpaid, None)]),
+    );
+    assert_eq!(kinds(&plan), ["missing"]);
+    assert_eq!(plan.transitions.len(), 1);
+    let tr = &plan.transitions[0];
+    assert_eq!(
+        (tr.from, tr.to, tr.order_id),
+        (State::Unpaid, State::Final, 1)
+    );
+    assert_eq!(tr.attach.as_ref().unwrap().key, t.key);
+}
+
+#[test]
+fn lagging_payment_moves_forward_only() {
+    let t = transfer(1, 7, 25, State::Confirmed);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t.clone()), false)],
+        &view(vec![order(1, 25, State::Pending, Some(&t))]),
+    );
+    assert_eq!(kinds(&plan), ["lagging"]);
+    assert_eq!(
+        (plan.transitions[0].from, plan.transitions[0].to),
+        (State::Pending, State::Confirmed)
+    );
+    assert!(plan.transitions[0].attach.is_none());
+}
+
+#[test]
+fn observed_state_behind_the_ledger_is_refused_not_a_gap() {
+    let t = transfer(1, 7, 25, State::Pending);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t.clone()), false)],
+        &view(vec![order(1, 25, State::Final, Some(&t))]),
+    );
+    assert!(plan.findings.is_empty());
+    assert!(plan.transitions.is_empty());
+    assert_eq!(plan.refused_backwards.len(), 1);
+}
+
+#[test]
+fn equal_state_is_nothing_to_do() {
+    let t = transfer(1, 7, 25, State::Final);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t.clone()), false)],
+        &view(vec![order(1, 25, State::Final, Some(&t))]),
+    );
+    assert_eq!(plan, Plan::default());
+}
+
+#[test]
+fn under_and_over_payment_advance_and_flag() {
+    for (paid, word) in [(20, "underpaid"), (30, "overpaid")] {
+        let t = transfer(1, 7, paid, State::Confirmed);
+        let plan = reconcile(
+            &[obs(ChainVerdict::Transfer(t), false)],
+            &view(vec![order(1, 25, State::Unpaid, None)]),
+        );
+        assert_eq!(kinds(&plan), ["missing", "amount_mismatch"]);
+        assert!(
+            plan.findings[1].detail.starts_with(word),
+            "{}",
+            plan.findings[1].detail
+        );
+        assert_eq!(
+            plan.transitions[0].attach.as_ref().unwrap().amount,
+            U256::from(paid)
+        );
+    }
+}
+
+#[test]
+fn stray_reverted_and_absent_payments_credit_nothing() {
+    let stray = transfer(1, 7, 25, State::Final);
+    for verdict in [
+        ChainVerdict::Transfer(stray),
+        ChainVerdict::Reverted,
+        ChainVerdict::NotFound,
+        ChainVerdict::NoTransfer("only an ERC-721 transfer".into()),
+    ] {
+        // the only unpaid order waits at another address
+        let mut other = order(1, 25, State::Unpaid, None);
+        other.pay_to = "0x2222222222222222222222222222222222222222".into();
+        let plan = reconcile(&[obs(verdict.clone(), false)], &view(vec![other]));
+        assert_eq!(kinds(&plan), ["unknown_payment"], "{verdict:?}");
+        assert!(plan.transitions.is_empty());
+    }
+}
+
+#[test]
+fn exact_amount_is_preferred_then_the_oldest_and_no_order_gets_two_payments() {
+    let a = transfer(1, 3, 30, State::Pending);
+    let b = transfer(1, 4, 25, State::Pending);
+    let c = transfer(2, 0, 99, State::Pending);
+    let ledger = view(vec![
+        order(1, 25, State::Unpaid, None),
+        order(2, 30, State::Unpaid, None),
+    ]);
+    let plan = reconcile(
+        &[
+            obs(ChainVerdict::Transfer(a), false),
+            obs(ChainVerdict::Transfer(b), false),
+            obs(ChainVerdict::Transfer(c), false),
+        ],
+        &ledger,
+    );
+    let attached: Vec<(i64, i64)> = plan
+        .transitions
+        .iter()
+        .map(|t| (t.order_id, t.attach.as_ref().unwrap().key.log_index))
+        .collect();
+    assert_eq!(attached, [(2, 3), (1, 4)]);
+    assert_eq!(kinds(&plan), ["missing", "missing", "unknown_payment"]);
+}
+
+#[test]
+fn a_payment_seen_twice_in_a_batch_is_planned_once() {
+    let t = transfer(1, 7, 25, State::Final);
+    let ledger = view(vec![
+        order(1, 25, State::Unpaid, None),
+        order(2, 25, State::Unpaid, None),
+    ]);
+    let o = obs(ChainVerdict::Transfer(t), false);
+    let plan = reconcile(&[o.clone(), o], &ledger);
+    assert_eq!(plan.transitions.len(), 1);
+}
+
+#[test]
+fn failed_notification_requests_a_resend_and_still_applies() {
+    let t = transfer(1, 7, 25, State::Confirmed);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t), true)],
+        &view(vec![order(1, 25, State::Unpaid, None)]),
+    );
+    assert_eq!(kinds(&plan), ["failed_notification", "missing"]);
+    assert_eq!(
+        plan.resends,
+        [ResendRequest {
+            chain: "ethereum".into(),
+            notification_id: "n1".into()
+        }]
+    );
+    assert_eq!(plan.findings[0].outcome, Outcome::Resend(0));
+    assert_eq!(plan.findings[0].order_ref.as_deref(), Some("A-1"));
+    assert_eq!(plan.transitions.len(), 1);
+}
