@@ -1,0 +1,4 @@
+//! Integration tests: one binary, one file per feature, against real SQLite, real
+//! PostgreSQL, real anvil and fake provider HTTP servers on loopback.
+
+mod support;

@@ -1,0 +1,180 @@
+//! Shared test helpers: fresh databases, an anvil node, skip-or-fail for missing services.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// `PAYRECON_TEST_STRICT=1`: a missing service fails the test instead of skipping it.
+pub fn strict() -> bool {
+    std::env::var("PAYRECON_TEST_STRICT").is_ok_and(|v| v == "1")
+}
+
+/// Prints why a test is skipped, or panics under strict mode.
+pub fn skip(reason: &str) {
+    if strict() {
+        panic!("PAYRECON_TEST_STRICT=1 and {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// A fresh SQLite database file in a temp dir (kept alive by the returned guard).
+pub fn sqlite_url() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
+    (dir, url)
+}
+
+/// A fresh PostgreSQL database for this test, or None (skipped) without PAYRECON_TEST_PG_URL.
+pub async fn pg_url() -> Option<String> {
+    let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") else {
+        skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL tests)");
+        return None;
+    };
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to PAYRECON_TEST_PG_URL");
+    let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+    let (prefix, _) = base.rsplit_once('/').expect("database url has a path");
+    Some(format!("{prefix}/{name}"))
+}
+
+/// Both backends: SQLite always, PostgreSQL when available. The guard keeps the SQLite file.
+pub async fn backends() -> (tempfile::TempDir, Vec<String>) {
+    let (dir, sqlite) = sqlite_url();
+    let mut urls = vec![sqlite];
+    if let Some(pg) = pg_url().await {
+        urls.push(pg);
+    }
+    (dir, urls)
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real anvil node on a free loopback port; killed on drop.
+pub struct Anvil {
+    child: Child,
+    pub url: String,
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Anvil {
+    /// Starts anvil (`ANVIL_BIN`) with automine; None (skipped) when ANVIL_BIN is not set.
+    pub async fn start() -> Option<Anvil> {
+        Anvil::start_with(&[]).await
+    }
+
+    pub async fn start_with(extra: &[&str]) -> Option<Anvil> {
+        let Ok(bin) = std::env::var("ANVIL_BIN") else {
+            skip("ANVIL_BIN is not set (anvil tests)");
+            return None;
+        };
+        let port = free_port();
+        let child = Command::new(bin)
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--silent",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn anvil");
+        let anvil = Anvil {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if anvil.try_rpc("eth_blockNumber", json!([])).await.is_ok() {
+                return Some(anvil);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("anvil did not answer within 20 s");
+    }
+
+    pub async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp = reqwest::Client::new()
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let v: Value = resp.json().await.map_err(|e| e.to_string())?;
+        match v.get("error") {
+            Some(e) => Err(e.to_string()),
+            None => Ok(v["result"].clone()),
+        }
+    }
+
+    /// A JSON-RPC call that must succeed.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.try_rpc(method, params.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{method} {params}: {e}"))
+    }
+
+    /// Mines `n` blocks.
+    pub async fn mine(&self, n: u64) {
+        self.rpc("anvil_mine", json!([format!("0x{n:x}")])).await;
+    }
+
+    /// Polls for a receipt (a send can answer before its block exists).
+    pub async fn receipt(&self, tx: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = self.rpc("eth_getTransactionReceipt", json!([tx])).await;
+            if !r.is_null() {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "no receipt for {tx}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn accounts(&self) -> Vec<String> {
+        let v = self.rpc("eth_accounts", json!([])).await;
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_lowercase())
+            .collect()
+    }
+}
+
+/// Waits for a condition with a deadline (no sleeps for ordering).
+pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
