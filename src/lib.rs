@@ -9,6 +9,7 @@
 //! - `secret`: values that never print.
 
 pub mod chain;
+pub mod config;
 pub mod domain;
 pub mod providers;
 pub mod secret;

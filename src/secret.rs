@@ -70,3 +70,9 @@ mod tests {
         assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
     }
 }
+
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret)
+    }
+}

@@ -1,0 +1,487 @@
+//! Typed configuration (SPEC §3): TOML, then `PAYRECON_<SECTION>__<KEY>` overrides, then
+//! `<key>_file` secrets, then validation. Every error names the key.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::chain::{ChainSettings, Finality};
+use crate::providers::chaingateway::ChaingatewaySettings;
+use crate::secret::Secret;
+
+mod duration;
+pub use duration::{format_duration, parse_duration};
+
+#[derive(Debug, thiserror::Error)]
+#[error("config: {0}")]
+pub struct ConfigError(pub String);
+
+fn err(msg: impl Into<String>) -> ConfigError {
+    ConfigError(msg.into())
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    pub url: Secret,
+    pub max_connections: u32,
+    pub migrate: bool,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            url: Secret::new("sqlite://payrecon.db"),
+            max_connections: 8,
+            migrate: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScheduleConfig {
+    pub cron: String,
+    #[serde(with = "duration::serde_duration")]
+    pub lookback: Duration,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        ScheduleConfig {
+            cron: "0 */5 * * * *".into(),
+            lookback: Duration::from_secs(48 * 3600),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    pub listen: String,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: "127.0.0.1:9187".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReconcileConfig {
+    pub apply: bool,
+    pub resend: bool,
+    #[serde(with = "duration::serde_duration")]
+    pub resend_cooldown: Duration,
+    /// Records per pipeline batch (one ledger lookup, one receipt batch, one apply transaction).
+    pub batch_size: usize,
+    /// How long SIGTERM waits for the current run to finish before exiting.
+    #[serde(with = "duration::serde_duration")]
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ReconcileConfig {
+    fn default() -> Self {
+        ReconcileConfig {
+            apply: true,
+            resend: true,
+            resend_cooldown: Duration::from_secs(3600),
+            batch_size: 500,
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChain {
+    rpc_url: Option<Secret>,
+    #[serde(default = "default_confirmations")]
+    confirmations: u64,
+    #[serde(default = "default_finality")]
+    finality: String,
+    #[serde(default = "default_final_depth")]
+    final_depth: u64,
+    #[serde(default = "default_rpc_batch")]
+    rpc_batch_size: usize,
+    #[serde(default = "default_timeout", with = "duration::serde_duration")]
+    timeout: Duration,
+    #[serde(default = "default_retries")]
+    max_retries: u32,
+}
+
+fn default_confirmations() -> u64 {
+    12
+}
+fn default_finality() -> String {
+    "finalized".into()
+}
+fn default_final_depth() -> u64 {
+    64
+}
+fn default_rpc_batch() -> usize {
+    50
+}
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_retries() -> u32 {
+    4
+}
+fn default_concurrency() -> usize {
+    4
+}
+fn default_network() -> String {
+    "mainnet".into()
+}
+fn default_backoff() -> Duration {
+    Duration::from_millis(200)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssetConfig {
+    pub symbol: String,
+    pub decimals: u8,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    kind: String,
+    base_url: Option<String>,
+    api_key: Option<Secret>,
+    api_key_file: Option<PathBuf>,
+    #[serde(default = "default_network")]
+    network: String,
+    #[serde(default)]
+    chains: Vec<String>,
+    #[serde(default = "default_timeout", with = "duration::serde_duration")]
+    timeout: Duration,
+    #[serde(default = "default_concurrency")]
+    max_concurrency: usize,
+    #[serde(default = "default_retries")]
+    max_retries: u32,
+    #[serde(default = "default_backoff", with = "duration::serde_duration")]
+    backoff: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    database: DatabaseConfig,
+    #[serde(default)]
+    schedule: ScheduleConfig,
+    #[serde(default)]
+    http: HttpConfig,
+    #[serde(default)]
+    reconcile: ReconcileConfig,
+    #[serde(default)]
+    chains: BTreeMap<String, RawChain>,
+    #[serde(default)]
+    assets: BTreeMap<String, AssetConfig>,
+    #[serde(default)]
+    providers: BTreeMap<String, RawProvider>,
+}
+
+/// A provider, by kind.
+#[derive(Clone)]
+pub enum ProviderConfig {
+    Chaingateway(ChaingatewaySettings),
+}
+
+impl ProviderConfig {
+    pub fn name(&self) -> &str {
+        match self {
+            ProviderConfig::Chaingateway(s) => &s.name,
+        }
+    }
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderConfig::Chaingateway(_) => "chaingateway",
+        }
+    }
+    pub fn chains(&self) -> &[String] {
+        match self {
+            ProviderConfig::Chaingateway(s) => &s.chains,
+        }
+    }
+    pub fn secrets(&self) -> Vec<&Secret> {
+        match self {
+            ProviderConfig::Chaingateway(s) => vec![&s.api_key],
+        }
+    }
+}
+
+/// The validated configuration.
+#[derive(Clone)]
+pub struct Config {
+    pub database: DatabaseConfig,
+    pub schedule: ScheduleConfig,
+    pub listen: SocketAddr,
+    pub reconcile: ReconcileConfig,
+    pub chains: Vec<ChainSettings>,
+    pub assets: BTreeMap<String, AssetConfig>,
+    pub providers: Vec<ProviderConfig>,
+}
+
+impl Config {
+    /// Reads `path`, applies the process environment's overrides, validates.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+        Config::from_toml(&text, std::env::vars())
+    }
+
+    /// Parses `text` with the given environment (`PAYRECON_A__B=value` pairs).
+    pub fn from_toml(
+        text: &str,
+        env: impl Iterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| err(one_line(&e.to_string())))?;
+        apply_env(&mut table, env)?;
+        let raw: RawConfig =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let path = e.path().to_string();
+                let inner = one_line(&e.into_inner().to_string());
+                let line = line_of(text, &path)
+                    .map(|l| format!(" (line {l})"))
+                    .unwrap_or_default();
+                err(format!("{path}: {inner}{line}"))
+            })?;
+        validate(raw)
+    }
+
+    /// Every secret the process holds, for redaction.
+    pub fn secrets(&self) -> Vec<&Secret> {
+        let mut v: Vec<&Secret> = self.providers.iter().flat_map(|p| p.secrets()).collect();
+        v.push(&self.database.url);
+        v
+    }
+
+    pub fn chain(&self, name: &str) -> Option<&ChainSettings> {
+        self.chains.iter().find(|c| c.name == name)
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Best-effort line number of the last segment of a dotted key path in the source text.
+fn line_of(text: &str, path: &str) -> Option<usize> {
+    let last = path.rsplit('.').next()?.trim_matches('"');
+    if last.is_empty() || last == "?" {
+        return None;
+    }
+    text.lines()
+        .position(|l| l.trim_start().starts_with(last) && l.contains('='))
+        .map(|i| i + 1)
+}
+
+/// `PAYRECON_DATABASE__URL=…` sets `database.url`; `PAYRECON_PROVIDERS__CG__API_KEY` sets
+/// `providers.cg.api_key`. Values parse as TOML literals (numbers, booleans, arrays) where
+/// they can, else as strings.
+fn apply_env(
+    table: &mut toml::Table,
+    env: impl Iterator<Item = (String, String)>,
+) -> Result<(), ConfigError> {
+    for (name, value) in env {
+        let Some(rest) = name.strip_prefix("PAYRECON_") else {
+            continue;
+        };
+        if !rest.contains("__") || rest.starts_with("TEST_") {
+            continue;
+        }
+        let path: Vec<String> = rest.split("__").map(|s| s.to_ascii_lowercase()).collect();
+        if path.iter().any(|s| s.is_empty()) {
+            return Err(err(format!(
+                "environment variable {name}: empty key segment"
+            )));
+        }
+        let parsed = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or(toml::Value::String(value));
+        let mut cur = &mut *table;
+        for seg in &path[..path.len() - 1] {
+            let entry = cur
+                .entry(seg.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            cur = entry
+                .as_table_mut()
+                .ok_or_else(|| err(format!("environment variable {name}: {seg} is not a table")))?;
+        }
+        cur.insert(path[path.len() - 1].clone(), parsed);
+    }
+    Ok(())
+}
+
+fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
+    let path = match std::env::var_os("CREDENTIALS_DIRECTORY") {
+        Some(dir) if path.is_relative() => Path::new(&dir).join(path),
+        _ => path.to_path_buf(),
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| err(format!("{key}: cannot read {}: {e}", path.display())))?;
+    Ok(Secret::new(text.trim_end_matches(['\n', '\r'])))
+}
+
+fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+    croner::Cron::new(&raw.schedule.cron)
+        .with_seconds_required()
+        .parse()
+        .map_err(|e| err(format!("schedule.cron: {e}")))?;
+    let listen: SocketAddr = raw.http.listen.parse().map_err(|e| {
+        err(format!(
+            "http.listen: {:?} is not an address:port ({e})",
+            raw.http.listen
+        ))
+    })?;
+    if raw.database.max_connections == 0 {
+        return Err(err("database.max_connections: must be at least 1"));
+    }
+    if raw.reconcile.batch_size == 0 {
+        return Err(err("reconcile.batch_size: must be at least 1"));
+    }
+    let mut chains = Vec::new();
+    for (name, c) in &raw.chains {
+        let rpc_url = c
+            .rpc_url
+            .clone()
+            .ok_or_else(|| err(format!("chains.{name}.rpc_url: required")))?;
+        let finality = match c.finality.as_str() {
+            "finalized" => Finality::Finalized,
+            "safe" => Finality::Safe,
+            "depth" => Finality::Depth,
+            other => {
+                return Err(err(format!(
+                    "chains.{name}.finality: {other:?} is not one of \"finalized\", \"safe\", \"depth\""
+                )))
+            }
+        };
+        if c.final_depth == 0 || c.rpc_batch_size == 0 {
+            return Err(err(format!(
+                "chains.{name}: final_depth and rpc_batch_size must be at least 1"
+            )));
+        }
+        chains.push(ChainSettings {
+            name: name.clone(),
+            rpc_url: rpc_url.expose().to_string(),
+            confirmations: c.confirmations,
+            finality,
+            final_depth: c.final_depth,
+            batch_size: c.rpc_batch_size,
+            timeout: c.timeout,
+            max_retries: c.max_retries,
+        });
+    }
+    let mut decimals = std::collections::HashMap::new();
+    for (key, a) in &raw.assets {
+        let (chain, addr) = key.split_once(':').ok_or_else(|| {
+            err(format!(
+                "assets.\"{key}\": the key must be \"<chain>:<contract address or native>\""
+            ))
+        })?;
+        if !raw.chains.contains_key(chain) {
+            return Err(err(format!(
+                "assets.\"{key}\": chain {chain:?} has no [chains.{chain}] table"
+            )));
+        }
+        let asset =
+            crate::domain::Asset::parse(addr).map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
+        decimals.insert(format!("{chain}:{asset}"), a.decimals);
+    }
+    let mut providers = Vec::new();
+    for (name, p) in raw.providers {
+        let key = |k: &str| format!("providers.{name}.{k}");
+        for chain in &p.chains {
+            if !raw.chains.contains_key(chain) {
+                return Err(err(format!(
+                    "{}: chain {chain:?} has no [chains.{chain}] table",
+                    key("chains")
+                )));
+            }
+        }
+        if p.chains.is_empty() {
+            return Err(err(format!(
+                "{}: at least one chain is required",
+                key("chains")
+            )));
+        }
+        if p.max_concurrency == 0 {
+            return Err(err(format!(
+                "{}: must be at least 1",
+                key("max_concurrency")
+            )));
+        }
+        let api_key = match (p.api_key, p.api_key_file) {
+            (Some(_), Some(_)) => {
+                return Err(err(format!(
+                    "{}: set api_key or api_key_file, not both",
+                    key("api_key")
+                )))
+            }
+            (Some(k), None) => k,
+            (None, Some(f)) => read_secret_file(&key("api_key_file"), &f)?,
+            (None, None) => {
+                return Err(err(format!(
+                    "{}: required (or api_key_file)",
+                    key("api_key")
+                )))
+            }
+        };
+        match p.kind.as_str() {
+            "chaingateway" => {
+                let base_url = p
+                    .base_url
+                    .unwrap_or_else(|| "https://api.chaingateway.io/api/v2".into());
+                providers.push(ProviderConfig::Chaingateway(ChaingatewaySettings {
+                    name: name.clone(),
+                    base_url: base_url.trim_end_matches('/').to_string(),
+                    api_key,
+                    network: p.network,
+                    timeout: p.timeout,
+                    max_concurrency: p.max_concurrency,
+                    max_retries: p.max_retries,
+                    backoff: p.backoff,
+                    chains: p.chains,
+                    decimals: decimals.clone(),
+                }));
+            }
+            other => {
+                return Err(err(format!(
+                    "{}: unknown provider kind {other:?} (known: \"chaingateway\")",
+                    key("kind")
+                )))
+            }
+        }
+        if name == "chain" {
+            return Err(err(
+                "providers.chain: the name \"chain\" is reserved for the chain sweep",
+            ));
+        }
+    }
+    Ok(Config {
+        database: raw.database,
+        schedule: raw.schedule,
+        listen,
+        reconcile: raw.reconcile,
+        chains,
+        assets: raw.assets,
+        providers,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,91 @@
+//! Durations like `90s`, `48h`, `7d`, `1h30m`, `250ms`.
+
+use std::time::Duration;
+
+/// Parses one or more `<integer><unit>` parts; units `ms`, `s`, `m`, `h`, `d`, `w`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    let mut total: u64 = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(format!("{s:?} is not a duration like 90s, 48h or 7d"));
+        }
+        let n: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("{s:?}: number too large"))?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let ms_per = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 604_800_000,
+            "" => return Err(format!("{s:?}: a unit is required (ms, s, m, h, d, w)")),
+            u => return Err(format!("{s:?}: unknown unit {u:?} (ms, s, m, h, d, w)")),
+        };
+        rest = &rest[unit_len..];
+        total = n
+            .checked_mul(ms_per)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| format!("{s:?}: too large"))?;
+    }
+    Ok(Duration::from_millis(total))
+}
+
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    for (unit, per) in [
+        ("d", 86_400_000u128),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms >= per && ms % per == 0 {
+            return format!("{}{unit}", ms / per);
+        }
+    }
+    format!("{ms}ms")
+}
+
+pub mod serde_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        super::parse_duration(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_or_explain() {
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(
+            parse_duration("48h").unwrap(),
+            Duration::from_secs(48 * 3600)
+        );
+        assert_eq!(
+            parse_duration("7d").unwrap(),
+            Duration::from_secs(7 * 86400)
+        );
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        for bad in ["", "10", "ten", "5y", "h", "99999999999999999999d", "-5s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+    }
+}

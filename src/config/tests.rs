@@ -1,0 +1,158 @@
+use super::*;
+
+const BASE: &str = r#"
+[database]
+url = "sqlite://x.db"
+
+[chains.ethereum]
+rpc_url = "http://127.0.0.1:8545"
+
+[assets."ethereum:0xdAC17F958D2ee523a2206206994597C13D831ec7"]
+symbol = "USDT"
+decimals = 6
+
+[providers.cg]
+kind = "chaingateway"
+api_key = "k-123456"
+chains = ["ethereum"]
+"#;
+
+fn load(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Config::from_toml(
+        text,
+        env.iter().map(|(a, b)| (a.to_string(), b.to_string())),
+    )
+}
+
+fn error_of(text: &str, env: &[(&str, &str)]) -> String {
+    match load(text, env) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn defaults_fill_in_everything_not_given() {
+    let c = load(BASE, &[]).unwrap();
+    assert_eq!(c.schedule.cron, "0 */5 * * * *");
+    assert_eq!(c.schedule.lookback, Duration::from_secs(48 * 3600));
+    assert_eq!(c.listen.to_string(), "127.0.0.1:9187");
+    assert_eq!(c.reconcile.resend_cooldown, Duration::from_secs(3600));
+    let eth = c.chain("ethereum").unwrap();
+    assert_eq!(
+        (eth.confirmations, eth.final_depth, eth.finality),
+        (12, 64, Finality::Finalized)
+    );
+    let ProviderConfig::Chaingateway(cg) = &c.providers[0];
+    assert_eq!(cg.base_url, "https://api.chaingateway.io/api/v2");
+    assert_eq!(cg.network, "mainnet");
+    assert_eq!(
+        cg.decimals
+            .get("ethereum:0xdac17f958d2ee523a2206206994597c13d831ec7"),
+        Some(&6)
+    );
+}
+
+#[test]
+fn env_overrides_any_key() {
+    let c = load(
+        BASE,
+        &[
+            ("PAYRECON_DATABASE__URL", "postgres://u:pw@h/db"),
+            ("PAYRECON_PROVIDERS__CG__API_KEY", "from-env"),
+            ("PAYRECON_DATABASE__MAX_CONNECTIONS", "3"),
+            ("PAYRECON_SCHEDULE__LOOKBACK", "7d"),
+            ("PAYRECON_CONFIG", "ignored.toml"),
+            ("PAYRECON_TEST_STRICT", "1"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.database.url.expose(), "postgres://u:pw@h/db");
+    assert_eq!(c.database.max_connections, 3);
+    assert_eq!(c.schedule.lookback, Duration::from_secs(7 * 86400));
+    let ProviderConfig::Chaingateway(cg) = &c.providers[0];
+    assert_eq!(cg.api_key.expose(), "from-env");
+}
+
+#[test]
+fn secrets_come_from_files_with_the_newline_stripped() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("key");
+    std::fs::write(&f, "file-key\n").unwrap();
+    let text = BASE.replace(
+        "api_key = \"k-123456\"",
+        &format!("api_key_file = {:?}", f.display().to_string()),
+    );
+    let c = load(&text, &[]).unwrap();
+    let ProviderConfig::Chaingateway(cg) = &c.providers[0];
+    assert_eq!(cg.api_key.expose(), "file-key");
+    let missing = BASE.replace(
+        "api_key = \"k-123456\"",
+        "api_key_file = \"/nonexistent/k\"",
+    );
+    assert!(error_of(&missing, &[]).contains("providers.cg.api_key_file"));
+}
+
+#[test]
+fn errors_name_the_key() {
+    let unknown = format!("{BASE}\n[reconcile]\naply = true\n");
+    let e = error_of(&unknown, &[]);
+    assert!(e.contains("reconcile") && e.contains("aply"), "{e}");
+    assert!(e.contains("line"), "{e}");
+
+    let bad_duration = format!("{BASE}\n[schedule]\nlookback = \"48 hours\"\n");
+    let e = error_of(&bad_duration, &[]);
+    assert!(e.contains("schedule.lookback"), "{e}");
+
+    let no_chain = BASE.replace(
+        "chains = [\"ethereum\"]",
+        "chains = [\"ethereum\", \"polygon\"]",
+    );
+    let e = error_of(&no_chain, &[]);
+    assert!(
+        e.contains("providers.cg.chains") && e.contains("polygon"),
+        "{e}"
+    );
+
+    let e = error_of(BASE, &[("PAYRECON_DATABASE__MAX_CONNECTIONZ", "3")]);
+    assert!(e.contains("max_connectionz"), "{e}");
+
+    let e = error_of(
+        &BASE.replace("kind = \"chaingateway\"", "kind = \"stripe\""),
+        &[],
+    );
+    assert!(e.contains("providers.cg.kind"), "{e}");
+
+    let e = error_of(
+        &format!("{BASE}\n[schedule]\ncron = \"every minute\"\n"),
+        &[],
+    );
+    assert!(e.contains("schedule.cron"), "{e}");
+
+    let e = error_of(
+        &BASE.replace("rpc_url = \"http://127.0.0.1:8545\"", ""),
+        &[],
+    );
+    assert!(e.contains("chains.ethereum.rpc_url"), "{e}");
+
+    let e = error_of(
+        &BASE.replace("url = \"sqlite://x.db\"", "max_connections = \"many\""),
+        &[],
+    );
+    assert!(e.contains("database.max_connections"), "{e}");
+}
+
+#[test]
+fn errors_do_not_echo_secrets() {
+    let text = BASE.replace("kind = \"chaingateway\"", "kind = \"nope\"");
+    let e = error_of(&text, &[]);
+    assert!(!e.contains("k-123456"), "{e}");
+}
+
+#[test]
+fn shipped_config_toml_is_valid() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    let c = load(&text, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
+    assert!(!c.providers.is_empty());
+}
