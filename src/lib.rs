@@ -11,6 +11,7 @@
 pub mod chain;
 pub mod config;
 pub mod domain;
+pub mod metrics;
 pub mod providers;
 pub mod secret;
 pub mod store;
