@@ -13,7 +13,7 @@ use crate::providers::chaingateway::ChaingatewaySettings;
 use crate::secret::Secret;
 
 mod duration;
-pub use duration::{format_duration, parse_duration};
+pub use duration::{format_duration, parse_duration, parse_time_arg};
 
 #[derive(Debug, thiserror::Error)]
 #[error("config: {0}")]

@@ -8,10 +8,18 @@
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
 //! - `secret`: values that never print.
 
+pub mod app;
 pub mod chain;
 pub mod config;
+pub mod demo;
 pub mod domain;
+pub mod engine;
+pub mod http;
 pub mod metrics;
 pub mod providers;
+pub mod report;
+pub mod schedule;
 pub mod secret;
+pub mod serve;
 pub mod store;
+pub mod telemetry;

@@ -1,1 +1,225 @@
-fn main() {}
+#![forbid(unsafe_code)]
+//! The payrecon command line: parse, load config, init logging, dispatch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "payrecon",
+    version,
+    about = "Reconciles crypto payment providers and chains against your orders ledger"
+)]
+struct Cli {
+    /// Configuration file.
+    #[arg(
+        long,
+        global = true,
+        env = "PAYRECON_CONFIG",
+        default_value = "./config.toml"
+    )]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT.
+    Serve,
+    /// One reconciliation pass (a backfill with --since), then exit.
+    Run(RunArgs),
+    /// Create or upgrade the schema, then exit.
+    Migrate,
+    /// Validate config, reach database, providers and chain RPCs; report each.
+    Check,
+    /// Self-contained sandbox: simulated provider + chain, SQLite, one run.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Start of the window: RFC 3339, a date (2026-11-01) or a duration back (90m, 36h, 7d).
+    #[arg(long)]
+    since: Option<String>,
+    /// End of the window (same forms). Default: now.
+    #[arg(long)]
+    until: Option<String>,
+    /// Only this provider (repeatable).
+    #[arg(long = "provider")]
+    providers: Vec<String>,
+    /// Compute and report everything, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Apply transitions but request no resends.
+    #[arg(long)]
+    no_resend: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Exit 3 if the run found at least one gap (and nothing failed).
+    #[arg(long)]
+    fail_on_gaps: bool,
+}
+
+#[derive(clap::Args)]
+struct DemoArgs {
+    /// Where to keep the demo ledger (default: a new temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    payrecon::telemetry::init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    };
+    rt.block_on(dispatch(cli))
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("payrecon: {msg}");
+    ExitCode::from(1)
+}
+
+async fn dispatch(cli: Cli) -> ExitCode {
+    if let Command::Demo(args) = &cli.command {
+        return match payrecon::demo::run_demo(args.dir.clone()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e.to_string()),
+        };
+    }
+    let config = match payrecon::config::Config::load(&cli.config) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    match cli.command {
+        Command::Migrate => {
+            let mut config = config;
+            config.database.migrate = true;
+            match payrecon::app::App::build(config).await {
+                Ok(_) => {
+                    eprintln!("payrecon: schema is up to date");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e.to_string()),
+            }
+        }
+        Command::Check => {
+            let app = match payrecon::app::App::build(config).await {
+                Ok(a) => a,
+                Err(e) => return fail(&e.to_string()),
+            };
+            let (lines, ok) = app.check().await;
+            for l in lines {
+                println!("{l}");
+            }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Command::Run(args) => run(config, args).await,
+        Command::Serve => {
+            let app = match payrecon::app::App::build(config).await {
+                Ok(a) => a,
+                Err(e) => return fail(&e.to_string()),
+            };
+            match payrecon::serve::serve(app, shutdown_signal(), |_| {}).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e.to_string()),
+            }
+        }
+        Command::Demo(_) => unreachable!("handled above"),
+    }
+}
+
+async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
+    use std::io::IsTerminal;
+    let now = jiff::Timestamp::now();
+    let parse = |s: &Option<String>, default: jiff::Timestamp| match s {
+        Some(s) => payrecon::config::parse_time_arg(s, now),
+        None => Ok(default),
+    };
+    let lookback = jiff::SignedDuration::try_from(config.schedule.lookback)
+        .unwrap_or(jiff::SignedDuration::ZERO);
+    let default_since = now
+        .checked_sub(lookback)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let (since, until) = match (parse(&args.since, default_since), parse(&args.until, now)) {
+        (Ok(s), Ok(u)) if s <= u => (s, u),
+        (Ok(_), Ok(_)) => return usage("--since is after --until"),
+        (Err(e), _) => return usage(&format!("--since: {e}")),
+        (_, Err(e)) => return usage(&format!("--until: {e}")),
+    };
+    let app = match payrecon::app::App::build(config).await {
+        Ok(a) => a,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let opts = payrecon::engine::RunOptions {
+        since,
+        until,
+        providers: args.providers,
+        dry_run: args.dry_run,
+        no_resend: args.no_resend,
+        trigger: payrecon::engine::Trigger::Cli,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let report = match app.engine.run(&opts).await {
+        Ok(r) => r,
+        Err(payrecon::engine::EngineError::UnknownProvider(p)) => {
+            return usage(&format!("--provider {p:?} is not configured"))
+        }
+        Err(e) => return fail(&app.engine.redact(&e.to_string())),
+    };
+    match args.format {
+        Format::Json => println!("{}", report.to_json()),
+        Format::Text => print!("{}", report.to_text()),
+    }
+    if report.any_failed() {
+        ExitCode::from(1)
+    } else if args.fail_on_gaps && report.totals.gaps > 0 {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("payrecon: {msg}");
+    ExitCode::from(2)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

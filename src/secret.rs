@@ -54,6 +54,12 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,11 +74,5 @@ mod tests {
             "postgres://u:***@h:5432/db"
         );
         assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Secret {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(Secret)
     }
 }

@@ -89,3 +89,40 @@ mod tests {
         assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
     }
 }
+
+/// A `--since`/`--until` value: RFC 3339 (`2026-11-01T00:00:00Z`), a date (`2026-11-01`,
+/// midnight UTC) or a duration back from `now` (`90m`, `36h`, `7d`).
+pub fn parse_time_arg(s: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, String> {
+    let s = s.trim();
+    if let Ok(t) = s.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    if let Ok(d) = s.parse::<jiff::civil::Date>() {
+        return d
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .map(|z| z.timestamp())
+            .map_err(|e| format!("{s:?}: {e}"));
+    }
+    let d = parse_duration(s).map_err(|_| {
+        format!("{s:?} is not an RFC 3339 time, a date (2026-11-01) or a duration (90m, 36h, 7d)")
+    })?;
+    let span = jiff::SignedDuration::try_from(d).map_err(|e| format!("{s:?}: {e}"))?;
+    now.checked_sub(span).map_err(|e| format!("{s:?}: {e}"))
+}
+
+#[cfg(test)]
+mod time_arg_tests {
+    use super::*;
+
+    #[test]
+    fn since_and_until_accept_three_forms() {
+        let now: jiff::Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let p = |s| parse_time_arg(s, now).map(|t| t.to_string());
+        assert_eq!(p("2026-11-01T00:00:00Z").unwrap(), "2026-11-01T00:00:00Z");
+        assert_eq!(p("2026-11-01").unwrap(), "2026-11-01T00:00:00Z");
+        assert_eq!(p("36h").unwrap(), "2026-11-28T00:00:00Z");
+        assert_eq!(p("90m").unwrap(), "2026-11-29T10:30:00Z");
+        assert!(p("yesterday").is_err());
+        assert!(p("2026-13-01").is_err());
+    }
+}

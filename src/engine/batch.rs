@@ -1,0 +1,264 @@
+//! Settling one batch: plan (pure), apply, resend, findings, counts and metrics.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::{Engine, Provider, RunCtx};
+use crate::domain::{reconcile, Action, Finding, GapKind, LedgerView, Observation, Outcome};
+use crate::metrics::{
+    GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
+};
+use crate::report::{FindingOut, ProviderReport, MAX_FINDINGS};
+use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Source, StoreError};
+
+/// What one provider's (or the sweep's) part of a run has done so far.
+pub struct BatchAcc {
+    pub report: ProviderReport,
+    pub findings: Vec<FindingOut>,
+    pub truncated: bool,
+    pub elapsed: Duration,
+    /// Fingerprints of records already examined in this run (distinct `checked`).
+    pub(crate) seen: HashSet<u64>,
+}
+
+impl BatchAcc {
+    pub fn new(provider: &str, kind: &str) -> BatchAcc {
+        BatchAcc {
+            report: ProviderReport::new(provider, kind),
+            findings: Vec::new(),
+            truncated: false,
+            elapsed: Duration::ZERO,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// Marks this provider failed (the first error is kept; work already done stays).
+    pub fn fail(&mut self, error: String) {
+        tracing::error!(provider = %self.report.provider, error = %error, "Provider failed.");
+        self.report.status = "failed".into();
+        match &mut self.report.error {
+            Some(e) => {
+                e.push_str("; ");
+                e.push_str(&error);
+            }
+            None => self.report.error = Some(error),
+        }
+    }
+}
+
+/// Where a resend goes: the provider client and the chain path.
+pub(crate) struct Resender<'a> {
+    pub provider: &'a Provider,
+}
+
+impl Engine {
+    /// Plans one batch and carries it out. `extra` findings (e.g. reorged rows from the sweep)
+    /// are recorded with the batch.
+    pub(crate) async fn settle(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut BatchAcc,
+        resender: Option<Resender<'_>>,
+        observations: &[Observation],
+        view: &LedgerView,
+        extra: Vec<Finding>,
+    ) -> Result<(), StoreError> {
+        let provider = acc.report.provider.clone();
+        let mut plan = reconcile(observations, view);
+        plan.findings.extend(extra);
+
+        let outcomes = if ctx.apply && !plan.transitions.is_empty() {
+            let actx = ApplyContext {
+                source: Source::Reconcile,
+                provider: provider.clone(),
+                run_id: ctx.run_id.clone(),
+            };
+            self.store.apply(&plan.transitions, &actx).await?
+        } else {
+            Vec::new()
+        };
+        for (t, o) in plan.transitions.iter().zip(&outcomes) {
+            match o {
+                ApplyOutcome::Applied { from } => {
+                    acc.report.applied += 1;
+                    let l = TransitionL {
+                        provider: provider.clone(),
+                        from: (*from).into(),
+                        to: t.to.into(),
+                    };
+                    self.metrics.applied.get_or_create(&l).inc();
+                    tracing::info!(provider = %provider, order_ref = %t.order_ref, from = %from, to = %t.to, "Transition applied.");
+                }
+                ApplyOutcome::Backwards => self.count_refused(acc, RefuseReason::backwards, 1),
+                ApplyOutcome::Duplicate => self.count_refused(acc, RefuseReason::duplicate, 1),
+            }
+        }
+        self.count_refused(
+            acc,
+            RefuseReason::backwards,
+            plan.refused_backwards.len() as u64,
+        );
+
+        let mut resend_actions = Vec::with_capacity(plan.resends.len());
+        for r in &plan.resends {
+            resend_actions.push(
+                self.resend(ctx, acc, resender.as_ref(), &r.chain, &r.notification_id)
+                    .await?,
+            );
+        }
+
+        let mut rows = Vec::with_capacity(plan.findings.len());
+        for f in &plan.findings {
+            let (action, note) = match f.outcome {
+                Outcome::Nothing => (Action::None, None),
+                Outcome::Transition(i) => match (ctx.apply, outcomes.get(i)) {
+                    (true, Some(ApplyOutcome::Applied { .. })) => (Action::Applied, None),
+                    (true, Some(ApplyOutcome::Backwards)) => {
+                        (Action::None, Some("the ledger was already there"))
+                    }
+                    (true, _) => (
+                        Action::None,
+                        Some("refused: the transition or payment key is already recorded"),
+                    ),
+                    (false, _) => (Action::WouldApply, None),
+                },
+                Outcome::Resend(i) => (resend_actions[i], None),
+            };
+            acc.report.gaps.add(f.kind, 1);
+            let gl = GapL {
+                provider: provider.clone(),
+                chain: f.chain.clone(),
+                kind: f.kind.into(),
+            };
+            self.metrics.gaps.get_or_create(&gl).inc();
+            if f.kind != GapKind::Lagging && f.kind != GapKind::Missing {
+                tracing::warn!(provider = %provider, kind = f.kind.as_str(), order_ref = f.order_ref.as_deref().unwrap_or("-"), tx_hash = f.tx_hash.as_deref().unwrap_or("-"), detail = %f.detail, "Gap found.");
+            }
+            let detail = match note {
+                Some(n) => format!("{}; {n}", f.detail),
+                None => f.detail.clone(),
+            };
+            rows.push(FindingRow {
+                provider: f.provider.clone(),
+                kind: f.kind.as_str().to_string(),
+                chain: f.chain.clone(),
+                tx_hash: f.tx_hash.clone(),
+                log_index: f.log_index,
+                order_ref: f.order_ref.clone(),
+                local_state: f.local_state.map(|s| s.as_str().to_string()),
+                observed_state: f.observed_state.map(|s| s.as_str().to_string()),
+                action: action.as_str().to_string(),
+                detail,
+            });
+        }
+        if !ctx.dry_run && !rows.is_empty() {
+            self.store.insert_findings(&ctx.run_id, &rows).await?;
+        }
+        for r in rows {
+            if acc.findings.len() < MAX_FINDINGS {
+                acc.findings.push(FindingOut {
+                    provider: r.provider,
+                    kind: r.kind,
+                    chain: r.chain,
+                    tx_hash: r.tx_hash,
+                    log_index: r.log_index,
+                    order_ref: r.order_ref,
+                    local_state: r.local_state,
+                    observed_state: r.observed_state,
+                    action: r.action,
+                    detail: r.detail,
+                });
+            } else {
+                acc.truncated = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn count_refused(&self, acc: &mut BatchAcc, reason: RefuseReason, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if reason == RefuseReason::backwards {
+            acc.report.refused_backwards += n;
+        }
+        let l = RefusedL {
+            provider: acc.report.provider.clone(),
+            reason,
+        };
+        self.metrics.refused.get_or_create(&l).inc_by(n);
+    }
+
+    /// One resend: claimed in the database first (cooldown, atomic across processes), then
+    /// requested. A crash between the two loses that one request until the cooldown ends.
+    async fn resend(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut BatchAcc,
+        resender: Option<&Resender<'_>>,
+        chain: &str,
+        id: &str,
+    ) -> Result<Action, StoreError> {
+        let (true, Some(r)) = (ctx.resend, resender) else {
+            return Ok(Action::None);
+        };
+        let provider = acc.report.provider.clone();
+        let cooldown = self.settings.resend_cooldown;
+        let outcome = if !self
+            .store
+            .claim_resend(&provider, id, Timestamp::now(), cooldown)
+            .await?
+        {
+            acc.report.resends.skipped += 1;
+            (ResendOutcome::skipped, Action::ResendSkipped)
+        } else {
+            let result = match r.provider {
+                Provider::Chaingateway(c) => c.retry(chain, id).await,
+            };
+            match result {
+                Ok(()) => {
+                    acc.report.resends.requested += 1;
+                    tracing::info!(provider = %provider, notification = %id, "Resend requested.");
+                    (ResendOutcome::requested, Action::ResendRequested)
+                }
+                Err(e) => {
+                    acc.report.resends.failed += 1;
+                    tracing::warn!(provider = %provider, notification = %id, error = %self.redact(&e.to_string()), "Resend request failed.");
+                    (ResendOutcome::failed, Action::None)
+                }
+            }
+        };
+        self.metrics
+            .resends
+            .get_or_create(&ResendL {
+                provider,
+                outcome: outcome.0,
+            })
+            .inc();
+        Ok(outcome.1)
+    }
+
+    /// Counts a record as checked once per run; false when it was already examined.
+    pub(crate) fn mark_checked(&self, acc: &mut BatchAcc, chain: &str, fingerprint: u64) -> bool {
+        if !acc.seen.insert(fingerprint) {
+            return false;
+        }
+        acc.report.checked += 1;
+        let l = ProviderChainL {
+            provider: acc.report.provider.clone(),
+            chain: chain.to_string(),
+        };
+        self.metrics.checked.get_or_create(&l).inc();
+        true
+    }
+
+    pub(crate) fn count_rejected(&self, acc: &mut BatchAcc, n: u64) {
+        acc.report.rejected += n;
+        let l = ProviderL {
+            provider: acc.report.provider.clone(),
+        };
+        self.metrics.rejected.get_or_create(&l).inc_by(n);
+    }
+}

@@ -1,0 +1,309 @@
+//! A run: for each provider and chain, pages of records -> chain resolution -> batched ledger
+//! lookup -> the pure plan -> apply -> resend -> findings; then the chain sweep. Owns the
+//! run row, the report and the metrics of a run.
+
+mod batch;
+mod provider_run;
+mod sweep;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::join_all;
+use jiff::Timestamp;
+
+use crate::chain::ChainClient;
+use crate::config::ReconcileConfig;
+use crate::domain::ChainHead;
+use crate::metrics::{Metrics, ProviderL, RunL, RunOutcome};
+use crate::providers::chaingateway::ChaingatewayClient;
+use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
+use crate::secret::Secret;
+use crate::store::{RunRow, RunTotals, Store, StoreError};
+
+pub use batch::BatchAcc;
+
+/// A provider client, by kind.
+pub enum Provider {
+    Chaingateway(ChaingatewayClient),
+}
+
+impl Provider {
+    pub fn name(&self) -> &str {
+        match self {
+            Provider::Chaingateway(c) => c.name(),
+        }
+    }
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Provider::Chaingateway(_) => "chaingateway",
+        }
+    }
+}
+
+pub struct ProviderEntry {
+    pub provider: Arc<Provider>,
+    pub chains: Vec<String>,
+}
+
+/// What started a run (`payrecon_runs.trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Schedule,
+    Cli,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub since: Timestamp,
+    pub until: Timestamp,
+    /// Only these providers (empty = all).
+    pub providers: Vec<String>,
+    pub dry_run: bool,
+    pub no_resend: bool,
+    pub trigger: Trigger,
+    /// Show a progress bar on stderr.
+    pub progress: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("unknown provider {0:?} (not in the configuration)")]
+    UnknownProvider(String),
+}
+
+pub struct Engine {
+    pub store: Store,
+    pub chains: BTreeMap<String, Arc<ChainClient>>,
+    pub providers: Vec<ProviderEntry>,
+    pub metrics: Arc<Metrics>,
+    pub settings: ReconcileConfig,
+    /// Every configured secret, to scrub from error text that reaches reports and logs.
+    pub secrets: Vec<Secret>,
+}
+
+/// Per-run context shared by the stages.
+pub(crate) struct RunCtx {
+    pub run_id: String,
+    pub since: Timestamp,
+    pub until: Timestamp,
+    pub dry_run: bool,
+    /// Write transitions (not a dry run and `reconcile.apply`).
+    pub apply: bool,
+    /// Request resends (not a dry run, no `--no-resend`, `reconcile.resend`).
+    pub resend: bool,
+    pub heads: BTreeMap<String, Result<ChainHead, String>>,
+    pub progress: Option<indicatif::ProgressBar>,
+}
+
+impl Engine {
+    pub fn redact(&self, text: &str) -> String {
+        let refs: Vec<&Secret> = self.secrets.iter().collect();
+        crate::secret::redact(text, &refs)
+    }
+
+    /// One reconciliation pass. Fails only when the run cannot start (database); a provider
+    /// or chain that fails is reported as failed in the report, and the others still run.
+    pub async fn run(&self, opts: &RunOptions) -> Result<Report, EngineError> {
+        for p in &opts.providers {
+            if !self.providers.iter().any(|e| e.provider.name() == p) {
+                return Err(EngineError::UnknownProvider(p.clone()));
+            }
+        }
+        let started = Timestamp::now();
+        let run_id = uuid::Uuid::new_v4().to_string();
+        if !opts.dry_run {
+            let trigger = match opts.trigger {
+                Trigger::Schedule => "schedule",
+                Trigger::Cli => "cli",
+            };
+            self.store
+                .start_run(&RunRow {
+                    id: run_id.clone(),
+                    trigger: trigger.into(),
+                    started_at: started,
+                    since: opts.since,
+                    until: opts.until,
+                })
+                .await?;
+        }
+        let selected: Vec<&ProviderEntry> = self
+            .providers
+            .iter()
+            .filter(|e| {
+                opts.providers.is_empty() || opts.providers.iter().any(|p| p == e.provider.name())
+            })
+            .collect();
+        let ctx = RunCtx {
+            run_id: run_id.clone(),
+            since: opts.since,
+            until: opts.until,
+            dry_run: opts.dry_run,
+            apply: !opts.dry_run && self.settings.apply,
+            resend: !opts.dry_run && !opts.no_resend && self.settings.resend,
+            heads: self.read_heads().await,
+            progress: opts.progress.then(progress_bar),
+        };
+        tracing::info!(run_id = %run_id, since = %opts.since, until = %opts.until, dry_run = opts.dry_run, "Run started.");
+
+        let mut accs: Vec<BatchAcc> = join_all(selected.iter().map(|e| self.timed(&ctx, e))).await;
+        // The chain sweep runs when every provider is selected (a --provider run is scoped).
+        if opts.providers.is_empty() {
+            let t0 = Instant::now();
+            let mut acc = self.sweep(&ctx).await;
+            acc.elapsed = t0.elapsed();
+            accs.push(acc);
+        }
+        if let Some(pb) = &ctx.progress {
+            pb.finish_and_clear();
+        }
+        let finished = Timestamp::now();
+        let report = self.finish(&ctx, opts, accs, started, finished).await?;
+        Ok(report)
+    }
+
+    async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry) -> BatchAcc {
+        let t0 = Instant::now();
+        let mut acc = self.run_provider(ctx, e).await;
+        acc.elapsed = t0.elapsed();
+        acc
+    }
+
+    async fn read_heads(&self) -> BTreeMap<String, Result<ChainHead, String>> {
+        let reads = self.chains.iter().map(|(name, c)| async move {
+            let r = c.head().await.map_err(|e| self.redact(&e.to_string()));
+            (name.clone(), r)
+        });
+        let heads: BTreeMap<_, _> = join_all(reads).await.into_iter().collect();
+        for (name, h) in &heads {
+            match h {
+                Ok(h) => {
+                    let _ = self
+                        .metrics
+                        .chain_head
+                        .get_or_create(&crate::metrics::ChainL {
+                            chain: name.clone(),
+                        })
+                        .set(h.number as i64);
+                }
+                Err(e) => {
+                    tracing::error!(chain = %name, error = %e, "Reading the chain head failed.")
+                }
+            }
+        }
+        heads
+    }
+
+    async fn finish(
+        &self,
+        ctx: &RunCtx,
+        opts: &RunOptions,
+        accs: Vec<BatchAcc>,
+        started: Timestamp,
+        finished: Timestamp,
+    ) -> Result<Report, EngineError> {
+        let mut totals = Totals::default();
+        let mut findings: Vec<FindingOut> = Vec::new();
+        let mut truncated = false;
+        let mut providers = Vec::new();
+        for acc in accs {
+            self.record_metrics(&acc, finished);
+            totals.checked += acc.report.checked;
+            totals.gaps += acc.report.gaps.total();
+            totals.applied += acc.report.applied;
+            totals.resends_requested += acc.report.resends.requested;
+            truncated |= acc.truncated;
+            for f in acc.findings {
+                if findings.len() < MAX_FINDINGS {
+                    findings.push(f);
+                } else {
+                    truncated = true;
+                }
+            }
+            providers.push(acc.report);
+        }
+        let errors: Vec<String> = providers
+            .iter()
+            .filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.provider)))
+            .collect();
+        let failed = !errors.is_empty();
+        if !opts.dry_run {
+            let run_totals = RunTotals {
+                status: if failed { "failed" } else { "ok" }.into(),
+                checked: totals.checked as i64,
+                gaps: totals.gaps as i64,
+                applied: totals.applied as i64,
+                resends_requested: totals.resends_requested as i64,
+                error: failed.then(|| errors.join("; ")),
+            };
+            self.store
+                .finish_run(&ctx.run_id, finished, &run_totals)
+                .await?;
+        }
+        tracing::info!(
+            run_id = %ctx.run_id, checked = totals.checked, gaps = totals.gaps,
+            applied = totals.applied, failed, "Run finished."
+        );
+        Ok(Report {
+            run_id: ctx.run_id.clone(),
+            started_at: started.to_string(),
+            finished_at: finished.to_string(),
+            since: opts.since.to_string(),
+            until: opts.until.to_string(),
+            dry_run: opts.dry_run,
+            providers,
+            totals,
+            findings,
+            findings_truncated: truncated,
+        })
+    }
+
+    fn record_metrics(&self, acc: &BatchAcc, finished: Timestamp) {
+        let provider = acc.report.provider.clone();
+        let pl = ProviderL {
+            provider: provider.clone(),
+        };
+        let outcome = if acc.report.failed() {
+            RunOutcome::failed
+        } else {
+            RunOutcome::ok
+        };
+        self.metrics
+            .runs
+            .get_or_create(&RunL {
+                provider: provider.clone(),
+                outcome,
+            })
+            .inc();
+        self.metrics
+            .run_duration
+            .get_or_create(&pl)
+            .observe(acc.elapsed.as_secs_f64());
+        if !acc.report.failed() {
+            self.metrics
+                .last_success
+                .get_or_create(&pl)
+                .set(finished.as_millisecond() as f64 / 1000.0);
+        }
+        let ratio = if acc.report.checked == 0 {
+            0.0
+        } else {
+            acc.report.gaps.total() as f64 / acc.report.checked as f64
+        };
+        self.metrics.gap_ratio.get_or_create(&pl).set(ratio);
+    }
+}
+
+fn progress_bar() -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {pos} records {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb
+}

@@ -1,0 +1,45 @@
+//! serve's HTTP side (axum): `/metrics`, `/healthz`, `/readyz`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+
+use crate::engine::Engine;
+
+pub fn router(engine: Arc<Engine>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(engine)
+}
+
+async fn metrics(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        engine.metrics.encode(),
+    )
+}
+
+/// 200 when the database answers a round trip within 2 s, 503 otherwise.
+async fn readyz(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
+    match tokio::time::timeout(Duration::from_secs(2), engine.store.ping()).await {
+        Ok(Ok(())) => (StatusCode::OK, "ready\n".to_string()),
+        Ok(Err(e)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("database: {}\n", engine.redact(&e.to_string())),
+        ),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database: no answer within 2 s\n".to_string(),
+        ),
+    }
+}

@@ -1,0 +1,210 @@
+//! The run report (SPEC §5): JSON for `--format json`, text for people.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::domain::GapKind;
+
+/// At most this many findings are listed in a report (the findings table holds all).
+pub const MAX_FINDINGS: usize = 10_000;
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Gaps {
+    pub missing: u64,
+    pub lagging: u64,
+    pub failed_notification: u64,
+    pub amount_mismatch: u64,
+    pub unknown_payment: u64,
+    pub reorged: u64,
+}
+
+impl Gaps {
+    pub fn add(&mut self, kind: GapKind, n: u64) {
+        *match kind {
+            GapKind::Missing => &mut self.missing,
+            GapKind::Lagging => &mut self.lagging,
+            GapKind::FailedNotification => &mut self.failed_notification,
+            GapKind::AmountMismatch => &mut self.amount_mismatch,
+            GapKind::UnknownPayment => &mut self.unknown_payment,
+            GapKind::Reorged => &mut self.reorged,
+        } += n;
+    }
+    pub fn total(&self) -> u64 {
+        self.missing
+            + self.lagging
+            + self.failed_notification
+            + self.amount_mismatch
+            + self.unknown_payment
+            + self.reorged
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Resends {
+    pub requested: u64,
+    pub skipped: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderReport {
+    pub provider: String,
+    pub kind: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub checked: u64,
+    pub gaps: Gaps,
+    pub applied: u64,
+    pub refused_backwards: u64,
+    pub rejected: u64,
+    pub resends: Resends,
+}
+
+impl ProviderReport {
+    pub fn new(provider: &str, kind: &str) -> ProviderReport {
+        ProviderReport {
+            provider: provider.to_string(),
+            kind: kind.to_string(),
+            status: "ok".into(),
+            error: None,
+            checked: 0,
+            gaps: Gaps::default(),
+            applied: 0,
+            refused_backwards: 0,
+            rejected: 0,
+            resends: Resends::default(),
+        }
+    }
+    pub fn failed(&self) -> bool {
+        self.status == "failed"
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FindingOut {
+    pub provider: String,
+    pub kind: String,
+    pub chain: String,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub order_ref: Option<String>,
+    pub local_state: Option<String>,
+    pub observed_state: Option<String>,
+    pub action: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub checked: u64,
+    pub gaps: u64,
+    pub applied: u64,
+    pub resends_requested: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub run_id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub since: String,
+    pub until: String,
+    pub dry_run: bool,
+    pub providers: Vec<ProviderReport>,
+    pub totals: Totals,
+    pub findings: Vec<FindingOut>,
+    pub findings_truncated: bool,
+}
+
+impl Report {
+    pub fn any_failed(&self) -> bool {
+        self.providers.iter().any(ProviderReport::failed)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "run {}{}",
+            self.run_id,
+            if self.dry_run {
+                " (dry run: nothing written)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(s, "window {} .. {}", self.since, self.until);
+        for p in &self.providers {
+            let g = &p.gaps;
+            let _ = writeln!(
+                s,
+                "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}",
+                p.provider,
+                p.status,
+                p.checked,
+                g.total(),
+                g.missing,
+                g.lagging,
+                g.failed_notification,
+                g.amount_mismatch,
+                g.unknown_payment,
+                g.reorged,
+                p.applied,
+                p.refused_backwards,
+                p.rejected,
+                p.resends.requested,
+                p.resends.skipped,
+                p.resends.failed,
+                p.error.as_ref().map(|e| format!("\n           error: {e}")).unwrap_or_default()
+            );
+        }
+        if !self.findings.is_empty() {
+            let _ = writeln!(s, "findings:");
+        }
+        for f in &self.findings {
+            let key = match (&f.tx_hash, f.log_index) {
+                (Some(h), Some(i)) => format!("{h}#{i}"),
+                (Some(h), None) => h.clone(),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "  {:<20} {:<10} order {:<10} {:>9} -> {:<9} {:<16} {} {}",
+                f.kind,
+                f.provider,
+                f.order_ref.as_deref().unwrap_or("-"),
+                f.local_state.as_deref().unwrap_or("-"),
+                f.observed_state.as_deref().unwrap_or("-"),
+                f.action,
+                short(&key),
+                f.detail
+            );
+        }
+        if self.findings_truncated {
+            let _ = writeln!(
+                s,
+                "  (findings truncated at {MAX_FINDINGS}; the payrecon_findings table has all)"
+            );
+        }
+        let t = &self.totals;
+        let _ = writeln!(
+            s,
+            "totals: checked {}, gaps {}, applied {}, resends requested {}",
+            t.checked, t.gaps, t.applied, t.resends_requested
+        );
+        s
+    }
+}
+
+fn short(key: &str) -> String {
+    if key.len() > 20 {
+        format!("{}…{}", &key[..10], &key[key.len() - 8..])
+    } else {
+        key.to_string()
+    }
+}

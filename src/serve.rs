@@ -1,0 +1,100 @@
+//! `payrecon serve`: the HTTP listener and the schedule loop, until a shutdown signal; then
+//! stop scheduling, give the current run `reconcile.shutdown_grace` to finish, return.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::app::{App, AppError};
+use crate::engine::{RunOptions, Trigger};
+use crate::schedule::{parse_cron, run_loop, SystemClock};
+
+/// Serves until `shutdown` resolves. `on_ready` is called once the listener is bound.
+pub async fn serve(
+    app: App,
+    shutdown: impl Future<Output = ()>,
+    on_ready: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), AppError> {
+    let listener = tokio::net::TcpListener::bind(app.config.listen)
+        .await
+        .map_err(|e| AppError(format!("http.listen {}: {e}", app.config.listen)))?;
+    let addr = listener.local_addr().map_err(|e| AppError(e.to_string()))?;
+    let cron = parse_cron(&app.config.schedule.cron).map_err(AppError)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+
+    let router = crate::http::router(app.engine.clone());
+    let mut http_stop = stop_rx.clone();
+    let http = tokio::spawn(async move {
+        let graceful = async move {
+            let _ = http_stop.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(graceful)
+            .await
+        {
+            tracing::error!(error = %e, "The HTTP listener failed.");
+        }
+    });
+    tracing::info!(listen = %addr, cron = %app.config.schedule.cron, "payrecon is serving.");
+    on_ready(addr);
+
+    let engine = app.engine.clone();
+    let lookback = app.config.schedule.lookback;
+    let scheduler = tokio::spawn(async move {
+        run_loop(&cron, &SystemClock, stop_rx, || {
+            let engine = engine.clone();
+            async move { scheduled_run(&engine, lookback).await }
+        })
+        .await
+    });
+
+    shutdown.await;
+    tracing::info!("Shutdown requested: no new runs; waiting for the current one.");
+    let _ = stop_tx.send(true);
+    let grace = app.config.reconcile.shutdown_grace;
+    if tokio::time::timeout(grace, scheduler).await.is_err() {
+        tracing::warn!(grace = ?grace, "The current run did not finish within the grace period; exiting anyway (the next run completes its work).");
+    }
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
+    tracing::info!("payrecon stopped.");
+    Ok(())
+}
+
+async fn scheduled_run(engine: &Arc<crate::engine::Engine>, lookback: std::time::Duration) {
+    let until = jiff::Timestamp::now();
+    let since = jiff::SignedDuration::try_from(lookback)
+        .ok()
+        .and_then(|d| until.checked_sub(d).ok())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let opts = RunOptions {
+        since,
+        until,
+        providers: Vec::new(),
+        dry_run: false,
+        no_resend: false,
+        trigger: Trigger::Schedule,
+        progress: false,
+    };
+    match engine.run(&opts).await {
+        Ok(report) if report.any_failed() => {
+            tracing::warn!(run_id = %report.run_id, "Scheduled run finished with a failed provider.")
+        }
+        Ok(report) => {
+            tracing::info!(run_id = %report.run_id, gaps = report.totals.gaps, applied = report.totals.applied, "Scheduled run finished.")
+        }
+        Err(e) => {
+            tracing::error!(error = %engine.redact(&e.to_string()), "Scheduled run could not start.");
+            for p in &engine.providers {
+                engine
+                    .metrics
+                    .runs
+                    .get_or_create(&crate::metrics::RunL {
+                        provider: p.provider.name().to_string(),
+                        outcome: crate::metrics::RunOutcome::failed,
+                    })
+                    .inc();
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Logging to stderr (never stdout): text, or JSON when `PAYRECON_LOG_FORMAT=json` (journald).
+//! Level from `PAYRECON_LOG` (or `RUST_LOG`), default `info`.
+
+use tracing_subscriber::EnvFilter;
+
+pub fn init() {
+    let filter = std::env::var("PAYRECON_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .and_then(|f| EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let json = std::env::var("PAYRECON_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.with_ansi(false).try_init()
+    };
+}
