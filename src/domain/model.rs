@@ -306,7 +306,7 @@ mod head_tests {
             confirmations: 12,
         };
         assert_eq!(h.state_of(80), State::Final);
-        assert_eq!(h.state_of(81), State::Pending);
+        assert_eq!(h.state_of(81), State::Confirmed);
         assert_eq!(h.state_of(89), State::Confirmed); // 100 - 89 + 1 = 12
         assert_eq!(h.state_of(90), State::Pending);
         assert_eq!(h.state_of(100), State::Pending);
