@@ -18,6 +18,17 @@ use alloy::primitives::{Address as EvmAddress, U256};
 use crate::domain::{Address, TxHash};
 use node::{Node, Payment};
 
+/// How the sandbox answers the `finalized` and `safe` block tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tags {
+    /// head - 64 and head - 32 (see `set_tag_lags`), like anvil.
+    Served,
+    /// `null`, like a node that has no such block.
+    Null,
+    /// A JSON-RPC error (-32602), like a node that does not know the tag.
+    Refused,
+}
+
 /// A sandbox chain. Clones share the same state and server.
 #[derive(Clone)]
 pub struct SandboxChain {
@@ -176,10 +187,9 @@ impl SandboxChain {
         self.node().set_tag_lags(finalized, safe);
     }
 
-    /// Makes the node answer `null` for the `finalized` and `safe` tags, like a node that
-    /// does not know them.
-    pub fn disable_tags(&self) {
-        self.node().tags = false;
+    /// How the node answers the `finalized` and `safe` tags (to play an older node).
+    pub fn set_tags(&self, tags: Tags) {
+        self.node().tags = tags;
     }
 
     /// Delay added before each HTTP answer.

@@ -93,8 +93,8 @@ pub(super) struct Node {
     counter: u64,
     finalized_lag: u64,
     safe_lag: u64,
-    /// Whether `finalized` and `safe` are served (else `null`).
-    pub(super) tags: bool,
+    /// How `finalized` and `safe` are answered.
+    pub(super) tags: super::Tags,
 }
 
 const GENESIS_TIME: u64 = 1_700_000_000;
@@ -117,7 +117,7 @@ impl Node {
             counter: 0,
             finalized_lag: 64,
             safe_lag: 32,
-            tags: true,
+            tags: super::Tags::Served,
         }
     }
 
@@ -189,9 +189,12 @@ impl Node {
         let n = match tag {
             "latest" | "pending" => head,
             "earliest" => 0,
-            "finalized" if self.tags => head.saturating_sub(self.finalized_lag),
-            "safe" if self.tags => head.saturating_sub(self.safe_lag),
-            "finalized" | "safe" => return Ok(None),
+            "finalized" | "safe" if self.tags == super::Tags::Null => return Ok(None),
+            "finalized" | "safe" if self.tags == super::Tags::Refused => {
+                return Err(format!("unknown block tag {tag:?}"))
+            }
+            "finalized" => head.saturating_sub(self.finalized_lag),
+            "safe" => head.saturating_sub(self.safe_lag),
             hex => {
                 let digits = hex
                     .strip_prefix("0x")
