@@ -5,8 +5,11 @@
 //! - `store`: SQLite and PostgreSQL; the only module with SQL.
 //! - `chain`: EVM JSON-RPC via alloy.
 //! - `providers`: provider HTTP APIs (Chaingateway).
+//! - `engine`: a run (pipeline, sweep, apply, resend, report).
+//! - `app`: assembles store, clients, metrics and engine from a config.
+//! - `schedule`, `serve`, `http`: the daemon.
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
-//! - `secret`: values that never print.
+//! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 
 pub mod app;
 pub mod chain;
@@ -18,6 +21,7 @@ pub mod http;
 pub mod metrics;
 pub mod providers;
 pub mod report;
+pub mod sandbox;
 pub mod schedule;
 pub mod secret;
 pub mod serve;

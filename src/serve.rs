@@ -44,7 +44,7 @@ pub async fn serve(
     let scheduler = tokio::spawn(async move {
         run_loop(&cron, &SystemClock, stop_rx, || {
             let engine = engine.clone();
-            async move { scheduled_run(&engine, lookback).await }
+            scheduled_run(engine, lookback)
         })
         .await
     });
@@ -61,7 +61,7 @@ pub async fn serve(
     Ok(())
 }
 
-async fn scheduled_run(engine: &Arc<crate::engine::Engine>, lookback: std::time::Duration) {
+async fn scheduled_run(engine: Arc<crate::engine::Engine>, lookback: std::time::Duration) {
     let until = jiff::Timestamp::now();
     let since = jiff::SignedDuration::try_from(lookback)
         .ok()

@@ -1,9 +1,23 @@
 //! EVM chain truth via alloy JSON-RPC: head, final block, receipts (batched), transfer decode.
 //! Turns transaction hashes into `domain` transfers; knows nothing of providers or SQL.
 
+mod decode;
+mod rpc;
+
+use std::collections::HashMap;
 use std::time::Duration;
 
+use alloy::primitives::U64;
+use futures::{StreamExt, TryStreamExt};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
 use crate::domain::{Address, Asset, ChainHead, ChainTransfer, TxHash};
+
+pub use decode::TRANSFER_TOPIC;
+
+/// Batch requests in flight at once per `lookup` call.
+const BATCHES_IN_FLIGHT: usize = 4;
 
 /// How a chain decides that a block is final (SPEC §3 `finality`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,10 +38,12 @@ pub struct ChainSettings {
     pub confirmations: u64,
     pub finality: Finality,
     pub final_depth: u64,
-    /// Receipts per JSON-RPC batch request.
+    /// JSON-RPC calls per batch request: a receipt each, plus the transaction for native
+    /// coins (a transaction's calls are never split across batches). 0 counts as 1.
     pub batch_size: usize,
     pub timeout: Duration,
-    /// Attempts per request on connection errors, timeouts and 5xx.
+    /// Retries per request (after the first attempt) on connection errors, timeouts, HTTP 5xx
+    /// and rate limits, with exponential backoff from 100 ms and jitter.
     pub max_retries: u32,
 }
 
@@ -70,11 +86,20 @@ pub enum Lookup {
 
 pub struct ChainClient {
     settings: ChainSettings,
+    rpc: rpc::Rpc,
+}
+
+/// The one field of a block that payrecon reads.
+#[derive(Debug, Deserialize)]
+struct BlockNumber {
+    number: U64,
 }
 
 impl ChainClient {
+    /// Builds the HTTP JSON-RPC client; sends nothing yet.
     pub fn new(settings: ChainSettings) -> Result<ChainClient, ChainError> {
-        Ok(ChainClient { settings })
+        let rpc = rpc::Rpc::new(&settings)?;
+        Ok(ChainClient { settings, rpc })
     }
 
     pub fn settings(&self) -> &ChainSettings {
@@ -82,31 +107,153 @@ impl ChainClient {
     }
 
     /// `eth_chainId`.
+    #[tracing::instrument(skip_all, fields(chain = %self.settings.name))]
     pub async fn chain_id(&self) -> Result<u64, ChainError> {
-        Err(self.unimplemented("eth_chainId"))
+        let id: U64 = self.rpc.call("eth_chainId", "eth_chainId", ()).await?;
+        Ok(id.to())
     }
 
     /// Head number and the final block per the chain's finality mode, read once per run.
+    #[tracing::instrument(skip_all, fields(chain = %self.settings.name))]
     pub async fn head(&self) -> Result<ChainHead, ChainError> {
-        Err(self.unimplemented("head"))
+        let number: U64 = self
+            .rpc
+            .call("eth_blockNumber", "eth_blockNumber", ())
+            .await?;
+        let number: u64 = number.to();
+        let final_block = match self.settings.finality {
+            Finality::Finalized => self.tagged_block("finalized").await?,
+            Finality::Safe => self.tagged_block("safe").await?,
+            Finality::Depth => number.saturating_sub(self.settings.final_depth.max(1) - 1),
+        };
+        Ok(ChainHead {
+            number,
+            final_block,
+            confirmations: self.settings.confirmations,
+        })
+    }
+
+    /// The number of the block a tag names; an error reply or `null` means the node does not
+    /// know the tag.
+    async fn tagged_block(&self, tag: &'static str) -> Result<u64, ChainError> {
+        let reply: Result<Option<BlockNumber>, String> = self
+            .rpc
+            .call_or_reply_error("eth_getBlockByNumber", "eth_getBlockByNumber", (tag, false))
+            .await?;
+        match reply {
+            Ok(Some(block)) => Ok(block.number.to()),
+            Ok(None) => Err(self.tag_unsupported(tag, "the node returned null")),
+            Err(message) => Err(self.tag_unsupported(tag, &message)),
+        }
+    }
+
+    fn tag_unsupported(&self, tag: &'static str, why: &str) -> ChainError {
+        tracing::warn!(chain = %self.settings.name, tag, why, "The node does not serve the block tag.");
+        ChainError::TagUnsupported {
+            chain: self.settings.name.clone(),
+            tag,
+        }
     }
 
     /// Resolves queries against receipts (JSON-RPC batches of `batch_size`); one answer per
     /// query, in order. An RPC failure after retries fails the whole call.
+    #[tracing::instrument(skip_all, fields(chain = %self.settings.name, queries = queries.len()))]
     pub async fn lookup(
         &self,
         head: &ChainHead,
         queries: &[TransferQuery],
     ) -> Result<Vec<Lookup>, ChainError> {
-        let _ = (head, queries);
-        Err(self.unimplemented("lookup"))
+        let fetched = self.fetch(queries).await?;
+        let null = Value::Null;
+        Ok(queries
+            .iter()
+            .map(|q| {
+                let (receipt, tx) = fetched
+                    .get(&q.tx_hash)
+                    .map_or((&null, None), |(r, t)| (r, t.as_ref()));
+                decode::resolve(&self.settings.name, head, q, receipt, tx)
+            })
+            .collect())
     }
 
-    fn unimplemented(&self, what: &'static str) -> ChainError {
-        ChainError::Rpc {
-            chain: self.settings.name.clone(),
-            what,
-            reason: "not built yet".into(),
+    /// Receipts (and transactions for native queries) of each distinct hash, by hash.
+    async fn fetch(
+        &self,
+        queries: &[TransferQuery],
+    ) -> Result<HashMap<TxHash, (Value, Option<Value>)>, ChainError> {
+        // Distinct hashes in first-seen order, each with whether it needs its transaction.
+        let mut needs_tx: HashMap<&TxHash, bool> = HashMap::with_capacity(queries.len());
+        let mut order = Vec::with_capacity(queries.len());
+        for q in queries {
+            let native = q.asset == Asset::Native;
+            match needs_tx.get_mut(&q.tx_hash) {
+                Some(n) => *n |= native,
+                None => {
+                    needs_tx.insert(&q.tx_hash, native);
+                    order.push(&q.tx_hash);
+                }
+            }
         }
+        let batches: Vec<Vec<(TxHash, bool)>> =
+            plan_batches(&order, |h| needs_tx[h], self.settings.batch_size.max(1))
+                .into_iter()
+                .map(|b| b.into_iter().map(|h| (h.clone(), needs_tx[h])).collect())
+                .collect();
+        // Owned batches: the stream's futures borrow nothing but `self` (keeps them Send).
+        let results: Vec<_> = futures::stream::iter(batches)
+            .map(|batch| self.fetch_batch(batch))
+            .buffered(BATCHES_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(results.into_iter().flatten().collect())
+    }
+
+    async fn fetch_batch(
+        &self,
+        hashes: Vec<(TxHash, bool)>,
+    ) -> Result<Vec<(TxHash, (Value, Option<Value>))>, ChainError> {
+        let mut calls = Vec::with_capacity(hashes.len() * 2);
+        for (h, needs_tx) in &hashes {
+            calls.push(("eth_getTransactionReceipt", json!([h.as_str()])));
+            if *needs_tx {
+                calls.push(("eth_getTransactionByHash", json!([h.as_str()])));
+            }
+        }
+        let mut values = self.rpc.batch("receipts", &calls).await?.into_iter();
+        let mut out = Vec::with_capacity(hashes.len());
+        for (h, needs_tx) in hashes {
+            let receipt = values.next().unwrap_or(Value::Null);
+            let tx = if needs_tx { values.next() } else { None };
+            out.push((h, (receipt, tx)));
+        }
+        Ok(out)
     }
 }
+
+/// Splits hashes into batches of at most `size` calls (1 or 2 per hash), never splitting a
+/// hash's calls, so a hash with 2 calls still goes alone when `size` is 1.
+fn plan_batches<'a>(
+    hashes: &[&'a TxHash],
+    needs_tx: impl Fn(&TxHash) -> bool,
+    size: usize,
+) -> Vec<Vec<&'a TxHash>> {
+    let mut batches = Vec::new();
+    let mut current = Vec::new();
+    let mut calls = 0;
+    for h in hashes {
+        let n = if needs_tx(h) { 2 } else { 1 };
+        if !current.is_empty() && calls + n > size {
+            batches.push(std::mem::take(&mut current));
+            calls = 0;
+        }
+        current.push(*h);
+        calls += n;
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
+#[cfg(test)]
+mod tests;

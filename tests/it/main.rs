@@ -1,4 +1,6 @@
 //! Integration tests: one binary, one file per feature, against real SQLite, real
 //! PostgreSQL, real anvil and fake provider HTTP servers on loopback.
 
+mod chain;
+mod evm;
 mod support;

@@ -1,0 +1,222 @@
+//! Pure decoding of receipts and transactions (raw JSON from the node) into `Lookup`s.
+//! Only the fields payrecon needs are read, so receipts of chain-specific transaction types
+//! decode too; anything malformed becomes `NoTransfer` with the reason, never a panic.
+
+use alloy::primitives::{b256, Address as EvmAddress, Bytes, B256, U256, U64};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Lookup, TransferQuery};
+use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey};
+
+/// `keccak256("Transfer(address,address,uint256)")`.
+pub const TRANSFER_TOPIC: B256 =
+    b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Receipt {
+    status: Option<U64>,
+    block_number: Option<U64>,
+    block_hash: Option<B256>,
+    #[serde(default)]
+    logs: Vec<Log>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Log {
+    address: EvmAddress,
+    #[serde(default)]
+    topics: Vec<B256>,
+    data: Bytes,
+    log_index: Option<U64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Transaction {
+    to: Option<EvmAddress>,
+    value: U256,
+}
+
+/// Where the transaction sits, for every transfer it carries.
+struct Place<'a> {
+    chain: &'a str,
+    head: &'a ChainHead,
+    block: BlockRef,
+}
+
+/// Resolves one query from the node's receipt (`null` when unknown) and, for native-coin
+/// queries, the transaction.
+pub(crate) fn resolve(
+    chain: &str,
+    head: &ChainHead,
+    query: &TransferQuery,
+    receipt: &Value,
+    tx: Option<&Value>,
+) -> Lookup {
+    if receipt.is_null() {
+        return Lookup::NotFound;
+    }
+    let receipt: Receipt = match Receipt::deserialize(receipt) {
+        Ok(r) => r,
+        Err(e) => return malformed("receipt", e),
+    };
+    let (Some(number), Some(hash)) = (receipt.block_number, receipt.block_hash) else {
+        // A pending receipt (some nodes serve them): not in a block yet.
+        return Lookup::NotFound;
+    };
+    match receipt.status.map(|s| s.to::<u64>()) {
+        Some(1) => {}
+        Some(0) => return Lookup::Reverted,
+        Some(other) => return no_transfer(format!("receipt status is {other}, not 0 or 1")),
+        None => return no_transfer("receipt has no status (pre-Byzantium)".into()),
+    }
+    let Ok(number) = u64::try_from(number) else {
+        return no_transfer("block number does not fit 64 bits".into());
+    };
+    let place = Place {
+        chain,
+        head,
+        block: BlockRef {
+            number,
+            hash: format!("{hash:#x}"),
+        },
+    };
+    match &query.asset {
+        Asset::Native => resolve_native(&place, query, tx),
+        Asset::Token(contract) => resolve_token(&place, query, contract, &receipt.logs),
+    }
+}
+
+fn resolve_native(place: &Place, query: &TransferQuery, tx: Option<&Value>) -> Lookup {
+    let tx = match tx {
+        None | Some(Value::Null) => {
+            return no_transfer("the node has the receipt but not the transaction".into())
+        }
+        Some(v) => match Transaction::deserialize(v) {
+            Ok(t) => t,
+            Err(e) => return malformed("transaction", e),
+        },
+    };
+    let Some(to) = tx.to else {
+        return no_transfer("the transaction creates a contract".into());
+    };
+    let to = domain_address(to);
+    if let Some(want) = &query.to {
+        if *want != to {
+            return no_transfer(format!("the transaction pays {to}, not {want}"));
+        }
+    }
+    if tx.value.is_zero() {
+        return no_transfer("the transaction carries no native value".into());
+    }
+    if query.log_index.is_some_and(|i| i != -1) {
+        return no_transfer("a native transfer has log index -1".into());
+    }
+    Lookup::Found(vec![transfer(place, query, -1, to, tx.value)])
+}
+
+fn resolve_token(place: &Place, query: &TransferQuery, contract: &Address, logs: &[Log]) -> Lookup {
+    let Ok(want_contract) = contract.as_str().parse::<EvmAddress>() else {
+        return no_transfer(format!("token contract {contract} is not an address"));
+    };
+    let mut found = Vec::new();
+    let mut erc721 = false;
+    let mut problem = None;
+    for log in logs {
+        if log.address != want_contract || log.topics.first() != Some(&TRANSFER_TOPIC) {
+            continue;
+        }
+        match log.topics.len() {
+            3 => {}
+            4 => {
+                erc721 = true;
+                continue;
+            }
+            n => {
+                problem = Some(format!("a Transfer log from {contract} has {n} topics"));
+                continue;
+            }
+        }
+        let word = log.topics[2];
+        if word[..12].iter().any(|b| *b != 0) {
+            problem = Some(format!(
+                "a Transfer log from {contract} has a malformed recipient topic"
+            ));
+            continue;
+        }
+        let to = domain_address(EvmAddress::from_slice(&word[12..]));
+        if query.to.as_ref().is_some_and(|want| *want != to) {
+            continue;
+        }
+        let Some(index) = log.log_index.and_then(|i| i64::try_from(i).ok()) else {
+            problem = Some(format!(
+                "a Transfer log from {contract} has no usable logIndex"
+            ));
+            continue;
+        };
+        if query.log_index.is_some_and(|want| want != index) {
+            continue;
+        }
+        if log.data.len() != 32 {
+            problem = Some(format!(
+                "the Transfer log at index {index} has {} bytes of data, not 32",
+                log.data.len()
+            ));
+            continue;
+        }
+        let amount = U256::from_be_slice(&log.data);
+        found.push(transfer(place, query, index, to, amount));
+    }
+    if !found.is_empty() {
+        found.sort_by_key(|t| t.key.log_index);
+        return Lookup::Found(found);
+    }
+    let to = query
+        .to
+        .as_ref()
+        .map_or_else(|| "anyone".to_string(), |a| a.to_string());
+    let at = query
+        .log_index
+        .map_or_else(String::new, |i| format!(" at log index {i}"));
+    no_transfer(match (problem, erc721) {
+        (Some(p), _) => p,
+        (None, true) => format!("receipt has only an ERC-721 transfer from {contract} (4 topics)"),
+        (None, false) => format!("no Transfer from {contract} to {to}{at} in the receipt"),
+    })
+}
+
+fn transfer(
+    place: &Place,
+    q: &TransferQuery,
+    log_index: i64,
+    to: Address,
+    amount: U256,
+) -> ChainTransfer {
+    ChainTransfer {
+        key: PaymentKey {
+            chain: place.chain.to_string(),
+            tx_hash: q.tx_hash.clone(),
+            log_index,
+        },
+        to,
+        asset: q.asset.clone(),
+        amount,
+        block: place.block.clone(),
+        state: place.head.state_of(place.block.number),
+    }
+}
+
+fn domain_address(a: EvmAddress) -> Address {
+    Address::parse(&format!("0x{}", hex::encode(a.as_slice())))
+        .expect("20 bytes always make an address")
+}
+
+fn malformed(what: &str, e: serde_json::Error) -> Lookup {
+    no_transfer(format!("malformed {what} from the node: {e}"))
+}
+
+fn no_transfer(reason: String) -> Lookup {
+    Lookup::NoTransfer(reason)
+}

@@ -1,0 +1,230 @@
+//! A sandbox EVM node: an in-process JSON-RPC server on loopback serving exactly what
+//! payrecon reads (chain id, head, blocks by number or tag, receipts, transactions), from
+//! state held in memory. Used by the demo (no network, no setup), tests and benchmarks.
+//!
+//! Transfers join a pending block and become visible when it is sealed (`mine_block`,
+//! `mine`); log indexes are block-level, as on a real node. Every lookup is a HashMap hit.
+
+mod node;
+mod rpc;
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use alloy::primitives::{Address as EvmAddress, U256};
+
+use crate::domain::{Address, TxHash};
+use node::{Node, Payment};
+
+/// How the sandbox answers the `finalized` and `safe` block tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tags {
+    /// head - 64 and head - 32 (see `set_tag_lags`), like anvil.
+    Served,
+    /// `null`, like a node that has no such block.
+    Null,
+    /// A JSON-RPC error (-32602), like a node that does not know the tag.
+    Refused,
+}
+
+/// A sandbox chain. Clones share the same state and server.
+#[derive(Clone)]
+pub struct SandboxChain {
+    shared: Arc<Shared>,
+    server: Arc<Mutex<Option<Server>>>,
+}
+
+/// What the HTTP handler shares with the control API.
+struct Shared {
+    node: Mutex<Node>,
+    /// HTTP requests answered (a batch counts once).
+    requests: AtomicU64,
+    /// JSON-RPC calls answered (each entry of a batch counts).
+    calls: AtomicU64,
+    /// HTTP requests still to fail with 500.
+    fail_next: AtomicU64,
+    /// Delay before each HTTP answer, in microseconds.
+    latency_us: AtomicU64,
+}
+
+struct Server {
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl SandboxChain {
+    /// An empty chain (genesis block 0 only) with `finalized` = head - 64, `safe` = head - 32.
+    pub fn new(chain_id: u64) -> SandboxChain {
+        SandboxChain {
+            shared: Arc::new(Shared {
+                node: Mutex::new(Node::new(chain_id)),
+                requests: AtomicU64::new(0),
+                calls: AtomicU64::new(0),
+                fail_next: AtomicU64::new(0),
+                latency_us: AtomicU64::new(0),
+            }),
+            server: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Starts serving on `127.0.0.1:0` (once; later calls return the same URL) until the last
+    /// clone is dropped. Returns the JSON-RPC URL.
+    pub async fn serve(&self) -> io::Result<String> {
+        if let Some(url) = self.url() {
+            return Ok(url);
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let app = rpc::router(self.shared.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "The sandbox chain server stopped.");
+            }
+        });
+        let mut server = lock(&self.server);
+        Ok(server.get_or_insert(Server { url, task }).url.clone())
+    }
+
+    /// The URL once `serve` has run.
+    pub fn url(&self) -> Option<String> {
+        lock(&self.server).as_ref().map(|s| s.url.clone())
+    }
+
+    /// An ERC-20 `Transfer` (3 topics, 32-byte amount) in the pending block. Returns the
+    /// transaction hash and the block-level log index it will have.
+    pub fn add_token_transfer(
+        &self,
+        contract: &Address,
+        from: &Address,
+        to: &Address,
+        amount: U256,
+    ) -> (TxHash, i64) {
+        let p = Payment::token(evm(contract), evm(from), evm(to), amount);
+        self.node().add(p)
+    }
+
+    /// Many token transfers from one sender under one lock (benchmarks: 100,000+).
+    pub fn add_token_transfers(
+        &self,
+        contract: &Address,
+        from: &Address,
+        payments: &[(Address, U256)],
+    ) -> Vec<(TxHash, i64)> {
+        let (contract, from) = (evm(contract), evm(from));
+        let mut node = self.node();
+        payments
+            .iter()
+            .map(|(to, amount)| node.add(Payment::token(contract, from, evm(to), *amount)))
+            .collect()
+    }
+
+    /// An ERC-721 `Transfer` (4 topics, token id as topic 3): not a payment.
+    pub fn add_nft_transfer(
+        &self,
+        contract: &Address,
+        from: &Address,
+        to: &Address,
+        token_id: U256,
+    ) -> (TxHash, i64) {
+        let p = Payment::nft(evm(contract), evm(from), evm(to), token_id);
+        self.node().add(p)
+    }
+
+    /// A native-coin transfer (`value` wei, no logs).
+    pub fn add_native_transfer(&self, from: &Address, to: &Address, value: U256) -> TxHash {
+        self.node()
+            .add(Payment::native(evm(from), evm(to), value))
+            .0
+    }
+
+    /// A token transfer call that reverted: receipt status 0, no logs.
+    pub fn add_reverted(
+        &self,
+        contract: &Address,
+        from: &Address,
+        to: &Address,
+        amount: U256,
+    ) -> TxHash {
+        let mut p = Payment::token(evm(contract), evm(from), evm(to), amount);
+        p.reverted = true;
+        self.node().add(p).0
+    }
+
+    /// Seals the pending transactions (possibly none) into a new block; returns its number.
+    pub fn mine_block(&self) -> u64 {
+        self.node().mine_block()
+    }
+
+    /// Seals the pending block and `n - 1` empty ones; returns the new head.
+    pub fn mine(&self, n: u64) -> u64 {
+        let mut node = self.node();
+        for _ in 0..n {
+            node.mine_block();
+        }
+        node.head()
+    }
+
+    /// The latest block number.
+    pub fn head(&self) -> u64 {
+        self.node().head()
+    }
+
+    /// Block number of a mined transaction.
+    pub fn block_of(&self, tx: &TxHash) -> Option<u64> {
+        self.node().block_of(tx)
+    }
+
+    /// How far `finalized` and `safe` trail the head (default 64 and 32, as anvil).
+    pub fn set_tag_lags(&self, finalized: u64, safe: u64) {
+        self.node().set_tag_lags(finalized, safe);
+    }
+
+    /// How the node answers the `finalized` and `safe` tags (to play an older node).
+    pub fn set_tags(&self, tags: Tags) {
+        self.node().tags = tags;
+    }
+
+    /// Delay added before each HTTP answer.
+    pub fn set_latency(&self, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.shared.latency_us.store(us, Ordering::Relaxed);
+    }
+
+    /// The next `n` HTTP requests fail with status 500.
+    pub fn fail_next(&self, n: u64) {
+        self.shared.fail_next.store(n, Ordering::SeqCst);
+    }
+
+    /// HTTP requests answered so far (a batch counts once; injected failures count).
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// JSON-RPC calls answered so far (each entry of a batch counts).
+    pub fn calls(&self) -> u64 {
+        self.shared.calls.load(Ordering::SeqCst)
+    }
+
+    fn node(&self) -> MutexGuard<'_, Node> {
+        lock(&self.shared.node)
+    }
+}
+
+/// A poisoned lock only means another thread panicked mid-update of test state: go on.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn evm(a: &Address) -> EvmAddress {
+    a.as_str()
+        .parse()
+        .expect("a domain Address is always 20 hex bytes")
+}

@@ -1,0 +1,293 @@
+//! The sandbox chain's state: blocks, transactions, receipts and logs in HashMaps, and their
+//! JSON-RPC shapes (the fields alloy's `Block`, `Transaction` and `TransactionReceipt` need).
+
+use std::collections::HashMap;
+
+use alloy::primitives::{keccak256, Address as EvmAddress, Bytes, B256, U256};
+use serde_json::{json, Value};
+
+use crate::chain::TRANSFER_TOPIC;
+use crate::domain::TxHash;
+
+/// What a sandbox transaction does.
+pub(super) struct Payment {
+    from: EvmAddress,
+    to: EvmAddress,
+    value: U256,
+    input: Bytes,
+    /// (topics, data) of each log, in order.
+    logs: Vec<(Vec<B256>, Bytes)>,
+    pub(super) reverted: bool,
+}
+
+impl Payment {
+    pub(super) fn token(
+        contract: EvmAddress,
+        from: EvmAddress,
+        to: EvmAddress,
+        amount: U256,
+    ) -> Payment {
+        let mut input = vec![0xa9, 0x05, 0x9c, 0xbb]; // transfer(address,uint256)
+        input.extend_from_slice(to.into_word().as_slice());
+        input.extend_from_slice(&amount.to_be_bytes::<32>());
+        let topics = vec![TRANSFER_TOPIC, from.into_word(), to.into_word()];
+        Payment {
+            from,
+            to: contract,
+            value: U256::ZERO,
+            input: input.into(),
+            logs: vec![(topics, amount.to_be_bytes::<32>().to_vec().into())],
+            reverted: false,
+        }
+    }
+
+    pub(super) fn nft(contract: EvmAddress, from: EvmAddress, to: EvmAddress, id: U256) -> Payment {
+        let id = B256::from(id.to_be_bytes::<32>());
+        let topics = vec![TRANSFER_TOPIC, from.into_word(), to.into_word(), id];
+        Payment {
+            from,
+            to: contract,
+            value: U256::ZERO,
+            input: Bytes::new(),
+            logs: vec![(topics, Bytes::new())],
+            reverted: false,
+        }
+    }
+
+    pub(super) fn native(from: EvmAddress, to: EvmAddress, value: U256) -> Payment {
+        Payment {
+            from,
+            to,
+            value,
+            input: Bytes::new(),
+            logs: Vec::new(),
+            reverted: false,
+        }
+    }
+}
+
+struct Tx {
+    hash: B256,
+    nonce: u64,
+    payment: Payment,
+    /// Block-level index of the first log.
+    first_log: u64,
+    /// (block number, index in block) once mined.
+    mined: Option<(u64, u64)>,
+}
+
+struct Block {
+    hash: B256,
+    parent: B256,
+    timestamp: u64,
+    txs: Vec<B256>,
+}
+
+pub(super) struct Node {
+    chain_id: u64,
+    blocks: Vec<Block>,
+    pending: Vec<B256>,
+    pending_logs: u64,
+    txs: HashMap<B256, Tx>,
+    nonces: HashMap<EvmAddress, u64>,
+    counter: u64,
+    finalized_lag: u64,
+    safe_lag: u64,
+    /// How `finalized` and `safe` are answered.
+    pub(super) tags: super::Tags,
+}
+
+const GENESIS_TIME: u64 = 1_700_000_000;
+
+impl Node {
+    pub(super) fn new(chain_id: u64) -> Node {
+        let genesis = Block {
+            hash: keccak256(format!("sandbox block {chain_id} 0")),
+            parent: B256::ZERO,
+            timestamp: GENESIS_TIME,
+            txs: Vec::new(),
+        };
+        Node {
+            chain_id,
+            blocks: vec![genesis],
+            pending: Vec::new(),
+            pending_logs: 0,
+            txs: HashMap::new(),
+            nonces: HashMap::new(),
+            counter: 0,
+            finalized_lag: 64,
+            safe_lag: 32,
+            tags: super::Tags::Served,
+        }
+    }
+
+    pub(super) fn head(&self) -> u64 {
+        self.blocks.len() as u64 - 1
+    }
+
+    pub(super) fn set_tag_lags(&mut self, finalized: u64, safe: u64) {
+        self.finalized_lag = finalized;
+        self.safe_lag = safe;
+    }
+
+    /// Adds a transaction to the pending block: its hash and the block-level index of its
+    /// first log (-1 when it has none).
+    pub(super) fn add(&mut self, payment: Payment) -> (TxHash, i64) {
+        self.counter += 1;
+        let hash = keccak256(format!("sandbox tx {} {}", self.chain_id, self.counter));
+        let nonce = self.nonces.entry(payment.from).or_insert(0);
+        let tx = Tx {
+            hash,
+            nonce: *nonce,
+            first_log: self.pending_logs,
+            mined: None,
+            payment,
+        };
+        *nonce += 1;
+        let log_index = if tx.payment.reverted || tx.payment.logs.is_empty() {
+            -1
+        } else {
+            self.pending_logs += tx.payment.logs.len() as u64;
+            tx.first_log as i64
+        };
+        self.txs.insert(hash, tx);
+        self.pending.push(hash);
+        (tx_hash(hash), log_index)
+    }
+
+    pub(super) fn mine_block(&mut self) -> u64 {
+        let number = self.blocks.len() as u64;
+        let parent = self.blocks[number as usize - 1].hash;
+        let txs = std::mem::take(&mut self.pending);
+        for (i, h) in txs.iter().enumerate() {
+            if let Some(tx) = self.txs.get_mut(h) {
+                tx.mined = Some((number, i as u64));
+            }
+        }
+        self.pending_logs = 0;
+        self.blocks.push(Block {
+            hash: keccak256(format!("sandbox block {} {number}", self.chain_id)),
+            parent,
+            timestamp: GENESIS_TIME + 12 * number,
+            txs,
+        });
+        number
+    }
+
+    pub(super) fn block_of(&self, tx: &TxHash) -> Option<u64> {
+        let h: B256 = tx.as_str().parse().ok()?;
+        self.txs.get(&h)?.mined.map(|(n, _)| n)
+    }
+
+    pub(super) fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+
+    /// Block number for a tag or hex number; `None` when there is no such block.
+    pub(super) fn resolve_block(&self, tag: &str) -> Result<Option<u64>, String> {
+        let head = self.head();
+        let n = match tag {
+            "latest" | "pending" => head,
+            "earliest" => 0,
+            "finalized" | "safe" if self.tags == super::Tags::Null => return Ok(None),
+            "finalized" | "safe" if self.tags == super::Tags::Refused => {
+                return Err(format!("unknown block tag {tag:?}"))
+            }
+            "finalized" => head.saturating_sub(self.finalized_lag),
+            "safe" => head.saturating_sub(self.safe_lag),
+            hex => {
+                let digits = hex
+                    .strip_prefix("0x")
+                    .ok_or(format!("bad block tag {hex:?}"))?;
+                u64::from_str_radix(digits, 16).map_err(|_| format!("bad block number {hex:?}"))?
+            }
+        };
+        Ok((n <= head).then_some(n))
+    }
+
+    pub(super) fn block_json(&self, number: u64, full: bool) -> Value {
+        let b = &self.blocks[number as usize];
+        let txs: Vec<Value> = if full {
+            b.txs.iter().map(|h| self.tx_json(&self.txs[h])).collect()
+        } else {
+            b.txs.iter().map(|h| json!(h)).collect()
+        };
+        let zero32 = B256::ZERO;
+        json!({
+            "hash": b.hash, "parentHash": b.parent,
+            "sha3Uncles": "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347",
+            "miner": EvmAddress::ZERO, "stateRoot": keccak256(b.hash), "transactionsRoot": zero32,
+            "receiptsRoot": zero32, "logsBloom": bloom(), "difficulty": "0x0",
+            "number": hex(number), "gasLimit": "0x1c9c380", "gasUsed": hex(21_000 * b.txs.len() as u64),
+            "timestamp": hex(b.timestamp), "extraData": "0x", "mixHash": zero32,
+            "nonce": "0x0000000000000000", "baseFeePerGas": "0x3b9aca00", "totalDifficulty": "0x0",
+            "size": "0x267", "uncles": [], "transactions": txs,
+        })
+    }
+
+    pub(super) fn tx_by_hash(&self, hash: &B256) -> Value {
+        self.txs
+            .get(hash)
+            .map_or(Value::Null, |tx| self.tx_json(tx))
+    }
+
+    fn tx_json(&self, tx: &Tx) -> Value {
+        let p = &tx.payment;
+        let (block_hash, block_number, index) = self.place(tx);
+        json!({
+            "type": "0x2", "chainId": hex(self.chain_id), "nonce": hex(tx.nonce), "gas": "0x186a0",
+            "maxFeePerGas": "0x77359400", "maxPriorityFeePerGas": "0x3b9aca00", "to": p.to,
+            "value": p.value, "accessList": [], "input": p.input,
+            "r": keccak256(tx.hash), "s": keccak256(keccak256(tx.hash)), "yParity": "0x0", "v": "0x0",
+            "hash": tx.hash, "blockHash": block_hash, "blockNumber": block_number,
+            "transactionIndex": index, "from": p.from, "gasPrice": "0x77359400",
+        })
+    }
+
+    /// The receipt, or `null` when unknown or not mined yet.
+    pub(super) fn receipt(&self, hash: &B256) -> Value {
+        let Some(tx) = self.txs.get(hash).filter(|t| t.mined.is_some()) else {
+            return Value::Null;
+        };
+        let p = &tx.payment;
+        let (block_hash, block_number, index) = self.place(tx);
+        let logs: Vec<Value> = if p.reverted {
+            Vec::new()
+        } else {
+            p.logs.iter().enumerate().map(|(i, (topics, data))| json!({
+                "address": p.to, "topics": topics, "data": data, "blockHash": block_hash,
+                "blockNumber": block_number, "transactionHash": tx.hash,
+                "transactionIndex": index, "logIndex": hex(tx.first_log + i as u64), "removed": false,
+            })).collect()
+        };
+        json!({
+            "type": "0x2", "status": if p.reverted { "0x0" } else { "0x1" },
+            "cumulativeGasUsed": "0x5208", "logs": logs, "logsBloom": bloom(),
+            "transactionHash": tx.hash, "transactionIndex": index, "blockHash": block_hash,
+            "blockNumber": block_number, "gasUsed": "0x5208", "effectiveGasPrice": "0x77359400",
+            "from": p.from, "to": p.to, "contractAddress": null,
+        })
+    }
+
+    /// (blockHash, blockNumber, transactionIndex) as JSON, `null`s while pending.
+    fn place(&self, tx: &Tx) -> (Value, Value, Value) {
+        match tx.mined {
+            Some((n, i)) => (json!(self.blocks[n as usize].hash), hex(n), hex(i)),
+            None => (Value::Null, Value::Null, Value::Null),
+        }
+    }
+}
+
+fn hex(n: u64) -> Value {
+    Value::String(format!("{n:#x}"))
+}
+
+fn bloom() -> &'static str {
+    static BLOOM: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("0x{}", "0".repeat(512)));
+    &BLOOM
+}
+
+fn tx_hash(h: B256) -> TxHash {
+    TxHash::parse(&format!("{h:#x}")).expect("32 bytes always make a tx hash")
+}

@@ -1,0 +1,198 @@
+//! The sandbox chain: parity with anvil through `ChainClient` and alloy's typed API, batching
+//! and scale.
+
+use std::time::Instant;
+
+use payrecon::chain::{ChainClient, ChainSettings, Finality, Lookup, TransferQuery};
+use payrecon::domain::{Asset, U256};
+use payrecon::sandbox::chain::SandboxChain;
+
+use super::{addr, client, native_query, one, settings, token_query};
+use crate::evm::{
+    deploy_token, send_native, send_nft_like, send_reverting, send_tokens_in_one_block,
+};
+use crate::support::Anvil;
+
+/// What a lookup says, without hashes (which differ between nodes).
+fn shape(l: &Lookup) -> String {
+    match l {
+        Lookup::Found(ts) => ts
+            .iter()
+            .map(|t| format!("{}:{}:{}:{}", t.key.log_index, t.amount, t.to, t.state))
+            .collect::<Vec<_>>()
+            .join(","),
+        Lookup::NoTransfer(why) if why.contains("ERC-721") => "erc721".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn sandbox_answers_like_anvil() {
+    use alloy::providers::{Provider, ProviderBuilder};
+    use alloy::rpc::types::BlockNumberOrTag;
+
+    let Some(anvil) = Anvil::start().await else {
+        return;
+    };
+    let acc = anvil.accounts().await;
+    let (from, to) = (acc[0].clone(), acc[1].clone());
+    let token = deploy_token(&anvil).await;
+    let (a, b) = (U256::from(5u64), U256::from(1u64) << 200);
+    let anvil_txs = send_tokens_in_one_block(&anvil, &token, &from, &[(&to, a), (&to, b)]).await;
+    let anvil_native = send_native(&anvil, &from, &to, U256::from(77u64)).await;
+    let anvil_reverted = send_reverting(&anvil, &token, &from, &to, a).await;
+    let anvil_nft = send_nft_like(&anvil, &token, &from, &to, a).await;
+
+    let sandbox = SandboxChain::new(31337);
+    let url = sandbox.serve().await.unwrap();
+    sandbox.mine(1); // anvil deployed the token in block 1
+    let (tk, fr, t) = (addr(&token), addr(&from), addr(&to));
+    let sb_txs = [
+        sandbox.add_token_transfer(&tk, &fr, &t, a).0,
+        sandbox.add_token_transfer(&tk, &fr, &t, b).0,
+    ];
+    sandbox.mine_block();
+    let sb_native = sandbox.add_native_transfer(&fr, &t, U256::from(77u64));
+    sandbox.mine_block();
+    let sb_reverted = sandbox.add_reverted(&tk, &fr, &t, a);
+    sandbox.mine_block();
+    let sb_nft = sandbox.add_nft_transfer(&tk, &fr, &t, a).0;
+    sandbox.mine_block();
+
+    let queries = |txs: [&str; 5]| {
+        vec![
+            token_query(txs[0], &token, &to),
+            token_query(txs[1], &token, &to),
+            native_query(txs[2], &to),
+            token_query(txs[3], &token, &to),
+            token_query(txs[4], &token, &to),
+        ]
+    };
+    let anvil_q = queries([
+        &anvil_txs[0],
+        &anvil_txs[1],
+        &anvil_native,
+        &anvil_reverted,
+        &anvil_nft,
+    ]);
+    let sb_q = queries([
+        sb_txs[0].as_str(),
+        sb_txs[1].as_str(),
+        sb_native.as_str(),
+        sb_reverted.as_str(),
+        sb_nft.as_str(),
+    ]);
+    for mined in [0, 70] {
+        anvil.mine(mined).await;
+        sandbox.mine(mined);
+        for finality in [Finality::Depth, Finality::Finalized, Finality::Safe] {
+            let s = |url: &str| ChainSettings {
+                finality,
+                ..settings(url)
+            };
+            let (real, fake) = (
+                ChainClient::new(s(&anvil.url)).unwrap(),
+                ChainClient::new(s(&url)).unwrap(),
+            );
+            let (real_head, fake_head) = (real.head().await.unwrap(), fake.head().await.unwrap());
+            assert_eq!(real_head, fake_head, "{finality:?} after {mined}");
+            let real_answers = real.lookup(&real_head, &anvil_q).await.unwrap();
+            let fake_answers = fake.lookup(&fake_head, &sb_q).await.unwrap();
+            let real_shapes: Vec<_> = real_answers.iter().map(shape).collect();
+            let fake_shapes: Vec<_> = fake_answers.iter().map(shape).collect();
+            assert_eq!(real_shapes, fake_shapes, "{finality:?} after {mined}");
+        }
+    }
+
+    // alloy's own typed API reads the sandbox's objects.
+    let provider = ProviderBuilder::new().connect_http(url.parse().unwrap());
+    assert_eq!(provider.get_chain_id().await.unwrap(), 31337);
+    for tag in [
+        BlockNumberOrTag::Latest,
+        BlockNumberOrTag::Finalized,
+        BlockNumberOrTag::Safe,
+    ] {
+        let block = provider.get_block_by_number(tag).await.unwrap().unwrap();
+        assert!(block.header.number <= sandbox.head());
+    }
+    let block = provider
+        .get_block_by_number(BlockNumberOrTag::Number(2))
+        .full()
+        .await
+        .unwrap();
+    assert_eq!(block.unwrap().transactions.len(), 2);
+    for tx in [&sb_txs[0], &sb_native, &sb_reverted, &sb_nft] {
+        let h = tx.as_str().parse().unwrap();
+        let receipt = provider.get_transaction_receipt(h).await.unwrap().unwrap();
+        assert_eq!(receipt.status(), tx != &sb_reverted);
+        assert!(provider.get_transaction_by_hash(h).await.unwrap().is_some());
+    }
+}
+
+#[tokio::test]
+async fn sandbox_lookups_batch_and_scale() {
+    let sandbox = SandboxChain::new(1);
+    let url = sandbox.serve().await.unwrap();
+    let (tk, fr) = (
+        addr(&format!("0x{}", "11".repeat(20))),
+        addr(&format!("0x{}", "22".repeat(20))),
+    );
+    let n = 20_000u64;
+    let payments: Vec<_> = (0..n)
+        .map(|i| (addr(&format!("0x{:040x}", i + 1)), U256::from(i)))
+        .collect();
+    let started = Instant::now();
+    let mut added = Vec::new();
+    for chunk in payments.chunks(100) {
+        added.extend(sandbox.add_token_transfers(&tk, &fr, chunk));
+        sandbox.mine_block();
+    }
+    let add_time = started.elapsed();
+    assert_eq!(added[150].1, 50, "block-level log index");
+
+    // 50 lookups in batches of 10: five HTTP requests, answers in order.
+    let chain = client(&url);
+    let head = chain.head().await.unwrap();
+    let before = sandbox.requests();
+    let queries: Vec<_> = added[..50]
+        .iter()
+        .zip(&payments)
+        .map(|((tx, _), (to, _))| token_query(tx.as_str(), tk.as_str(), to.as_str()))
+        .collect();
+    let answers = chain.lookup(&head, &queries).await.unwrap();
+    assert_eq!(sandbox.requests() - before, 5);
+    for (i, a) in answers.into_iter().enumerate() {
+        let t = one(a);
+        assert_eq!(
+            (t.key.log_index, t.amount),
+            ((i % 100) as i64, U256::from(i))
+        );
+    }
+
+    // All of them in batches of 100.
+    let chain = ChainClient::new(ChainSettings {
+        batch_size: 100,
+        ..settings(&url)
+    })
+    .unwrap();
+    let queries: Vec<_> = added
+        .iter()
+        .map(|(tx, li)| TransferQuery {
+            tx_hash: tx.clone(),
+            asset: Asset::Token(tk.clone()),
+            to: None,
+            log_index: Some(*li),
+        })
+        .collect();
+    let started = Instant::now();
+    let answers = chain.lookup(&head, &queries).await.unwrap();
+    let lookup_time = started.elapsed();
+    assert!(answers
+        .iter()
+        .all(|a| matches!(a, Lookup::Found(t) if t.len() == 1)));
+    eprintln!(
+        "sandbox: added {n} transfers in {add_time:?}; looked up {n} receipts in {lookup_time:?} \
+         ({} HTTP requests)",
+        n / 100
+    );
+}
