@@ -11,5 +11,6 @@
 pub mod chain;
 pub mod domain;
 pub mod providers;
+pub mod sandbox;
 pub mod secret;
 pub mod store;
