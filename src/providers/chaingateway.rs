@@ -49,8 +49,8 @@ pub struct ChaingatewayClient {
     settings: ChaingatewaySettings,
     observer: RequestObserver,
     http: reqwest::Client,
-    /// `base_url` without its trailing slash.
-    base: String,
+    /// `base_url`, parsed; paths are appended segment by segment (ids are percent-encoded).
+    base: reqwest::Url,
 }
 
 impl ChaingatewayClient {
@@ -83,7 +83,15 @@ impl ChaingatewayClient {
             .user_agent(concat!("payrecon/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| fail(describe(&e, &settings.api_key)))?;
-        let base = settings.base_url.trim_end_matches('/').to_string();
+        let base = reqwest::Url::parse(settings.base_url.trim_end_matches('/'))
+            .ok()
+            .filter(|u| !u.cannot_be_a_base() && matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| {
+                fail(format!(
+                    "base_url {:?} is not an http(s) URL",
+                    settings.base_url
+                ))
+            })?;
         Ok(ChaingatewayClient {
             settings,
             observer,
@@ -146,12 +154,13 @@ impl ChaingatewayClient {
             ListKind::All => "",
             ListKind::Failed => "/failed",
         };
-        let url = format!(
-            "{}/{chain}/webhooks/notifications{suffix}?page={n}",
-            self.base
-        );
-        let what = format!("GET {chain} notifications{suffix} page {n}");
         let failed = list == ListKind::Failed;
+        let mut url = self.url(&[chain, "webhooks", "notifications"]);
+        if failed {
+            url.path_segments_mut().expect("base URL").push("failed");
+        }
+        url.query_pairs_mut().append_pair("page", &n.to_string());
+        let what = format!("GET {chain} notifications{suffix} page {n}");
         let (page, last) = self
             .get_json(&what, &url, |body| {
                 let last = if n == 1 { record::last_page(body)? } else { 0 };
@@ -182,13 +191,13 @@ impl ChaingatewayClient {
     /// not repeated here; a later run decides again after `resend_cooldown`.
     #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain, id = %id))]
     pub async fn retry(&self, chain: &str, id: &str) -> Result<(), ProviderError> {
-        let url = format!("{}/{chain}/webhooks/notifications/{id}/retry", self.base);
+        let url = self.url(&[chain, "webhooks", "notifications", id, "retry"]);
         let key = &self.settings.api_key;
         let result = with_retries(
             self.settings.max_retries,
             self.settings.backoff,
             |_| async {
-                let resp = match self.http.post(&url).send().await {
+                let resp = match self.http.post(url.clone()).send().await {
                     Ok(resp) => resp,
                     Err(e) => {
                         (self.observer)(StatusClass::Error);
@@ -223,7 +232,7 @@ impl ChaingatewayClient {
     /// `{"blocknumber": N}` (N a number or a numeric string) on others.
     #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain))]
     pub async fn block_number(&self, chain: &str) -> Result<u64, ProviderError> {
-        let url = format!("{}/{chain}/blocks/number", self.base);
+        let url = self.url(&[chain, "blocks", "number"]);
         let what = format!("GET {chain} blocks/number");
         self.get_json(&what, &url, |body| {
             let data = body.get("data").ok_or("the body has no `data`")?;
@@ -246,7 +255,7 @@ impl ChaingatewayClient {
     async fn get_json<T>(
         &self,
         what: &str,
-        url: &str,
+        url: &reqwest::Url,
         extract: impl Fn(&Value) -> Result<T, String>,
     ) -> Result<T, ProviderError> {
         let key = &self.settings.api_key;
@@ -255,7 +264,7 @@ impl ChaingatewayClient {
             self.settings.max_retries,
             self.settings.backoff,
             |_| async move {
-                let resp = match self.http.get(url).send().await {
+                let resp = match self.http.get(url.clone()).send().await {
                     Ok(resp) => resp,
                     Err(e) => {
                         (self.observer)(StatusClass::Error);
@@ -300,6 +309,15 @@ impl ChaingatewayClient {
         )
         .await;
         result.map_err(|reason| self.error(what.to_string(), reason))
+    }
+
+    /// `base_url` + path segments, each percent-encoded.
+    fn url(&self, segments: &[&str]) -> reqwest::Url {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("checked in new: base_url can be a base")
+            .extend(segments);
+        url
     }
 
     fn error(&self, what: String, reason: String) -> ProviderError {

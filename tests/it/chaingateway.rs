@@ -358,6 +358,23 @@ async fn the_network_header_is_sent() {
     );
 }
 
+#[test]
+fn bad_settings_are_refused_without_printing_the_key() {
+    let observer = Arc::new(|_: StatusClass| {});
+    let mut s = settings("http://127.0.0.1:1/api/v2");
+    s.api_key = Secret::new(format!("{KEY}\n"));
+    let err = ChaingatewayClient::new(s, observer.clone()).err().unwrap();
+    assert!(
+        err.to_string().contains("not a valid HTTP header value"),
+        "{err}"
+    );
+    assert_no_key(&err);
+    let err = ChaingatewayClient::new(settings("api.chaingateway.io/api/v2"), observer)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("is not an http(s) URL"), "{err}");
+}
+
 #[tokio::test]
 async fn block_number_reads_both_shapes() {
     let (fake, base) = FakeChaingateway::start(KEY).await;
@@ -399,6 +416,12 @@ async fn retry_is_recorded_and_repeated_only_when_safe() {
     assert_eq!(fake.requests(), 1);
     assert_eq!(fake.retries().len(), 2);
     assert!(c.retry("ethereum", "unknown").await.is_err());
+    // Ids are path segments, percent-encoded.
+    let mut odd = record(2);
+    odd["id"] = json!("odd/id?x");
+    fake.add_notification("ethereum", odd);
+    c.retry("ethereum", "odd/id?x").await.unwrap();
+    assert_eq!(fake.retries()[2], ("ethereum".into(), "odd/id?x".into()));
     let seen = seen.lock().unwrap().clone();
     assert_eq!(
         seen[..5],

@@ -24,14 +24,23 @@ pub(super) fn page_data(body: &Value) -> Result<&Vec<Value>, String> {
         .ok_or_else(|| "the body has no `data` array".to_string())
 }
 
+/// More pages than this in one list is taken for a broken body, not a list to walk.
+const MAX_PAGES: u64 = 1_000_000;
+
 /// `last_page` of a page body (Laravel answers 1 for an empty list; 0 is accepted too).
 pub(super) fn last_page(body: &Value) -> Result<u64, String> {
-    match body.get("last_page") {
+    let last = match body.get("last_page") {
         Some(Value::Number(n)) => n.as_u64(),
         Some(Value::String(s)) => s.trim().parse().ok(),
         _ => None,
     }
-    .ok_or_else(|| "the body has no numeric `last_page`".to_string())
+    .ok_or_else(|| "the body has no numeric `last_page`".to_string())?;
+    if last > MAX_PAGES {
+        return Err(format!(
+            "implausible `last_page` {last} (more than {MAX_PAGES})"
+        ));
+    }
+    Ok(last)
 }
 
 /// Reads every record of `data`; each one is either a record or a rejection.
@@ -255,6 +264,15 @@ mod tests {
         )
         .unwrap_err()
         .starts_with("contractaddress:"));
+    }
+
+    #[test]
+    fn last_page_is_read_and_bounded() {
+        assert_eq!(last_page(&json!({"last_page": 7})), Ok(7));
+        assert_eq!(last_page(&json!({"last_page": "7"})), Ok(7));
+        assert!(last_page(&json!({"last_page": null})).is_err());
+        assert!(last_page(&json!({"data": []})).is_err());
+        assert!(last_page(&json!({"last_page": 10_000_000_000u64})).is_err());
     }
 
     #[test]
