@@ -71,10 +71,8 @@ impl Engine {
         list: ListKind,
         out: &mut Vec<ProviderRecord>,
     ) {
+        // The provider client has logged each rejection with its id and reason.
         if !page.rejected.is_empty() {
-            for r in &page.rejected {
-                tracing::warn!(provider = %acc.report.provider, record = r.id.as_deref().unwrap_or("?"), reason = %r.reason, "Provider record rejected.");
-            }
             self.count_rejected(acc, page.rejected.len() as u64);
         }
         for r in page.records {

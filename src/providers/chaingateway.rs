@@ -1,11 +1,24 @@
 //! Chaingateway API v2: Laravel-paginated notification lists, resend, block number.
+//!
+//! One `reqwest::Client` (connection pool) per provider; every request carries
+//! `Authorization: Bearer`, `X-Network` and `Accept: application/json`. Reading is retried
+//! (5xx, 429 with `Retry-After`, timeouts, connection errors, unreadable bodies); a resend is
+//! retried only when it certainly did not take effect (see [`ChaingatewayClient::retry`]).
+
+mod http;
+mod record;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::stream::BoxStream;
+use futures::stream::{self, BoxStream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
+use reqwest::StatusCode;
+use serde_json::Value;
 
-use super::{ListKind, Page, ProviderError, RequestObserver};
+use self::http::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
+use super::{ListKind, Page, ProviderError, RequestObserver, StatusClass};
 use crate::secret::Secret;
 
 #[derive(Clone)]
@@ -20,7 +33,8 @@ pub struct ChaingatewaySettings {
     pub timeout: Duration,
     /// Pages in flight after page 1.
     pub max_concurrency: usize,
-    /// Attempts per request on 5xx, timeouts, connection errors and 429.
+    /// Attempts per request on 5xx, timeouts, connection errors and 429 (total attempts,
+    /// the first included; 0 counts as 1).
     pub max_retries: u32,
     /// First backoff delay; doubles per attempt, with jitter.
     pub backoff: Duration,
@@ -34,6 +48,9 @@ pub struct ChaingatewaySettings {
 pub struct ChaingatewayClient {
     settings: ChaingatewaySettings,
     observer: RequestObserver,
+    http: reqwest::Client,
+    /// `base_url`, parsed; paths are appended segment by segment (ids are percent-encoded).
+    base: reqwest::Url,
 }
 
 impl ChaingatewayClient {
@@ -41,7 +58,46 @@ impl ChaingatewayClient {
         settings: ChaingatewaySettings,
         observer: RequestObserver,
     ) -> Result<Self, ProviderError> {
-        Ok(ChaingatewayClient { settings, observer })
+        let fail = |reason: String| ProviderError::Request {
+            provider: settings.name.clone(),
+            what: "build the HTTP client".into(),
+            reason,
+        };
+        let mut auth = HeaderValue::from_str(&format!("Bearer {}", settings.api_key.expose()))
+            .map_err(|_| fail("the API key is not a valid HTTP header value".into()))?;
+        auth.set_sensitive(true);
+        let network = HeaderValue::from_str(&settings.network).map_err(|_| {
+            fail(format!(
+                "network {:?} is not a valid header value",
+                settings.network
+            ))
+        })?;
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, auth);
+        headers.insert("X-Network", network);
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout)
+            .user_agent(concat!("payrecon/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| fail(describe(&e, &settings.api_key)))?;
+        let base = reqwest::Url::parse(settings.base_url.trim_end_matches('/'))
+            .ok()
+            .filter(|u| !u.cannot_be_a_base() && matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| {
+                fail(format!(
+                    "base_url {:?} is not an http(s) URL",
+                    settings.base_url
+                ))
+            })?;
+        Ok(ChaingatewayClient {
+            settings,
+            observer,
+            http,
+            base,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -50,31 +106,225 @@ impl ChaingatewayClient {
 
     /// The pages of a list for one chain: page 1 first (it tells `last_page`), then the rest
     /// concurrently up to `max_concurrency`, yielded as they arrive. An error item means a
-    /// page could not be read after retries; the caller fails this provider.
+    /// page could not be read after retries; the caller fails this provider, and the stream
+    /// ends after it.
+    ///
+    /// The list is not a snapshot (records arrive while it is read, and Laravel pages by
+    /// offset): a record may appear on two pages or move past `last_page` read from page 1.
+    /// Callers deduplicate by key; a record missed this way is seen by the next run.
     pub fn pages(&self, chain: &str, list: ListKind) -> BoxStream<'_, Result<Page, ProviderError>> {
-        let _ = (chain, list, &self.observer);
-        Box::pin(futures::stream::once(
-            async move { Err(self.unbuilt("pages")) },
-        ))
+        let chain: Arc<str> = Arc::from(chain);
+        let concurrency = self.settings.max_concurrency.max(1);
+        let first = {
+            let chain = chain.clone();
+            async move { self.fetch_page(&chain, list, 1).await }
+        };
+        let pages = stream::once(first).flat_map(move |first| match first {
+            Err(e) => stream::iter([Err(e)]).boxed(),
+            Ok((page, last)) => {
+                let chain = chain.clone();
+                let rest = stream::iter(2..=last)
+                    .map(move |n| {
+                        let chain = chain.clone();
+                        async move { self.fetch_page(&chain, list, n).await.map(|(p, _)| p) }
+                    })
+                    .buffer_unordered(concurrency);
+                stream::iter([Ok(page)]).chain(rest).boxed()
+            }
+        });
+        // Stop after the first error: the provider has failed, pages in flight are dropped.
+        pages
+            .scan(false, |failed, item| {
+                let out = if *failed { None } else { Some(item) };
+                *failed = matches!(out, Some(Err(_)));
+                futures::future::ready(out)
+            })
+            .boxed()
     }
 
-    /// `POST {base}/{chain}/webhooks/notifications/{id}/retry`.
+    /// One page and the `last_page` it reports.
+    #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain, page = n))]
+    async fn fetch_page(
+        &self,
+        chain: &str,
+        list: ListKind,
+        n: u64,
+    ) -> Result<(Page, u64), ProviderError> {
+        let suffix = match list {
+            ListKind::All => "",
+            ListKind::Failed => "/failed",
+        };
+        let failed = list == ListKind::Failed;
+        let mut url = self.url(&[chain, "webhooks", "notifications"]);
+        if failed {
+            url.path_segments_mut().expect("base URL").push("failed");
+        }
+        url.query_pairs_mut().append_pair("page", &n.to_string());
+        let what = format!("GET {chain} notifications{suffix} page {n}");
+        let (page, last) = self
+            .get_json(&what, &url, |body| {
+                let last = if n == 1 { record::last_page(body)? } else { 0 };
+                let page = record::read_page(
+                    record::page_data(body)?,
+                    chain,
+                    failed,
+                    &self.settings.decimals,
+                );
+                Ok((page, last))
+            })
+            .await?;
+        for r in &page.rejected {
+            tracing::warn!(id = r.id.as_deref().unwrap_or("?"), reason = %r.reason,
+                "Rejected a provider record that could not be read.");
+        }
+        Ok((page, last))
+    }
+
+    /// `POST {base}/{chain}/webhooks/notifications/{id}/retry`; any 2xx is success (the API
+    /// documents no body, none is read).
+    ///
+    /// A resend is not idempotent: each POST that reaches Chaingateway redelivers the webhook.
+    /// So it is repeated only when it certainly did not take effect: the connection could not
+    /// be opened (nothing was sent), 429 (throttled before processing; `Retry-After` is
+    /// honoured) or 503 (maintenance mode / overloaded: not processed). A timeout, a connection
+    /// lost after sending, or another 5xx may have reached Chaingateway: it is an error and is
+    /// not repeated here; a later run decides again after `resend_cooldown`.
+    #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain, id = %id))]
     pub async fn retry(&self, chain: &str, id: &str) -> Result<(), ProviderError> {
-        let _ = (chain, id);
-        Err(self.unbuilt("retry"))
+        let url = self.url(&[chain, "webhooks", "notifications", id, "retry"]);
+        let key = &self.settings.api_key;
+        let result = with_retries(
+            self.settings.max_retries,
+            self.settings.backoff,
+            |_| async {
+                let resp = match self.http.post(url.clone()).send().await {
+                    Ok(resp) => resp,
+                    Err(e) => {
+                        (self.observer)(StatusClass::Error);
+                        return if e.is_connect() {
+                            Verdict::retry(describe(&e, key))
+                        } else {
+                            Verdict::Fail(format!(
+                                "{} (may have been sent; not repeated)",
+                                describe(&e, key)
+                            ))
+                        };
+                    }
+                };
+                let status = resp.status();
+                (self.observer)(status_class(status));
+                match status {
+                    s if s.is_success() => Verdict::Done(()),
+                    StatusCode::TOO_MANY_REQUESTS => Verdict::Retry {
+                        after: retry_after(&resp),
+                        reason: format!("HTTP {status}"),
+                    },
+                    StatusCode::SERVICE_UNAVAILABLE => Verdict::retry(format!("HTTP {status}")),
+                    _ => Verdict::Fail(format!("HTTP {status}: {}", body_snippet(resp, key).await)),
+                }
+            },
+        )
+        .await;
+        result.map_err(|reason| self.error(format!("POST {chain} notification {id} retry"), reason))
     }
 
-    /// `GET {base}/{chain}/blocks/number` (integer or `{"blocknumber": N}`).
+    /// `GET {base}/{chain}/blocks/number`: `data` is an integer on some chains and
+    /// `{"blocknumber": N}` (N a number or a numeric string) on others.
+    #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain))]
     pub async fn block_number(&self, chain: &str) -> Result<u64, ProviderError> {
-        let _ = chain;
-        Err(self.unbuilt("block_number"))
+        let url = self.url(&[chain, "blocks", "number"]);
+        let what = format!("GET {chain} blocks/number");
+        self.get_json(&what, &url, |body| {
+            let data = body.get("data").ok_or("the body has no `data`")?;
+            let n = match data {
+                Value::Object(o) => o.get("blocknumber").unwrap_or(&Value::Null),
+                other => other,
+            };
+            match n {
+                Value::Number(n) => n.as_u64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| format!("`data` is not a block number: {data}"))
+        })
+        .await
     }
 
-    fn unbuilt(&self, what: &str) -> ProviderError {
+    /// An idempotent GET with the read retry policy; `extract` reads the JSON body, and an
+    /// `Err` from it (a body that is not the expected shape) is retried like a 5xx.
+    async fn get_json<T>(
+        &self,
+        what: &str,
+        url: &reqwest::Url,
+        extract: impl Fn(&Value) -> Result<T, String>,
+    ) -> Result<T, ProviderError> {
+        let key = &self.settings.api_key;
+        let extract = &extract;
+        let result = with_retries(
+            self.settings.max_retries,
+            self.settings.backoff,
+            |_| async move {
+                let resp = match self.http.get(url.clone()).send().await {
+                    Ok(resp) => resp,
+                    Err(e) => {
+                        (self.observer)(StatusClass::Error);
+                        return Verdict::retry(describe(&e, key));
+                    }
+                };
+                let status = resp.status();
+                (self.observer)(status_class(status));
+                if status == StatusCode::TOO_MANY_REQUESTS {
+                    return Verdict::Retry {
+                        after: retry_after(&resp),
+                        reason: format!("HTTP {status}"),
+                    };
+                }
+                if status.is_server_error() {
+                    return Verdict::retry(format!(
+                        "HTTP {status}: {}",
+                        body_snippet(resp, key).await
+                    ));
+                }
+                if !status.is_success() {
+                    return Verdict::Fail(format!(
+                        "HTTP {status}: {}",
+                        body_snippet(resp, key).await
+                    ));
+                }
+                let body = match resp.bytes().await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Verdict::retry(format!("reading the body: {}", describe(&e, key)))
+                    }
+                };
+                let json: Value = match serde_json::from_slice(&body) {
+                    Ok(v) => v,
+                    Err(e) => return Verdict::retry(format!("the body is not JSON: {e}")),
+                };
+                match extract(&json) {
+                    Ok(v) => Verdict::Done(v),
+                    Err(reason) => Verdict::retry(reason),
+                }
+            },
+        )
+        .await;
+        result.map_err(|reason| self.error(what.to_string(), reason))
+    }
+
+    /// `base_url` + path segments, each percent-encoded.
+    fn url(&self, segments: &[&str]) -> reqwest::Url {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("checked in new: base_url can be a base")
+            .extend(segments);
+        url
+    }
+
+    fn error(&self, what: String, reason: String) -> ProviderError {
         ProviderError::Request {
             provider: self.settings.name.clone(),
-            what: what.into(),
-            reason: "not built yet".into(),
+            what,
+            reason: crate::secret::redact(&reason, &[&self.settings.api_key]),
         }
     }
 }

@@ -2,5 +2,6 @@
 //! PostgreSQL, real anvil and fake provider HTTP servers on loopback.
 
 mod chain;
+mod chaingateway;
 mod evm;
 mod support;

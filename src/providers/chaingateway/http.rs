@@ -1,0 +1,151 @@
+//! One HTTP exchange with retries: exponential backoff with jitter, `Retry-After` on 429,
+//! the observer called once per attempt, and error text that never carries the API key.
+
+use std::future::Future;
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::{Response, StatusCode};
+
+use crate::providers::StatusClass;
+use crate::secret::{redact, Secret};
+
+/// Longest wait a `Retry-After` header may ask for; longer requests are capped.
+pub(super) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+/// Longest backoff between two attempts.
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// What one attempt decided.
+pub(super) enum Verdict<T> {
+    Done(T),
+    /// Try again (if attempts remain) after `after`, or after the backoff when `None`.
+    Retry {
+        reason: String,
+        after: Option<Duration>,
+    },
+    /// Do not try again.
+    Fail(String),
+}
+
+impl<T> Verdict<T> {
+    pub(super) fn retry(reason: impl Into<String>) -> Self {
+        Verdict::Retry {
+            reason: reason.into(),
+            after: None,
+        }
+    }
+}
+
+/// Runs `attempt(n)` for n = 1..=attempts until it is done or fails; returns the last reason.
+pub(super) async fn with_retries<T, F, Fut>(
+    attempts: u32,
+    backoff: Duration,
+    mut attempt: F,
+) -> Result<T, String>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Verdict<T>>,
+{
+    let attempts = attempts.max(1);
+    let mut last = String::new();
+    for n in 1..=attempts {
+        match attempt(n).await {
+            Verdict::Done(v) => return Ok(v),
+            Verdict::Fail(reason) => return Err(reason),
+            Verdict::Retry { reason, after } => {
+                if n < attempts {
+                    let wait = after.unwrap_or_else(|| backoff_delay(backoff, n));
+                    tracing::debug!(attempt = n, ?wait, %reason, "Provider request failed; retrying.");
+                    tokio::time::sleep(wait).await;
+                }
+                last = reason;
+            }
+        }
+    }
+    Err(format!("gave up after {attempts} attempts: {last}"))
+}
+
+/// `backoff * 2^(n-1)`, capped, with "equal jitter": uniformly between half and all of it.
+pub(super) fn backoff_delay(backoff: Duration, n: u32) -> Duration {
+    let full = backoff
+        .saturating_mul(2u32.saturating_pow(n.saturating_sub(1)))
+        .min(BACKOFF_CAP);
+    full.mul_f64(rand::thread_rng().gen_range(0.5..=1.0))
+}
+
+pub(super) fn status_class(status: StatusCode) -> StatusClass {
+    if status.is_success() {
+        StatusClass::Ok2xx
+    } else if status.is_client_error() {
+        StatusClass::Client4xx
+    } else if status.is_server_error() {
+        StatusClass::Server5xx
+    } else {
+        StatusClass::Error
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not used by Laravel's throttle), capped.
+pub(super) fn retry_after(resp: &Response) -> Option<Duration> {
+    let secs: u64 = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs).min(RETRY_AFTER_CAP))
+}
+
+/// A library error with its causes (`... : connection refused`), the key removed.
+pub(super) fn describe(err: &reqwest::Error, key: &Secret) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    redact(&text, &[key])
+}
+
+/// The start of an error response's body, for the error message, the key removed.
+pub(super) async fn body_snippet(resp: Response, key: &Secret) -> String {
+    let text = resp.text().await.unwrap_or_default();
+    let mut cut: String = text.chars().take(200).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    redact(cut.trim(), &[key])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_is_capped() {
+        let b = Duration::from_millis(100);
+        for n in 1..=4u32 {
+            let full = b * 2u32.pow(n - 1);
+            let d = backoff_delay(b, n);
+            assert!(d >= full / 2 && d <= full, "attempt {n}: {d:?}");
+        }
+        assert!(backoff_delay(b, 40) <= BACKOFF_CAP);
+    }
+
+    #[test]
+    fn status_classes() {
+        assert_eq!(status_class(StatusCode::OK), StatusClass::Ok2xx);
+        assert_eq!(
+            status_class(StatusCode::TOO_MANY_REQUESTS),
+            StatusClass::Client4xx
+        );
+        assert_eq!(
+            status_class(StatusCode::BAD_GATEWAY),
+            StatusClass::Server5xx
+        );
+        assert_eq!(status_class(StatusCode::FOUND), StatusClass::Error);
+    }
+}

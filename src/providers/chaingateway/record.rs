@@ -1,0 +1,288 @@
+//! A Laravel page of Chaingateway notifications read record by record: a malformed record is
+//! a `Rejected` with a reason naming the field, and the rest of the page still counts.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::domain::amount::decimal_to_base_units;
+use crate::domain::{Address, Asset, TxHash, U256};
+use crate::providers::{Page, ProviderRecord, Rejected};
+
+/// `type` values that mean the chain's native coin (whatever `contractaddress` says).
+const NATIVE_TYPES: &[&str] = &[
+    "ETH", "BNB", "MATIC", "POL", "TRX", "BTC", "AVAX", "FTM", "ARB", "OP", "NATIVE",
+];
+
+/// Native coins' decimals when `decimals` has no `"chain:native"` entry.
+const NATIVE_DECIMALS: u8 = 18;
+
+/// The `data` array of a page body; `Err` when the body is not a page at all.
+pub(super) fn page_data(body: &Value) -> Result<&Vec<Value>, String> {
+    body.get("data")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "the body has no `data` array".to_string())
+}
+
+/// More pages than this in one list is taken for a broken body, not a list to walk.
+const MAX_PAGES: u64 = 1_000_000;
+
+/// `last_page` of a page body (Laravel answers 1 for an empty list; 0 is accepted too).
+pub(super) fn last_page(body: &Value) -> Result<u64, String> {
+    let last = match body.get("last_page") {
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| "the body has no numeric `last_page`".to_string())?;
+    if last > MAX_PAGES {
+        return Err(format!(
+            "implausible `last_page` {last} (more than {MAX_PAGES})"
+        ));
+    }
+    Ok(last)
+}
+
+/// Reads every record of `data`; each one is either a record or a rejection.
+pub(super) fn read_page(
+    data: &[Value],
+    chain: &str,
+    failed: bool,
+    decimals: &HashMap<String, u8>,
+) -> Page {
+    let mut page = Page::default();
+    for raw in data {
+        match read_record(raw, chain, failed, decimals) {
+            Ok(record) => page.records.push(record),
+            Err(rejected) => page.rejected.push(rejected),
+        }
+    }
+    page
+}
+
+/// One record, field by field.
+pub(super) fn read_record(
+    raw: &Value,
+    chain: &str,
+    failed: bool,
+    decimals: &HashMap<String, u8>,
+) -> Result<ProviderRecord, Rejected> {
+    let Some(obj) = raw.as_object() else {
+        return Err(Rejected {
+            id: None,
+            reason: format!("record is not an object: {}", kind(raw)),
+        });
+    };
+    let id = match obj.get("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
+        other => {
+            return Err(Rejected {
+                id: None,
+                reason: format!(
+                    "id: missing or not a string or integer ({})",
+                    opt_kind(other)
+                ),
+            })
+        }
+    };
+    let reject = |reason: String| Rejected {
+        id: Some(id.clone()),
+        reason,
+    };
+    let tx_hash = TxHash::parse(string_field(obj, "txid").map_err(&reject)?)
+        .map_err(|e| reject(format!("txid: {}", e.reason)))?;
+    let to = Address::parse(string_field(obj, "to").map_err(&reject)?)
+        .map_err(|e| reject(format!("to: {}", e.reason)))?;
+    let asset = read_asset(obj).map_err(&reject)?;
+    let created_at = match obj.get("created_at") {
+        Some(Value::String(s)) => {
+            parse_time(s).ok_or_else(|| reject(format!("created_at: not a timestamp: {s:?}")))?
+        }
+        other => return Err(reject(format!("created_at: missing ({})", opt_kind(other)))),
+    };
+    check_block_number(obj.get("blocknumber")).map_err(&reject)?;
+    let amount_hint = amount_hint(obj.get("amount"), chain, &asset, decimals);
+    Ok(ProviderRecord {
+        id,
+        chain: chain.to_string(),
+        tx_hash,
+        asset,
+        to,
+        amount_hint,
+        created_at,
+        failed,
+    })
+}
+
+fn string_field<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<&'a str, String> {
+    match obj.get(field) {
+        Some(Value::String(s)) => Ok(s),
+        other => Err(format!(
+            "{field}: missing or not a string ({})",
+            opt_kind(other)
+        )),
+    }
+}
+
+/// Native for a native coin `type` or an absent contract; otherwise the contract address.
+fn read_asset(obj: &Map<String, Value>) -> Result<Asset, String> {
+    let native_type = obj.get("type").and_then(Value::as_str).is_some_and(|t| {
+        NATIVE_TYPES
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(t.trim()))
+    });
+    match obj.get("contractaddress") {
+        _ if native_type => Ok(Asset::Native),
+        None | Some(Value::Null) => Ok(Asset::Native),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(Asset::Native),
+        Some(Value::String(s)) => Address::parse(s)
+            .map(Asset::Token)
+            .map_err(|e| format!("contractaddress: {}", e.reason)),
+        Some(other) => Err(format!("contractaddress: not a string ({})", kind(other))),
+    }
+}
+
+/// `blocknumber` may be absent, null or empty; when given it must be a non-negative integer.
+fn check_block_number(value: Option<&Value>) -> Result<(), String> {
+    let ok = match value {
+        None | Some(Value::Null) => true,
+        Some(Value::Number(n)) => n.is_u64(),
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            s.is_empty() || (s.len() <= 20 && s.parse::<u64>().is_ok())
+        }
+        Some(_) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "blocknumber: not a block number: {}",
+            value.unwrap_or(&Value::Null)
+        ))
+    }
+}
+
+/// The provider's decimal amount in base units, or `None` when absent, unreadable, or of a
+/// token whose decimals are not configured. Never a rejection: the chain has the real amount.
+fn amount_hint(
+    value: Option<&Value>,
+    chain: &str,
+    asset: &Asset,
+    decimals: &HashMap<String, u8>,
+) -> Option<U256> {
+    let text = match value? {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let key = format!("{chain}:{}", asset.as_str());
+    let places = match (decimals.get(&key), asset) {
+        (Some(d), _) => *d,
+        (None, Asset::Native) => NATIVE_DECIMALS,
+        (None, Asset::Token(_)) => return None,
+    };
+    decimal_to_base_units(&text, places).ok()
+}
+
+/// RFC 3339 (`2024-05-05T19:33:52.000000Z`, `…+02:00`) or Laravel's zone-less
+/// `2024-05-05 19:33:52` (UTC, the Laravel default).
+pub(super) fn parse_time(s: &str) -> Option<jiff::Timestamp> {
+    let s = s.trim();
+    if let Ok(ts) = s.parse::<jiff::Timestamp>() {
+        return Some(ts);
+    }
+    let civil: jiff::civil::DateTime = s.parse().ok()?;
+    civil
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()
+        .map(|z| z.timestamp())
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn opt_kind(v: Option<&Value>) -> &'static str {
+    v.map_or("absent", kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn time(s: &str) -> Option<String> {
+        parse_time(s).map(|t| t.to_string())
+    }
+
+    #[test]
+    fn times_in_rfc3339_and_laravel_forms() {
+        let want = Some("2024-05-05T19:33:52Z".to_string());
+        assert_eq!(time("2024-05-05T19:33:52.000000Z"), want);
+        assert_eq!(time("2024-05-05T19:33:52Z"), want);
+        assert_eq!(time("2024-05-05T21:33:52+02:00"), want);
+        assert_eq!(time("2024-05-05 19:33:52"), want);
+        assert_eq!(time("2024-05-05T19:33:52"), want);
+        assert_eq!(time("yesterday"), None);
+        assert_eq!(time("2024-13-05 19:33:52"), None);
+        assert_eq!(time(""), None);
+    }
+
+    #[test]
+    fn assets_from_type_and_contract() {
+        let usdt = "0xdac17f958d2ee523a2206206994597c13d831ec7";
+        let check = |v: Value| read_asset(v.as_object().unwrap());
+        assert_eq!(
+            check(json!({"type": "ETH", "contractaddress": usdt})),
+            Ok(Asset::Native)
+        );
+        assert_eq!(
+            check(json!({"type": "ERC20", "contractaddress": null})),
+            Ok(Asset::Native)
+        );
+        assert_eq!(
+            check(json!({"type": "ERC20", "contractaddress": ""})),
+            Ok(Asset::Native)
+        );
+        assert_eq!(
+            check(
+                json!({"type": "ERC20", "contractaddress": usdt.to_uppercase().replace("0X", "0x")})
+            ),
+            Ok(Asset::Token(Address::parse(usdt).unwrap()))
+        );
+        assert!(check(
+            json!({"type": "TRC20", "contractaddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"})
+        )
+        .unwrap_err()
+        .starts_with("contractaddress:"));
+    }
+
+    #[test]
+    fn last_page_is_read_and_bounded() {
+        assert_eq!(last_page(&json!({"last_page": 7})), Ok(7));
+        assert_eq!(last_page(&json!({"last_page": "7"})), Ok(7));
+        assert!(last_page(&json!({"last_page": null})).is_err());
+        assert!(last_page(&json!({"data": []})).is_err());
+        assert!(last_page(&json!({"last_page": 10_000_000_000u64})).is_err());
+    }
+
+    #[test]
+    fn block_numbers() {
+        assert!(check_block_number(None).is_ok());
+        assert!(check_block_number(Some(&json!("19499380"))).is_ok());
+        assert!(check_block_number(Some(&json!(19499380))).is_ok());
+        assert!(check_block_number(Some(&json!(""))).is_ok());
+        assert!(check_block_number(Some(&json!("0x12"))).is_err());
+        assert!(check_block_number(Some(&json!(-1))).is_err());
+        assert!(check_block_number(Some(&json!(1.5))).is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! A fake Chaingateway API v2 on loopback for the demo, benchmarks and tests: the
+//! notification lists with Laravel pagination, the failed list, resend and block number,
+//! a bearer token and `X-Network` check, per-request latency, and a queue of injected faults.
+//!
+//! Records are kept serialized, in a `Vec` per chain (pages are slices; ids are indexed), so
+//! 100,000+ records serve in O(page) time and about their JSON size in memory.
+
+mod server;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Chain path names the fake answers for without any setup.
+const KNOWN_CHAINS: &[&str] = &["ethereum", "bsc", "polygon", "tron", "bitcoin"];
+
+/// An injected fault, consumed by the next authenticated request (any path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// 500 with a Laravel error body.
+    ServerError,
+    /// 503 (maintenance mode).
+    Unavailable,
+    /// 429 with `Retry-After: secs`.
+    TooManyRequests { retry_after_secs: u64 },
+    /// Waits this long, then answers normally (past the client's timeout).
+    Hang(Duration),
+    /// 200 with a truncated JSON body.
+    MalformedJson,
+    /// 200 with JSON that has no `data`.
+    MissingData,
+    /// The connection is dropped before a complete response.
+    CloseConnection,
+    /// 400 whose body echoes the request headers (the `Authorization` too), to test that
+    /// error messages redact the key.
+    EchoHeaders,
+}
+
+/// How `blocks/number` spells its `data` on a chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockShape {
+    /// `"data": 19151363` (bsc, ethereum, polygon).
+    Integer,
+    /// `"data": {"blocknumber": 44776190}` (tron).
+    Object,
+    /// `"data": {"blocknumber": "44776190"}`.
+    ObjectString,
+}
+
+/// The server's handle: configure it, read what it saw. Dropping it stops the server.
+pub struct FakeChaingateway {
+    inner: Arc<Inner>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeChaingateway {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Inner {
+    api_key: String,
+    /// `http://127.0.0.1:PORT/api/v2`.
+    base_url: String,
+    state: Mutex<State>,
+    requests: AtomicU64,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+struct State {
+    network: String,
+    per_page: usize,
+    latency: Duration,
+    faults: VecDeque<Fault>,
+    chains: HashMap<String, ChainData>,
+    retries: Vec<(String, String)>,
+}
+
+#[derive(Default)]
+struct ChainData {
+    /// Serialized records, in listing order.
+    records: Vec<Arc<str>>,
+    /// id -> index in `records`.
+    ids: HashMap<String, usize>,
+    /// Indexes of failed notifications, in the order they failed.
+    failed: Vec<usize>,
+    failed_set: HashSet<usize>,
+    block: Option<(u64, BlockShape)>,
+}
+
+impl FakeChaingateway {
+    /// Starts the server on `127.0.0.1:0`; returns its handle and base URL
+    /// (`http://127.0.0.1:PORT/api/v2`). Expects network `mainnet` and 15 records a page.
+    pub async fn start(api_key: &str) -> (FakeChaingateway, String) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port for the fake Chaingateway");
+        let addr = listener.local_addr().expect("local address");
+        let base_url = format!("http://{addr}/api/v2");
+        let inner = Arc::new(Inner {
+            api_key: api_key.to_string(),
+            base_url: base_url.clone(),
+            state: Mutex::new(State {
+                network: "mainnet".into(),
+                per_page: 15,
+                latency: Duration::ZERO,
+                faults: VecDeque::new(),
+                chains: HashMap::new(),
+                retries: Vec::new(),
+            }),
+            requests: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+        });
+        let app = server::router(inner.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (FakeChaingateway { inner, task }, base_url)
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// Adds a record (any JSON, well-formed or not) at the end of the chain's list; a record
+    /// whose `id` already exists replaces it in place.
+    pub fn add_notification(&self, chain: &str, record: Value) {
+        let id = id_of(&record);
+        let text: Arc<str> = Arc::from(record.to_string());
+        let mut state = self.state();
+        let data = state.chains.entry(chain.to_string()).or_default();
+        match id.as_ref().and_then(|id| data.ids.get(id)) {
+            Some(&i) => data.records[i] = text,
+            None => {
+                if let Some(id) = id {
+                    data.ids.insert(id, data.records.len());
+                }
+                data.records.push(text);
+            }
+        }
+    }
+
+    /// Puts a known notification on the failed list (once). Returns false for an unknown id.
+    pub fn mark_failed(&self, chain: &str, id: &str) -> bool {
+        let mut state = self.state();
+        let Some(data) = state.chains.get_mut(chain) else {
+            return false;
+        };
+        let Some(&i) = data.ids.get(id) else {
+            return false;
+        };
+        if data.failed_set.insert(i) {
+            data.failed.push(i);
+        }
+        true
+    }
+
+    /// Takes a notification off the failed list (as a successful resend would).
+    pub fn unmark_failed(&self, chain: &str, id: &str) {
+        let mut state = self.state();
+        if let Some(data) = state.chains.get_mut(chain) {
+            if let Some(i) = data.ids.get(id).copied() {
+                if data.failed_set.remove(&i) {
+                    data.failed.retain(|&f| f != i);
+                }
+            }
+        }
+    }
+
+    pub fn set_block_number(&self, chain: &str, number: u64, shape: BlockShape) {
+        let mut state = self.state();
+        state.chains.entry(chain.to_string()).or_default().block = Some((number, shape));
+    }
+
+    /// The `X-Network` value the fake accepts (a missing header means `mainnet`).
+    pub fn set_network(&self, network: &str) {
+        self.state().network = network.to_string();
+    }
+
+    pub fn set_per_page(&self, per_page: usize) {
+        self.state().per_page = per_page.max(1);
+    }
+
+    /// Added before every answer.
+    pub fn set_latency(&self, latency: Duration) {
+        self.state().latency = latency;
+    }
+
+    /// Queues `fault` for the next `times` requests (after those already queued).
+    pub fn push_fault(&self, fault: Fault, times: usize) {
+        let mut state = self.state();
+        state.faults.extend(std::iter::repeat_n(fault, times));
+    }
+
+    /// `(chain, id)` of every resend answered 200, in order.
+    pub fn retries(&self) -> Vec<(String, String)> {
+        self.state().retries.clone()
+    }
+
+    /// Requests received (all paths, faults and refusals included).
+    pub fn requests(&self) -> u64 {
+        self.inner.requests.load(Ordering::SeqCst)
+    }
+
+    /// Most requests in progress at one time since the start or the last reset.
+    pub fn max_in_flight(&self) -> usize {
+        self.inner.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    pub fn reset_counters(&self) {
+        self.inner.requests.store(0, Ordering::SeqCst);
+        self.inner.max_in_flight.store(0, Ordering::SeqCst);
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.inner.state()
+    }
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A well-formed notification as Chaingateway lists it. `contract_or_native` is a token
+/// contract (`type` ERC20) or `"native"` (`type` ETH, no contract); `amount` is the decimal
+/// amount as a string, or `None` for `null`.
+pub fn notification(
+    id: &str,
+    txid: &str,
+    contract_or_native: &str,
+    to: &str,
+    amount: Option<&str>,
+    created_at: jiff::Timestamp,
+) -> Value {
+    let native = contract_or_native.eq_ignore_ascii_case("native");
+    let time = format!("{}.000000Z", created_at.strftime("%Y-%m-%dT%H:%M:%S"));
+    json!({
+        "id": id,
+        "webhook_id": "9ba897da-7651-4df6-80ef-11c898b195e5",
+        "txid": txid,
+        "type": if native { "ETH" } else { "ERC20" },
+        "contractaddress": if native { Value::Null } else { json!(contract_or_native) },
+        "from": "0xb23360ccdd9ed1b15d45e5d3824bb409c8d7c460",
+        "to": to,
+        "tokenid": null,
+        "amount": amount,
+        "blocknumber": "19499380",
+        "status": "success",
+        "url": "https://merchant.example/webhooks/chaingateway",
+        "success": true,
+        "attempts": 1,
+        "created_at": time,
+        "updated_at": time,
+        "network": "mainnet",
+        "blockchain": "ethereum",
+    })
+}
+
+fn id_of(record: &Value) -> Option<String> {
+    match record.get("id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
