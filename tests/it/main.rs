@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one file per feature, against real SQLite, real
 //! PostgreSQL, real anvil and fake provider HTTP servers on loopback.
 
+mod store;
 mod support;

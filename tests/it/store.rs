@@ -1,0 +1,468 @@
+//! The store against real SQLite and real PostgreSQL: schema, batched lookups, resend
+//! claims, runs and findings. Applying transitions (and racing them) is in `store/apply.rs`.
+
+mod apply;
+
+use std::time::Duration;
+
+use payrecon::domain::{Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256};
+use payrecon::store::{ApplyContext, FindingRow, NewOrder, RunRow, RunTotals, Source, Store};
+
+use crate::support;
+
+pub const USDT: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
+
+pub fn addr(n: u64) -> String {
+    format!("0x{n:040x}")
+}
+
+pub fn hash(n: u64) -> String {
+    format!("0x{n:064x}")
+}
+
+pub fn key(n: u64, log_index: i64) -> PaymentKey {
+    PaymentKey {
+        chain: "ethereum".into(),
+        tx_hash: TxHash::parse(&hash(n)).unwrap(),
+        log_index,
+    }
+}
+
+pub fn new_order(order_ref: &str, pay_to: u64, amount: u64) -> NewOrder {
+    NewOrder {
+        order_ref: order_ref.into(),
+        chain: "ethereum".into(),
+        pay_to: addr(pay_to),
+        asset: USDT.into(),
+        amount_due: U256::from(amount),
+    }
+}
+
+pub fn slot(pay_to: u64) -> (String, String, String) {
+    ("ethereum".into(), addr(pay_to), USDT.into())
+}
+
+pub fn ctx() -> ApplyContext {
+    ApplyContext {
+        source: Source::Reconcile,
+        provider: "cg".into(),
+        run_id: "run-1".into(),
+    }
+}
+
+/// A connected, migrated store.
+pub async fn open(url: &str) -> Store {
+    let store = Store::connect(url, 4).await.expect("connect");
+    store.migrate().await.expect("migrate");
+    store
+}
+
+/// Runs raw SQL as the merchant's application would.
+pub async fn exec(store: &Store, sql: &str) {
+    match store {
+        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+    }
+    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+pub async fn id_of(store: &Store, order_ref: &str) -> i64 {
+    store.order_by_ref(order_ref).await.unwrap().unwrap().id
+}
+
+/// A transition to `to`, attaching `attach` (tx n, log index, amount) when given.
+pub async fn plan(
+    store: &Store,
+    order_ref: &str,
+    to: State,
+    attach: Option<(u64, i64, u64)>,
+) -> PlannedTransition {
+    let snap = store.order_by_ref(order_ref).await.unwrap().unwrap();
+    PlannedTransition {
+        order_id: snap.id,
+        order_ref: order_ref.into(),
+        from: snap.state,
+        to,
+        attach: attach.map(|(n, li, amount)| Attach {
+            key: key(n, li),
+            amount: U256::from(amount),
+            block: BlockRef {
+                number: 1000 + n,
+                hash: hash(5000 + n),
+            },
+        }),
+    }
+}
+
+#[tokio::test]
+async fn migrate_is_idempotent_and_creates_every_table() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store.migrate().await.expect("second migrate");
+        store.ping().await.expect("ping");
+        for table in [
+            "orders",
+            "payrecon_transitions",
+            "payrecon_findings",
+            "payrecon_runs",
+            "payrecon_resends",
+        ] {
+            assert_eq!(store.count(table).await.unwrap(), 0, "{url} {table}");
+        }
+        assert!(store.count("pg_user").await.is_err());
+        let expected = if url.starts_with("sqlite") {
+            "sqlite"
+        } else {
+            "postgres"
+        };
+        assert_eq!(store.backend_name(), expected);
+    }
+}
+
+#[tokio::test]
+async fn load_view_finds_rows_by_key_and_unpaid_orders_by_slot_oldest_first() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let orders = [
+            new_order("A-1", 1, 100),
+            new_order("A-2", 1, 200),
+            new_order("A-3", 1, 300),
+            new_order("B-1", 2, 400),
+            new_order("C-1", 3, 500),
+            new_order("BAD-1", 1, 600),
+            new_order("BAD-2", 9, 700),
+        ];
+        store.insert_orders(&orders).await.unwrap();
+        // A-3 is the oldest although its id is the highest.
+        exec(
+            &store,
+            "UPDATE orders SET created_at = '2000-01-01T00:00:00.000Z' WHERE order_ref = 'A-3'",
+        )
+        .await;
+        // C-1 is paid; BAD-1 is unpaid but unreadable (negative block number).
+        let t = plan(&store, "C-1", State::Pending, Some((7, 3, 500))).await;
+        store.apply(&[t], &ctx()).await.unwrap();
+        exec(
+            &store,
+            "UPDATE orders SET block_number = -5, block_hash = 'x' WHERE order_ref = 'BAD-1'",
+        )
+        .await;
+        // BAD-2 holds a key whose block number is negative: skipped in by_key too.
+        let t = plan(&store, "BAD-2", State::Pending, Some((8, 0, 700))).await;
+        store.apply(&[t], &ctx()).await.unwrap();
+        exec(
+            &store,
+            "UPDATE orders SET block_number = -1 WHERE order_ref = 'BAD-2'",
+        )
+        .await;
+
+        let keys = [key(7, 3), key(7, 4), key(8, 0), key(7, 3)];
+        let slots = [slot(1), slot(2), slot(4), slot(1)];
+        let view = store.load_view(&keys, &slots).await.unwrap();
+
+        assert_eq!(view.by_key.len(), 1, "{url}");
+        let c1 = &view.by_key[&key(7, 3)];
+        assert_eq!(c1.order_ref, "C-1");
+        assert_eq!(c1.state, State::Pending);
+        assert_eq!(c1.amount_due, U256::from(500u64));
+        assert_eq!(c1.amount_paid, Some(U256::from(500u64)));
+        assert_eq!(c1.block.as_ref().map(|b| b.number), Some(1007));
+
+        let refs = |s| -> Vec<String> {
+            view.unpaid
+                .get(&slot(s))
+                .map(|v| v.iter().map(|r| r.order_ref.clone()).collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(refs(1), ["A-3", "A-1", "A-2"], "{url}");
+        assert_eq!(refs(2), ["B-1"], "{url}");
+        assert!(refs(4).is_empty());
+        assert_eq!(view.unpaid[&slot(1)][1].amount_due, U256::from(100u64));
+
+        let empty = store.load_view(&[], &[]).await.unwrap();
+        assert!(empty.by_key.is_empty() && empty.unpaid.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn load_view_on_sqlite_skips_an_amount_that_is_not_a_number() {
+    let (_dir, url) = support::sqlite_url();
+    let store = open(&url).await;
+    store
+        .insert_orders(&[new_order("OK-1", 1, 10), new_order("BAD-1", 1, 20)])
+        .await
+        .unwrap();
+    exec(
+        &store,
+        "UPDATE orders SET amount_due = 'abc' WHERE order_ref = 'BAD-1'",
+    )
+    .await;
+    let view = store.load_view(&[], &[slot(1)]).await.unwrap();
+    let refs: Vec<_> = view.unpaid[&slot(1)]
+        .iter()
+        .map(|r| r.order_ref.as_str())
+        .collect();
+    assert_eq!(refs, ["OK-1"]);
+}
+
+#[tokio::test]
+async fn attached_keys_reports_only_keys_some_order_holds() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("A-1", 1, 10), new_order("A-2", 1, 10)])
+            .await
+            .unwrap();
+        let t = plan(&store, "A-1", State::Pending, Some((1, 2, 10))).await;
+        store.apply(&[t], &ctx()).await.unwrap();
+        let got = store
+            .attached_keys(&[key(1, 2), key(1, 3), key(2, 2)])
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "{url}");
+        assert!(got.contains(&key(1, 2)));
+        assert!(store.attached_keys(&[]).await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn sweep_page_walks_keyed_pending_and_confirmed_rows_by_id() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let plan_of = [
+            ("S-1", Some(State::Pending)),
+            ("S-2", None),
+            ("S-3", Some(State::Confirmed)),
+            ("S-4", Some(State::Final)),
+            ("S-5", Some(State::Pending)),
+            ("S-6", Some(State::Pending)), // made unreadable below
+            ("S-7", Some(State::Confirmed)),
+            ("S-8", None), // pending without a key (merchant wrote only the state)
+        ];
+        let orders: Vec<_> = plan_of.iter().map(|(r, _)| new_order(r, 1, 10)).collect();
+        store.insert_orders(&orders).await.unwrap();
+        for (n, (r, to)) in plan_of.iter().enumerate() {
+            if let Some(to) = to {
+                let t = plan(&store, r, *to, Some((n as u64 + 1, 0, 10))).await;
+                store.apply(&[t], &ctx()).await.unwrap();
+            }
+        }
+        store.set_state_raw("S-8", State::Pending).await.unwrap();
+        exec(
+            &store,
+            "UPDATE orders SET tx_hash = 'nothex' WHERE order_ref = 'S-6'",
+        )
+        .await;
+
+        let mut pages = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = store.sweep_page(after, 2).await.unwrap();
+            if page.is_empty() {
+                break;
+            }
+            after = page.last().unwrap().id;
+            pages.push(page.iter().map(|r| r.order_ref.clone()).collect::<Vec<_>>());
+        }
+        assert_eq!(pages, vec![vec!["S-1", "S-3"], vec!["S-5", "S-7"]], "{url}");
+        let first = store.sweep_page(0, 1).await.unwrap();
+        assert_eq!(first[0].key, Some(key(1, 0)));
+        assert_eq!(first[0].state, State::Pending);
+    }
+}
+
+#[tokio::test]
+async fn claim_resend_honours_the_cooldown() {
+    let (_dir, urls) = support::backends().await;
+    let hour = Duration::from_secs(3600);
+    for url in &urls {
+        let store = open(url).await;
+        let t0: jiff::Timestamp = "2026-11-01T10:00:00Z".parse().unwrap();
+        let at = |mins: i64| t0 + jiff::SignedDuration::from_mins(mins);
+        assert!(store.claim_resend("cg", "n-1", t0, hour).await.unwrap());
+        assert!(!store.claim_resend("cg", "n-1", at(30), hour).await.unwrap());
+        assert!(!store.claim_resend("cg", "n-1", at(59), hour).await.unwrap());
+        assert!(store
+            .claim_resend("other", "n-1", at(30), hour)
+            .await
+            .unwrap());
+        assert!(store.claim_resend("cg", "n-1", at(60), hour).await.unwrap());
+        assert!(!store.claim_resend("cg", "n-1", at(61), hour).await.unwrap());
+        assert!(store
+            .claim_resend("cg", "n-1", at(200), hour)
+            .await
+            .unwrap());
+        assert_eq!(store.count("payrecon_resends").await.unwrap(), 2, "{url}");
+    }
+}
+
+#[tokio::test]
+async fn racing_claims_from_two_pools_yield_exactly_one_winner() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let a = open(url).await;
+        let b = Store::connect(url, 4).await.unwrap();
+        let now = jiff::Timestamp::now();
+        let hour = Duration::from_secs(3600);
+        for n in 0..20 {
+            let id = format!("n-{n}");
+            let (x, y) = tokio::join!(
+                a.claim_resend("cg", &id, now, hour),
+                b.claim_resend("cg", &id, now, hour)
+            );
+            let winners = [x.unwrap(), y.unwrap()].iter().filter(|w| **w).count();
+            assert_eq!(winners, 1, "{url} {id}");
+        }
+    }
+}
+
+fn finding(n: usize) -> FindingRow {
+    FindingRow {
+        provider: "cg".into(),
+        kind: "missing".into(),
+        chain: "ethereum".into(),
+        tx_hash: Some(hash(n as u64)),
+        log_index: Some(n as i64),
+        order_ref: Some(format!("A-{n}")),
+        local_state: Some("unpaid".into()),
+        observed_state: (n % 2 == 0).then(|| "final".into()),
+        action: "applied".into(),
+        detail: format!("finding {n}"),
+    }
+}
+
+#[tokio::test]
+async fn runs_and_findings_round_trip() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let t0: jiff::Timestamp = "2026-11-01T10:00:00Z".parse().unwrap();
+        let run = RunRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            trigger: "cli".into(),
+            started_at: t0,
+            since: t0 - jiff::SignedDuration::from_hours(48),
+            until: t0,
+        };
+        store.start_run(&run).await.unwrap();
+        let started = store.run_by_id(&run.id).await.unwrap().unwrap();
+        assert_eq!(
+            (started.status.as_str(), started.finished_at),
+            ("running", None)
+        );
+
+        let findings: Vec<_> = (0..1203).map(finding).collect();
+        store.insert_findings(&run.id, &findings).await.unwrap();
+        store.insert_findings(&run.id, &[]).await.unwrap();
+        let totals = RunTotals {
+            status: "failed".into(),
+            checked: 1234,
+            gaps: 1203,
+            applied: 4,
+            resends_requested: 2,
+            error: Some("provider cg: timed out".into()),
+        };
+        store
+            .finish_run(&run.id, t0 + jiff::SignedDuration::from_secs(7), &totals)
+            .await
+            .unwrap();
+        assert!(store.finish_run("nope", t0, &totals).await.is_err());
+
+        let got = store.run_by_id(&run.id).await.unwrap().unwrap();
+        assert_eq!(got.trigger, "cli");
+        assert_eq!(got.status, "failed");
+        assert!(got.finished_at.unwrap().starts_with("2026-11-01"), "{url}");
+        assert_eq!(
+            (got.checked, got.gaps, got.applied, got.resends_requested),
+            (1234, 1203, 4, 2)
+        );
+        assert_eq!(got.error.as_deref(), Some("provider cg: timed out"));
+
+        let stored = store.findings().await.unwrap();
+        assert_eq!(stored.len(), 1203, "{url}");
+        for n in [0, 1, 500, 1202] {
+            let (a, b) = (&stored[n], &findings[n]);
+            assert_eq!(
+                (
+                    &a.tx_hash,
+                    a.log_index,
+                    &a.order_ref,
+                    &a.observed_state,
+                    &a.detail
+                ),
+                (
+                    &b.tx_hash,
+                    b.log_index,
+                    &b.order_ref,
+                    &b.observed_state,
+                    &b.detail
+                )
+            );
+            assert_eq!(
+                (&a.kind, &a.action, &a.local_state),
+                (&b.kind, &b.action, &b.local_state)
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn insert_orders_handles_many_chunks() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let orders: Vec<_> = (0..12_345u64)
+            .map(|n| new_order(&format!("O-{n}"), n, n + 1))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        assert_eq!(store.count("orders").await.unwrap(), 12_345, "{url}");
+        let big = NewOrder {
+            amount_due: U256::MAX,
+            ..new_order("MAX", 99_999, 0)
+        };
+        store.insert_orders(&[big]).await.unwrap();
+        let slots: Vec<_> = [12_344, 99_999].into_iter().map(slot).collect();
+        let view = store.load_view(&[], &slots).await.unwrap();
+        assert_eq!(view.unpaid[&slot(12_344)][0].order_ref, "O-12344");
+        assert_eq!(
+            view.unpaid[&slot(12_344)][0].amount_due,
+            U256::from(12_345u64)
+        );
+        assert_eq!(view.unpaid[&slot(99_999)][0].amount_due, U256::MAX, "{url}");
+        assert!(store
+            .insert_orders(&[new_order("O-1", 1, 1)])
+            .await
+            .is_err());
+    }
+}
+
+#[tokio::test]
+async fn connect_errors_never_show_the_password() {
+    let secret = "Sup3rS3cretPw";
+    let mut urls = vec![
+        format!("postgres://payrecon:{secret}@nonexistent-host.invalid:5432/ledger"),
+        format!("mysql://payrecon:{secret}@localhost/ledger"),
+    ];
+    if let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") {
+        // A real server, a database that does not exist.
+        let (prefix, _) = base.rsplit_once('/').unwrap();
+        let prefix = prefix.replacen("://postgres@", &format!("://postgres:{secret}@"), 1);
+        urls.push(format!("{prefix}/payrecon_no_such_db"));
+    } else {
+        support::skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL connect error)");
+    }
+    for url in &urls {
+        let started = std::time::Instant::now();
+        let err = match Store::connect(url, 1).await {
+            Ok(_) => panic!("{url} connected"),
+            Err(e) => e.to_string(),
+        };
+        assert!(!err.contains(secret), "{err}");
+        assert!(err.contains("***"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(15), "{err}");
+    }
+}
