@@ -24,8 +24,10 @@ CREATE TABLE IF NOT EXISTS orders (
 -- Unpaid orders waiting for a payment to a deposit address (load_view, by slot).
 CREATE INDEX IF NOT EXISTS orders_unpaid_slot
     ON orders (chain, pay_to, asset, created_at, id) WHERE state = 'unpaid';
--- The chain sweep: keyset pages of pending/confirmed rows.
-CREATE INDEX IF NOT EXISTS orders_state_id ON orders (state, id);
+-- The chain sweep: keyset pages (by id) of keyed pending/confirmed rows. Partial, so that a
+-- page is an ordered index range that stops at LIMIT, however many final rows there are.
+CREATE INDEX IF NOT EXISTS orders_sweep ON orders (id)
+    WHERE state IN ('pending', 'confirmed') AND tx_hash IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS payrecon_transitions (
     id         INTEGER PRIMARY KEY,

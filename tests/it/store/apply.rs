@@ -347,3 +347,68 @@ async fn racing_pools_and_the_merchant_handler_never_double_apply() {
         race(url, true).await;
     }
 }
+
+/// Two pools attach the same payment keys to different orders at once (the second in reverse
+/// order, inviting deadlocks): each key ends on exactly one order, the loser sees `Duplicate`.
+#[tokio::test]
+async fn racing_attaches_of_one_key_to_two_orders_leave_one_holder() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let n_keys = 16u64;
+        let orders: Vec<_> = (0..n_keys)
+            .flat_map(|n| {
+                [
+                    new_order(&format!("X-{n}"), n, 10),
+                    new_order(&format!("Y-{n}"), n, 10),
+                ]
+            })
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for n in 0..n_keys {
+            xs.push(plan(&store, &format!("X-{n}"), State::Pending, Some((n, 0, 10))).await);
+            ys.push(plan(&store, &format!("Y-{n}"), State::Pending, Some((n, 0, 10))).await);
+        }
+        ys.reverse();
+        let (a, b) = (
+            Store::connect(url, 2).await.unwrap(),
+            Store::connect(url, 2).await.unwrap(),
+        );
+        let c = ctx();
+        let (ra, rb) = tokio::join!(a.apply(&xs, &c), b.apply(&ys, &c));
+        let outs: Vec<_> = ra.unwrap().into_iter().chain(rb.unwrap()).collect();
+        let applied = outs
+            .iter()
+            .filter(|o| matches!(o, ApplyOutcome::Applied { .. }))
+            .count();
+        let dups = outs
+            .iter()
+            .filter(|o| **o == ApplyOutcome::Duplicate)
+            .count();
+        assert_eq!((applied, dups), (n_keys as usize, n_keys as usize), "{url}");
+        for n in 0..n_keys {
+            let x = store
+                .order_by_ref(&format!("X-{n}"))
+                .await
+                .unwrap()
+                .unwrap();
+            let y = store
+                .order_by_ref(&format!("Y-{n}"))
+                .await
+                .unwrap()
+                .unwrap();
+            let holders = [&x, &y].iter().filter(|o| o.tx_hash.is_some()).count();
+            assert_eq!(holders, 1, "{url} key {n}");
+            let paid = [&x, &y]
+                .iter()
+                .filter(|o| o.state == State::Pending)
+                .count();
+            assert_eq!(paid, 1, "{url} key {n}");
+        }
+        assert_eq!(
+            store.count("payrecon_transitions").await.unwrap(),
+            n_keys as i64
+        );
+    }
+}
