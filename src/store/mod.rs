@@ -328,7 +328,7 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 fn is_retryable(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
-        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "517"))
+        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "261" | "517" | "773"))
 }
 
 /// The conditional UPDATE changed nothing: behind or at the target means someone else got

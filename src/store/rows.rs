@@ -159,7 +159,7 @@ pub(crate) fn rank_sql(column: &str) -> String {
     )
 }
 
-/// `doing` failed: the error text, with the URL's password removed wherever it appears.
+/// `doing` failed. (Query errors carry no URL; connection errors go through `connect_error`.)
 pub(crate) fn db_error(doing: &str, e: sqlx::Error) -> StoreError {
     StoreError::Db(format!("{doing}: {e}"))
 }

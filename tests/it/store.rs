@@ -96,6 +96,27 @@ pub async fn plan(
     }
 }
 
+/// Column names of `table`, in order.
+async fn columns(store: &Store, table: &str) -> Vec<String> {
+    match store {
+        Store::Sqlite(p) => {
+            sqlx::query_scalar("SELECT name FROM pragma_table_info(?1) ORDER BY cid")
+                .bind(table)
+                .fetch_all(p)
+                .await
+                .unwrap()
+        }
+        Store::Postgres(p) => sqlx::query_scalar(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_name = $1 ORDER BY ordinal_position",
+        )
+        .bind(table)
+        .fetch_all(p)
+        .await
+        .unwrap(),
+    }
+}
+
 #[tokio::test]
 async fn migrate_is_idempotent_and_creates_every_table() {
     let (_dir, urls) = support::backends().await;
@@ -113,6 +134,47 @@ async fn migrate_is_idempotent_and_creates_every_table() {
             assert_eq!(store.count(table).await.unwrap(), 0, "{url} {table}");
         }
         assert!(store.count("pg_user").await.is_err());
+        assert_eq!(
+            columns(&store, "orders").await,
+            [
+                "id",
+                "order_ref",
+                "chain",
+                "pay_to",
+                "asset",
+                "amount_due",
+                "tx_hash",
+                "log_index",
+                "amount_paid",
+                "block_number",
+                "block_hash",
+                "state",
+                "state_changed_at",
+                "created_at"
+            ],
+            "{url}"
+        );
+        assert_eq!(
+            columns(&store, "payrecon_runs").await.join(","),
+            "id,trigger,started_at,finished_at,since,until,status,checked,gaps,applied,\
+             resends_requested,error"
+        );
+        assert_eq!(
+            columns(&store, "payrecon_findings").await.join(","),
+            "id,run_id,provider,kind,chain,tx_hash,log_index,order_ref,local_state,\
+             observed_state,action,detail,created_at"
+        );
+        // The state CHECK holds on both backends.
+        store
+            .insert_orders(&[new_order("A-1", 1, 1)])
+            .await
+            .unwrap();
+        let bad = "UPDATE orders SET state = 'paid' WHERE order_ref = 'A-1'";
+        let refused = match &store {
+            Store::Sqlite(p) => sqlx::query(bad).execute(p).await.is_err(),
+            Store::Postgres(p) => sqlx::query(bad).execute(p).await.is_err(),
+        };
+        assert!(refused, "{url}");
         let expected = if url.starts_with("sqlite") {
             "sqlite"
         } else {
