@@ -98,13 +98,7 @@ impl App {
             lines.push(format!("{} {what}", if good { "ok    " } else { "FAILED" }));
         };
         match e.store.ping().await {
-            Ok(()) => {
-                let backend = match e.store {
-                    Store::Sqlite(_) => "sqlite",
-                    Store::Postgres(_) => "postgres",
-                };
-                line(true, format!("database ({backend})"))
-            }
+            Ok(()) => line(true, format!("database ({})", e.store.backend_name())),
             Err(err) => line(false, format!("database: {}", e.redact(&err.to_string()))),
         }
         for (name, c) in &e.chains {

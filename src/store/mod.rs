@@ -2,11 +2,18 @@
 //! Lookups are batched (one query per page of records); a transition is one conditional
 //! UPDATE plus its audit row in the same transaction.
 
-use std::collections::HashSet;
+mod inspect;
+mod postgres;
+mod rows;
+mod sqlite;
+
+use std::collections::{BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, U256};
+
+pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -21,12 +28,28 @@ pub enum Source {
     Webhook,
 }
 
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Reconcile => "reconcile",
+            Source::Webhook => "webhook",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ApplyContext {
     pub source: Source,
     /// Provider name (`chain` for the sweep).
     pub provider: String,
     pub run_id: String,
+}
+
+impl ApplyContext {
+    /// An empty run id (a webhook outside any run) is stored as NULL.
+    fn run_id_or_null(&self) -> Option<&str> {
+        Some(self.run_id.as_str()).filter(|s| !s.is_empty())
+    }
 }
 
 /// What happened to one planned transition.
@@ -91,20 +114,49 @@ pub enum Store {
     Postgres(sqlx::PgPool),
 }
 
+/// How often a PostgreSQL batch is retried after a deadlock or serialization failure.
+const APPLY_ATTEMPTS: usize = 3;
+
 impl Store {
     /// `sqlite://path` (created if missing) or `postgres://…`. Errors never carry the password.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
-        let _ = (url, max_connections);
-        Err(StoreError::Db("not built yet".into()))
+        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
+        match scheme {
+            "sqlite" => sqlite::connect(url, max_connections)
+                .await
+                .map(Store::Sqlite),
+            "postgres" | "postgresql" => postgres::connect(url, max_connections)
+                .await
+                .map(Store::Postgres),
+            _ => Err(StoreError::Db(format!(
+                "unsupported database URL {}: expected sqlite://path or postgres://…",
+                crate::secret::redact_url(url)
+            ))),
+        }
+    }
+
+    /// `"sqlite"` or `"postgres"`.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
     }
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        Err(StoreError::Db("not built yet".into()))
+        match self {
+            Store::Sqlite(p) => sqlite::migrate(p).await,
+            Store::Postgres(p) => postgres::migrate(p).await,
+        }
     }
 
     /// A round trip (`SELECT 1`), for `/readyz` and `check`.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        Err(StoreError::Db("not built yet".into()))
+        let res = match self {
+            Store::Sqlite(p) => sqlx::query("SELECT 1").execute(p).await.map(|_| ()),
+            Store::Postgres(p) => sqlx::query("SELECT 1").execute(p).await.map(|_| ()),
+        };
+        res.map_err(|e| rows::db_error("ping the database", e))
     }
 
     /// Two batched queries: rows holding any of `keys`, and unpaid unkeyed orders for any of
@@ -114,37 +166,86 @@ impl Store {
         keys: &[PaymentKey],
         slots: &[(String, String, String)],
     ) -> Result<LedgerView, StoreError> {
-        let _ = (keys, slots);
-        Err(StoreError::Db("not built yet".into()))
+        let keys: Vec<PaymentKey> = keys
+            .iter()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let slots: Vec<&(String, String, String)> =
+            slots.iter().collect::<BTreeSet<_>>().into_iter().collect();
+        match self {
+            Store::Sqlite(p) => sqlite::load_view(p, &keys, &slots).await,
+            Store::Postgres(p) => postgres::load_view(p, &keys, &slots).await,
+        }
     }
 
-    /// Which of `keys` some order already holds (one query).
+    /// Which of `keys` some order already holds (one query per 5,000 keys).
     pub async fn attached_keys(
         &self,
         keys: &[PaymentKey],
     ) -> Result<HashSet<PaymentKey>, StoreError> {
-        let _ = keys;
-        Err(StoreError::Db("not built yet".into()))
+        let found = match self {
+            Store::Sqlite(p) => sqlite::attached_keys(p, keys).await?,
+            Store::Postgres(p) => postgres::attached_keys(p, keys).await?,
+        };
+        Ok(keys
+            .iter()
+            .filter(|k| {
+                found.contains(&(k.chain.clone(), k.tx_hash.as_str().to_string(), k.log_index))
+            })
+            .cloned()
+            .collect())
     }
 
     /// Applies a batch in one transaction; one outcome per transition, in order.
+    #[tracing::instrument(skip_all, fields(provider = %ctx.provider, run_id = %ctx.run_id, n = batch.len()))]
     pub async fn apply(
         &self,
         batch: &[PlannedTransition],
         ctx: &ApplyContext,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
-        let _ = (batch, ctx);
-        Err(StoreError::Db("not built yet".into()))
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let res = match self {
+                Store::Sqlite(p) => sqlite::apply(p, batch, ctx).await,
+                Store::Postgres(p) => postgres::apply(p, batch, ctx).await,
+            };
+            match res {
+                Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
+                    tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
+                }
+                other => return other.map_err(|e| rows::db_error("apply transitions", e)),
+            }
+        }
     }
 
     /// Keyset page of rows with a payment key in `pending`/`confirmed`, `id > after_id`, by id.
+    /// Unreadable rows are skipped (and logged); the page is still filled up to `limit`.
     pub async fn sweep_page(
         &self,
         after_id: i64,
         limit: i64,
     ) -> Result<Vec<LedgerRow>, StoreError> {
-        let _ = (after_id, limit);
-        Err(StoreError::Db("not built yet".into()))
+        let mut out: Vec<LedgerRow> = Vec::new();
+        let mut after = after_id;
+        while (out.len() as i64) < limit {
+            let want = limit - out.len() as i64;
+            let (rows, last, fetched) = match self {
+                Store::Sqlite(p) => sqlite::sweep_page(p, after, want).await?,
+                Store::Postgres(p) => postgres::sweep_page(p, after, want).await?,
+            };
+            out.extend(rows);
+            match last {
+                Some(last) if fetched as i64 == want => after = last,
+                _ => break,
+            }
+        }
+        Ok(out)
     }
 
     /// Claims the right to request a resend: true (and recorded) when no request for this
@@ -156,13 +257,21 @@ impl Store {
         now: Timestamp,
         cooldown: std::time::Duration,
     ) -> Result<bool, StoreError> {
-        let _ = (provider, notification_id, now, cooldown);
-        Err(StoreError::Db("not built yet".into()))
+        match self {
+            Store::Sqlite(p) => {
+                sqlite::claim_resend(p, provider, notification_id, now, cooldown).await
+            }
+            Store::Postgres(p) => {
+                postgres::claim_resend(p, provider, notification_id, now, cooldown).await
+            }
+        }
     }
 
     pub async fn start_run(&self, run: &RunRow) -> Result<(), StoreError> {
-        let _ = run;
-        Err(StoreError::Db("not built yet".into()))
+        match self {
+            Store::Sqlite(p) => sqlite::start_run(p, run).await,
+            Store::Postgres(p) => postgres::start_run(p, run).await,
+        }
     }
 
     pub async fn finish_run(
@@ -171,8 +280,16 @@ impl Store {
         finished_at: Timestamp,
         totals: &RunTotals,
     ) -> Result<(), StoreError> {
-        let _ = (run_id, finished_at, totals);
-        Err(StoreError::Db("not built yet".into()))
+        let updated = match self {
+            Store::Sqlite(p) => sqlite::finish_run(p, run_id, finished_at, totals).await?,
+            Store::Postgres(p) => postgres::finish_run(p, run_id, finished_at, totals).await?,
+        };
+        if updated == 0 {
+            return Err(StoreError::Db(format!(
+                "record the end of run {run_id}: no such run"
+            )));
+        }
+        Ok(())
     }
 
     /// Multi-row inserts, in chunks.
@@ -181,13 +298,44 @@ impl Store {
         run_id: &str,
         findings: &[FindingRow],
     ) -> Result<(), StoreError> {
-        let _ = (run_id, findings);
-        Err(StoreError::Db("not built yet".into()))
+        if findings.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Store::Sqlite(p) => sqlite::insert_findings(p, run_id, findings).await,
+            Store::Postgres(p) => postgres::insert_findings(p, run_id, findings).await,
+        }
     }
 
     /// Multi-row inserts, in chunks (demo, tests, benchmarks).
     pub async fn insert_orders(&self, orders: &[NewOrder]) -> Result<(), StoreError> {
-        let _ = orders;
-        Err(StoreError::Db("not built yet".into()))
+        if orders.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Store::Sqlite(p) => sqlite::insert_orders(p, orders).await,
+            Store::Postgres(p) => postgres::insert_orders(p, orders).await,
+        }
+    }
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+/// Deadlock, serialization failure (PostgreSQL) or a busy database (SQLite): try again.
+fn is_retryable(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "261" | "517" | "773"))
+}
+
+/// The conditional UPDATE changed nothing: behind or at the target means someone else got
+/// there first (`Backwards`); otherwise the payment key is held by another row (`Duplicate`).
+fn outcome_after_miss(state: Option<&str>, to: State) -> ApplyOutcome {
+    match state.map(State::parse) {
+        Some(Ok(s)) if s >= to => ApplyOutcome::Backwards,
+        _ => ApplyOutcome::Duplicate,
     }
 }

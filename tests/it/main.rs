@@ -4,4 +4,5 @@
 mod chain;
 mod chaingateway;
 mod evm;
+mod store;
 mod support;

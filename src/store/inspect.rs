@@ -1,0 +1,234 @@
+//! Read-back helpers for tests, the demo and operators: one order, the audit trail, the
+//! findings, a run row, table counts; and `set_state_raw`, which writes `state` the way the
+//! merchant's own webhook handler would (no rank check, no audit row).
+
+use sqlx::Row;
+
+use super::rows::db_error;
+use super::{FindingRow, Store, StoreError};
+use crate::domain::State;
+
+/// An order as stored, payment columns included (amounts as decimal strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderSnapshot {
+    pub id: i64,
+    pub order_ref: String,
+    pub state: State,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub amount_paid: Option<String>,
+    pub block_number: Option<i64>,
+    pub block_hash: Option<String>,
+}
+
+/// One row of `payrecon_transitions`, with the order's `order_ref`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransitionRow {
+    pub order_ref: String,
+    pub from_state: State,
+    pub to_state: State,
+    pub source: String,
+    pub provider: String,
+    pub run_id: Option<String>,
+}
+
+/// One row of `payrecon_runs` (timestamps as the backend spells them in text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSnapshot {
+    pub id: String,
+    pub trigger: String,
+    pub status: String,
+    pub finished_at: Option<String>,
+    pub checked: i64,
+    pub gaps: i64,
+    pub applied: i64,
+    pub resends_requested: i64,
+    pub error: Option<String>,
+}
+
+/// Tables `count` may name.
+const TABLES: [&str; 5] = [
+    "orders",
+    "payrecon_transitions",
+    "payrecon_findings",
+    "payrecon_runs",
+    "payrecon_resends",
+];
+
+fn state_of(s: &str) -> Result<State, StoreError> {
+    State::parse(s).map_err(|e| StoreError::Db(format!("read a state: {e}")))
+}
+
+/// Runs a query on either backend; `$sql` uses `$1`-style placeholders, which SQLite reads
+/// as numbered parameters too.
+macro_rules! fetch_all {
+    ($store:expr, $sql:expr, $doing:expr $(, $bind:expr)*) => {{
+        let rows: Result<Vec<Vec<RowValue>>, sqlx::Error> = match $store {
+            Store::Sqlite(p) => sqlx::query($sql)$(.bind($bind))*.fetch_all(p).await
+                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
+            Store::Postgres(p) => sqlx::query($sql)$(.bind($bind))*.fetch_all(p).await
+                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
+        };
+        rows.map_err(|e| db_error($doing, e))?
+    }};
+}
+
+/// A column value: text or integer (everything here is selected as one of the two).
+#[derive(Debug, Clone)]
+enum RowValue {
+    Text(Option<String>),
+    Int(Option<i64>),
+}
+
+impl RowValue {
+    fn text(&self) -> Option<String> {
+        match self {
+            RowValue::Text(t) => t.clone(),
+            RowValue::Int(i) => i.map(|i| i.to_string()),
+        }
+    }
+    fn int(&self) -> Option<i64> {
+        match self {
+            RowValue::Int(i) => *i,
+            RowValue::Text(t) => t.as_deref().and_then(|t| t.parse().ok()),
+        }
+    }
+}
+
+fn row_values<R: Row>(r: &R) -> Vec<RowValue>
+where
+    usize: sqlx::ColumnIndex<R>,
+    for<'a> Option<String>: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> Option<i64>: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (0..r.len())
+        .map(|i| match r.try_get::<Option<i64>, _>(i) {
+            Ok(v) => RowValue::Int(v),
+            Err(_) => RowValue::Text(r.try_get::<Option<String>, _>(i).ok().flatten()),
+        })
+        .collect()
+}
+
+impl Store {
+    pub async fn order_by_ref(&self, order_ref: &str) -> Result<Option<OrderSnapshot>, StoreError> {
+        let sql = if matches!(self, Store::Postgres(_)) {
+            "SELECT id, order_ref, state, tx_hash, log_index, amount_paid::text, block_number, \
+             block_hash FROM orders WHERE order_ref = $1"
+        } else {
+            "SELECT id, order_ref, state, tx_hash, log_index, CAST(amount_paid AS TEXT), \
+             block_number, block_hash FROM orders WHERE order_ref = $1"
+        };
+        let rows = fetch_all!(self, sql, "read an order", order_ref);
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        Ok(Some(OrderSnapshot {
+            id: r[0].int().unwrap_or_default(),
+            order_ref: r[1].text().unwrap_or_default(),
+            state: state_of(&r[2].text().unwrap_or_default())?,
+            tx_hash: r[3].text(),
+            log_index: r[4].int(),
+            amount_paid: r[5].text(),
+            block_number: r[6].int(),
+            block_hash: r[7].text(),
+        }))
+    }
+
+    /// The audit trail, oldest first.
+    pub async fn transitions(&self) -> Result<Vec<TransitionRow>, StoreError> {
+        let sql = "SELECT o.order_ref, t.from_state, t.to_state, t.source, t.provider, t.run_id \
+                   FROM payrecon_transitions t JOIN orders o ON o.id = t.order_id ORDER BY t.id";
+        let rows = fetch_all!(self, sql, "read the transitions");
+        rows.iter()
+            .map(|r| {
+                Ok(TransitionRow {
+                    order_ref: r[0].text().unwrap_or_default(),
+                    from_state: state_of(&r[1].text().unwrap_or_default())?,
+                    to_state: state_of(&r[2].text().unwrap_or_default())?,
+                    source: r[3].text().unwrap_or_default(),
+                    provider: r[4].text().unwrap_or_default(),
+                    run_id: r[5].text(),
+                })
+            })
+            .collect()
+    }
+
+    /// Rows in one of payrecon's tables (or `orders`); other names are refused.
+    pub async fn count(&self, table: &str) -> Result<i64, StoreError> {
+        let Some(table) = TABLES.iter().find(|t| **t == table) else {
+            return Err(StoreError::Db(format!(
+                "count rows: unknown table {table:?}"
+            )));
+        };
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        let rows = fetch_all!(self, &sql, "count rows");
+        Ok(rows.first().and_then(|r| r[0].int()).unwrap_or_default())
+    }
+
+    /// Every finding, oldest first.
+    pub async fn findings(&self) -> Result<Vec<FindingRow>, StoreError> {
+        let sql = "SELECT provider, kind, chain, tx_hash, log_index, order_ref, local_state, \
+                   observed_state, action, detail FROM payrecon_findings ORDER BY id";
+        let rows = fetch_all!(self, sql, "read the findings");
+        Ok(rows
+            .iter()
+            .map(|r| FindingRow {
+                provider: r[0].text().unwrap_or_default(),
+                kind: r[1].text().unwrap_or_default(),
+                chain: r[2].text().unwrap_or_default(),
+                tx_hash: r[3].text(),
+                log_index: r[4].int(),
+                order_ref: r[5].text(),
+                local_state: r[6].text(),
+                observed_state: r[7].text(),
+                action: r[8].text().unwrap_or_default(),
+                detail: r[9].text().unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// One run row, or None.
+    pub async fn run_by_id(&self, run_id: &str) -> Result<Option<RunSnapshot>, StoreError> {
+        let sql = if matches!(self, Store::Postgres(_)) {
+            "SELECT id, \"trigger\", status, finished_at::text, checked, gaps, applied, \
+             resends_requested, error FROM payrecon_runs WHERE id = $1"
+        } else {
+            "SELECT id, \"trigger\", status, finished_at, checked, gaps, applied, \
+             resends_requested, error FROM payrecon_runs WHERE id = $1"
+        };
+        let rows = fetch_all!(self, sql, "read a run", run_id);
+        Ok(rows.first().map(|r| RunSnapshot {
+            id: r[0].text().unwrap_or_default(),
+            trigger: r[1].text().unwrap_or_default(),
+            status: r[2].text().unwrap_or_default(),
+            finished_at: r[3].text(),
+            checked: r[4].int().unwrap_or_default(),
+            gaps: r[5].int().unwrap_or_default(),
+            applied: r[6].int().unwrap_or_default(),
+            resends_requested: r[7].int().unwrap_or_default(),
+            error: r[8].text(),
+        }))
+    }
+
+    /// Writes `state` directly, as the merchant's handler may: no rank check, no audit row.
+    /// Returns whether a row was changed.
+    pub async fn set_state_raw(&self, order_ref: &str, state: State) -> Result<bool, StoreError> {
+        let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2";
+        let res = match self {
+            Store::Sqlite(p) => sqlx::query(sql)
+                .bind(state.as_str())
+                .bind(order_ref)
+                .execute(p)
+                .await
+                .map(|r| r.rows_affected()),
+            Store::Postgres(p) => sqlx::query(sql)
+                .bind(state.as_str())
+                .bind(order_ref)
+                .execute(p)
+                .await
+                .map(|r| r.rows_affected()),
+        };
+        res.map(|n| n == 1)
+            .map_err(|e| db_error("write a state directly", e))
+    }
+}

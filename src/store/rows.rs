@@ -1,0 +1,225 @@
+//! Backend-neutral helpers: reading ledger rows strictly (a bad row is skipped with a
+//! warning, never a panic), timestamp spelling, chunking, and error text without secrets.
+
+use jiff::Timestamp;
+
+use crate::domain::{parse_base_units, BlockRef, InputError, LedgerRow, PaymentKey, State, TxHash};
+use crate::secret::{redact, redact_url, Secret};
+
+use super::StoreError;
+
+/// Keys (and slots) per lookup query: far below every bind or array limit.
+pub(crate) const LOOKUP_CHUNK: usize = 5_000;
+
+/// The columns every ledger read selects, in this order (amounts as text).
+pub(crate) const SQLITE_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
+     CAST(o.amount_due AS TEXT), o.tx_hash, o.log_index, CAST(o.amount_paid AS TEXT), \
+     o.block_number, o.block_hash, o.state";
+pub(crate) const PG_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
+     o.amount_due::text, o.tx_hash, o.log_index, o.amount_paid::text, \
+     o.block_number, o.block_hash, o.state";
+
+/// A ledger row as the database returned it, before validation.
+pub(crate) struct RawRow {
+    pub id: i64,
+    pub order_ref: String,
+    pub chain: String,
+    pub pay_to: String,
+    pub asset: String,
+    pub amount_due: String,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub amount_paid: Option<String>,
+    pub block_number: Option<i64>,
+    pub block_hash: Option<String>,
+    pub state: String,
+}
+
+/// Decodes a row selected with `*_ROW_COLUMNS`; works for both backends' row types.
+macro_rules! decode_raw_row {
+    ($row:expr) => {{
+        use sqlx::Row as _;
+        let r = $row;
+        (|| -> Result<$crate::store::rows::RawRow, sqlx::Error> {
+            Ok($crate::store::rows::RawRow {
+                id: r.try_get(0)?,
+                order_ref: r.try_get(1)?,
+                chain: r.try_get(2)?,
+                pay_to: r.try_get(3)?,
+                asset: r.try_get(4)?,
+                amount_due: r.try_get(5)?,
+                tx_hash: r.try_get(6)?,
+                log_index: r.try_get(7)?,
+                amount_paid: r.try_get(8)?,
+                block_number: r.try_get(9)?,
+                block_hash: r.try_get(10)?,
+                state: r.try_get(11)?,
+            })
+        })()
+        .map_err(|e| {
+            let order_ref: Option<String> = r.try_get(1).ok();
+            (order_ref.unwrap_or_else(|| "?".into()), e.to_string())
+        })
+    }};
+}
+pub(crate) use decode_raw_row;
+
+impl RawRow {
+    /// Validates every value: state, amounts, hash, block number.
+    pub fn parse(self) -> Result<LedgerRow, InputError> {
+        let state = State::parse(&self.state)?;
+        let amount_due = parse_base_units(&self.amount_due)?;
+        let amount_paid = self
+            .amount_paid
+            .as_deref()
+            .map(parse_base_units)
+            .transpose()?;
+        let key = match (self.tx_hash.as_deref(), self.log_index) {
+            (Some(tx), Some(log_index)) => Some(PaymentKey {
+                chain: self.chain.clone(),
+                tx_hash: TxHash::parse(tx)?,
+                log_index,
+            }),
+            (None, None) => None,
+            _ => {
+                return Err(InputError::new(
+                    "tx_hash",
+                    "tx_hash and log_index must be both set or both null",
+                ))
+            }
+        };
+        let block = match (self.block_number, self.block_hash) {
+            (Some(n), Some(hash)) => Some(BlockRef {
+                number: u64::try_from(n)
+                    .map_err(|_| InputError::new("block_number", format!("negative: {n}")))?,
+                hash,
+            }),
+            _ => None,
+        };
+        Ok(LedgerRow {
+            id: self.id,
+            order_ref: self.order_ref,
+            chain: self.chain,
+            pay_to: self.pay_to,
+            asset: self.asset,
+            amount_due,
+            key,
+            amount_paid,
+            block,
+            state,
+        })
+    }
+}
+
+/// Keeps the rows that decode and validate; logs each skipped one with its order_ref.
+pub(crate) fn valid_rows(
+    raws: impl IntoIterator<Item = Result<RawRow, (String, String)>>,
+) -> Vec<LedgerRow> {
+    let mut out = Vec::new();
+    for raw in raws {
+        let parsed = raw.and_then(|r| {
+            let order_ref = r.order_ref.clone();
+            r.parse().map_err(|e| (order_ref, e.to_string()))
+        });
+        match parsed {
+            Ok(row) => out.push(row),
+            Err((order_ref, reason)) => {
+                tracing::warn!(order_ref = %order_ref, reason = %reason,
+                    "Skipped a ledger row that cannot be read.");
+            }
+        }
+    }
+    out
+}
+
+/// RFC 3339 UTC with exactly three fractional digits: the spelling of SQLite's
+/// `strftime('%Y-%m-%dT%H:%M:%fZ')`, so stored timestamps compare correctly as text.
+pub(crate) fn sqlite_ts(t: Timestamp) -> String {
+    let ms = t.as_millisecond();
+    let whole = Timestamp::from_second(ms.div_euclid(1000)).unwrap_or(t);
+    format!(
+        "{}.{:03}Z",
+        whole.strftime("%Y-%m-%dT%H:%M:%S"),
+        ms.rem_euclid(1000)
+    )
+}
+
+/// `now - cooldown`, saturating at the earliest representable time.
+pub(crate) fn cutoff(now: Timestamp, cooldown: std::time::Duration) -> Timestamp {
+    jiff::SignedDuration::try_from(cooldown)
+        .ok()
+        .and_then(|d| now.checked_sub(d).ok())
+        .unwrap_or(Timestamp::MIN)
+}
+
+pub(crate) fn rank_sql(column: &str) -> String {
+    format!(
+        "(CASE {column} WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
+         WHEN 'confirmed' THEN 2 WHEN 'final' THEN 3 ELSE 99 END)"
+    )
+}
+
+/// `doing` failed. (Query errors carry no URL; connection errors go through `connect_error`.)
+pub(crate) fn db_error(doing: &str, e: sqlx::Error) -> StoreError {
+    StoreError::Db(format!("{doing}: {e}"))
+}
+
+/// Connecting failed: names the redacted URL and scrubs the password from the driver's text.
+pub(crate) fn connect_error(url: &str, e: impl std::fmt::Display) -> StoreError {
+    let mut secrets = Vec::new();
+    if let Some(pw) = url_password(url) {
+        secrets.push(Secret::new(percent_decode(&pw)));
+        secrets.push(Secret::new(pw));
+    }
+    let refs: Vec<&Secret> = secrets.iter().collect();
+    let text = redact(&e.to_string(), &refs);
+    StoreError::Db(format!("connect to {}: {text}", redact_url(url)))
+}
+
+fn url_password(url: &str) -> Option<String> {
+    let (_, rest) = url.split_once("://")?;
+    let (userinfo, _) = rest.rsplit_once('@')?;
+    let (_, pw) = userinfo.split_once(':')?;
+    Some(pw.to_string())
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+            if let Ok(b) = u8::from_str_radix(hex, 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_timestamps_have_millisecond_precision() {
+        let t: Timestamp = "2026-11-01T10:20:30.123456789Z".parse().unwrap();
+        assert_eq!(sqlite_ts(t), "2026-11-01T10:20:30.123Z");
+        let t: Timestamp = "2026-11-01T10:20:30Z".parse().unwrap();
+        assert_eq!(sqlite_ts(t), "2026-11-01T10:20:30.000Z");
+    }
+
+    #[test]
+    fn connect_errors_hide_the_password() {
+        let url = "postgres://u:p%40ss_word@h/db";
+        let e = connect_error(url, "failed for p@ss_word and p%40ss_word");
+        let text = e.to_string();
+        assert!(!text.contains("ss_word"), "{text}");
+        assert!(text.contains("postgres://u:***@h/db"), "{text}");
+    }
+}

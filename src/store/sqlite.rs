@@ -1,0 +1,402 @@
+//! SQLite: WAL, a 5 s busy timeout, lists passed as one JSON array (`json_each`), and every
+//! write batch in a `BEGIN IMMEDIATE` transaction so that writers queue instead of deadlocking.
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::json;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Acquire, QueryBuilder, Sqlite, SqlitePool, Transaction};
+
+use super::rows::{
+    connect_error, cutoff, db_error, decode_raw_row, rank_sql, sqlite_ts, valid_rows, LOOKUP_CHUNK,
+    SQLITE_ROW_COLUMNS,
+};
+use super::{
+    is_unique_violation, outcome_after_miss, ApplyContext, ApplyOutcome, FindingRow, NewOrder,
+    RunRow, RunTotals, StoreError,
+};
+use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State};
+
+/// Rows per multi-row INSERT (SQLite allows 32,766 bound values per statement).
+const INSERT_CHUNK: usize = 500;
+
+pub(super) async fn connect(url: &str, max_connections: u32) -> Result<SqlitePool, StoreError> {
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|e| connect_error(url, e))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(5))
+        .foreign_keys(true);
+    SqlitePoolOptions::new()
+        .max_connections(max_connections.max(1))
+        .connect_with(options)
+        .await
+        .map_err(|e| connect_error(url, e))
+}
+
+pub(super) async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+    sqlx::migrate!("migrations/sqlite")
+        .run(pool)
+        .await
+        .map_err(|e| StoreError::Db(format!("migrate the SQLite schema: {e}")))
+}
+
+fn keys_json(keys: &[PaymentKey]) -> String {
+    let items: Vec<_> = keys
+        .iter()
+        .map(|k| json!([k.chain, k.tx_hash.as_str(), k.log_index]))
+        .collect();
+    serde_json::Value::Array(items).to_string()
+}
+
+const KEYS_CTE: &str = "WITH k(chain, tx_hash, log_index) AS (\
+     SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') \
+     FROM json_each(?1))";
+
+async fn rows_by_key(pool: &SqlitePool, keys: &[PaymentKey]) -> Result<Vec<LedgerRow>, StoreError> {
+    let sql = format!(
+        "{KEYS_CTE} SELECT {SQLITE_ROW_COLUMNS} FROM k CROSS JOIN orders o \
+         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(keys_json(keys))
+        .fetch_all(pool)
+        .await
+        .map_err(|e| db_error("look up orders by payment key", e))?;
+    Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
+}
+
+async fn unpaid_by_slot(
+    pool: &SqlitePool,
+    slots: &[&(String, String, String)],
+) -> Result<Vec<LedgerRow>, StoreError> {
+    let items: Vec<_> = slots.iter().map(|(c, p, a)| json!([c, p, a])).collect();
+    let sql = format!(
+        "WITH s(chain, pay_to, asset) AS (\
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') \
+         FROM json_each(?1)) \
+         SELECT {SQLITE_ROW_COLUMNS} FROM s CROSS JOIN orders o \
+         ON o.chain = s.chain AND o.pay_to = s.pay_to AND o.asset = s.asset \
+         WHERE o.state = 'unpaid' AND o.tx_hash IS NULL ORDER BY o.created_at, o.id"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(serde_json::Value::Array(items).to_string())
+        .fetch_all(pool)
+        .await
+        .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
+    Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
+}
+
+pub(super) async fn load_view(
+    pool: &SqlitePool,
+    keys: &[PaymentKey],
+    slots: &[&(String, String, String)],
+) -> Result<LedgerView, StoreError> {
+    let mut view = LedgerView::default();
+    for chunk in keys.chunks(LOOKUP_CHUNK) {
+        rows_by_key(pool, chunk)
+            .await?
+            .into_iter()
+            .for_each(|r| view.insert_keyed(r));
+    }
+    for chunk in slots.chunks(LOOKUP_CHUNK) {
+        unpaid_by_slot(pool, chunk)
+            .await?
+            .into_iter()
+            .for_each(|r| view.insert_unpaid(r));
+    }
+    Ok(view)
+}
+
+pub(super) async fn attached_keys(
+    pool: &SqlitePool,
+    keys: &[PaymentKey],
+) -> Result<HashSet<(String, String, i64)>, StoreError> {
+    let mut found = HashSet::new();
+    let sql = format!(
+        "{KEYS_CTE} SELECT o.chain, o.tx_hash, o.log_index FROM k CROSS JOIN orders o \
+         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index"
+    );
+    for chunk in keys.chunks(LOOKUP_CHUNK) {
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(&sql)
+            .bind(keys_json(chunk))
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db_error("look up attached payment keys", e))?;
+        found.extend(rows);
+    }
+    Ok(found)
+}
+
+pub(super) async fn sweep_page(
+    pool: &SqlitePool,
+    after_id: i64,
+    limit: i64,
+) -> Result<(Vec<LedgerRow>, Option<i64>, usize), StoreError> {
+    let sql = format!(
+        "SELECT {SQLITE_ROW_COLUMNS} FROM orders o WHERE o.state IN ('pending', 'confirmed') \
+         AND o.tx_hash IS NOT NULL AND o.id > ?1 ORDER BY o.id LIMIT ?2"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+        .map_err(|e| db_error("read a sweep page", e))?;
+    let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
+    let fetched = rows.len();
+    Ok((
+        valid_rows(rows.iter().map(|r| decode_raw_row!(r))),
+        last,
+        fetched,
+    ))
+}
+
+pub(super) async fn apply(
+    pool: &SqlitePool,
+    batch: &[PlannedTransition],
+    ctx: &ApplyContext,
+) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
+    let now = sqlite_ts(Timestamp::now());
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, state FROM orders WHERE id IN (SELECT value FROM json_each(?1))",
+    )
+    .bind(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()))
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut current: HashMap<i64, String> = rows.into_iter().collect();
+    let mut out = Vec::with_capacity(batch.len());
+    for t in batch {
+        out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
+    }
+    tx.commit().await?;
+    Ok(out)
+}
+
+async fn apply_one(
+    tx: &mut Transaction<'static, Sqlite>,
+    t: &PlannedTransition,
+    ctx: &ApplyContext,
+    now: &str,
+    current: &mut HashMap<i64, String>,
+) -> Result<ApplyOutcome, sqlx::Error> {
+    let Some(from) = current.get(&t.order_id).map(|s| State::parse(s)) else {
+        tracing::warn!(order_ref = %t.order_ref, "The order to update no longer exists.");
+        return Ok(ApplyOutcome::Duplicate);
+    };
+    let from = match from {
+        Ok(s) if s >= t.to => return Ok(ApplyOutcome::Backwards),
+        Ok(s) => s,
+        Err(_) => return Ok(ApplyOutcome::Duplicate),
+    };
+    let mut sp = Acquire::begin(&mut *tx).await?;
+    let rank = rank_sql("state");
+    let updated = match &t.attach {
+        None => {
+            sqlx::query(&format!(
+                "UPDATE orders SET state = ?2, state_changed_at = ?3 WHERE id = ?1 AND {rank} < ?4"
+            ))
+            .bind(t.order_id)
+            .bind(t.to.as_str())
+            .bind(now)
+            .bind(t.to.rank())
+            .execute(&mut *sp)
+            .await
+        }
+        Some(a) => {
+            sqlx::query(&format!(
+                "UPDATE orders SET state = ?2, state_changed_at = ?3, tx_hash = ?5, \
+                 log_index = ?6, amount_paid = ?7, block_number = ?8, block_hash = ?9 \
+                 WHERE id = ?1 AND {rank} < ?4 AND chain = ?10 \
+                 AND (tx_hash IS NULL OR (tx_hash = ?5 AND log_index = ?6)) \
+                 AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?10 \
+                 AND o2.tx_hash = ?5 AND o2.log_index = ?6 AND o2.id <> ?1)"
+            ))
+            .bind(t.order_id)
+            .bind(t.to.as_str())
+            .bind(now)
+            .bind(t.to.rank())
+            .bind(a.key.tx_hash.as_str())
+            .bind(a.key.log_index)
+            .bind(a.amount.to_string())
+            .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
+            .bind(&a.block.hash)
+            .bind(&a.key.chain)
+            .execute(&mut *sp)
+            .await
+        }
+    };
+    let affected = match updated {
+        Ok(r) => r.rows_affected(),
+        Err(e) if is_unique_violation(&e) => {
+            sp.rollback().await?;
+            return Ok(ApplyOutcome::Duplicate);
+        }
+        Err(e) => return Err(e),
+    };
+    if affected == 0 {
+        sp.rollback().await?;
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM orders WHERE id = ?1")
+            .bind(t.order_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        return Ok(outcome_after_miss(state.as_deref(), t.to));
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO payrecon_transitions \
+         (order_id, from_state, to_state, source, provider, run_id, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (order_id, to_state) DO NOTHING",
+    )
+    .bind(t.order_id)
+    .bind(from.as_str())
+    .bind(t.to.as_str())
+    .bind(ctx.source.as_str())
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .execute(&mut *sp)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        // (order, to_state) was applied before (the row has been moved back since): undo.
+        sp.rollback().await?;
+        return Ok(ApplyOutcome::Duplicate);
+    }
+    sp.commit().await?;
+    current.insert(t.order_id, t.to.as_str().to_string());
+    Ok(ApplyOutcome::Applied { from })
+}
+
+pub(super) async fn claim_resend(
+    pool: &SqlitePool,
+    provider: &str,
+    notification_id: &str,
+    now: Timestamp,
+    cooldown: Duration,
+) -> Result<bool, StoreError> {
+    let written = sqlx::query(
+        "INSERT INTO payrecon_resends (provider, notification_id, requested_at) \
+         VALUES (?1, ?2, ?3) ON CONFLICT (provider, notification_id) \
+         DO UPDATE SET requested_at = excluded.requested_at \
+         WHERE payrecon_resends.requested_at <= ?4",
+    )
+    .bind(provider)
+    .bind(notification_id)
+    .bind(sqlite_ts(now))
+    .bind(sqlite_ts(cutoff(now, cooldown)))
+    .execute(pool)
+    .await
+    .map_err(|e| db_error("claim a resend", e))?
+    .rows_affected();
+    Ok(written == 1)
+}
+
+pub(super) async fn start_run(pool: &SqlitePool, run: &RunRow) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO payrecon_runs (id, \"trigger\", started_at, \"since\", \"until\") \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .bind(&run.id)
+    .bind(&run.trigger)
+    .bind(sqlite_ts(run.started_at))
+    .bind(sqlite_ts(run.since))
+    .bind(sqlite_ts(run.until))
+    .execute(pool)
+    .await
+    .map_err(|e| db_error("record the start of a run", e))?;
+    Ok(())
+}
+
+pub(super) async fn finish_run(
+    pool: &SqlitePool,
+    run_id: &str,
+    finished_at: Timestamp,
+    totals: &RunTotals,
+) -> Result<u64, StoreError> {
+    let done = sqlx::query(
+        "UPDATE payrecon_runs SET finished_at = ?2, status = ?3, checked = ?4, gaps = ?5, \
+         applied = ?6, resends_requested = ?7, error = ?8 WHERE id = ?1",
+    )
+    .bind(run_id)
+    .bind(sqlite_ts(finished_at))
+    .bind(&totals.status)
+    .bind(totals.checked)
+    .bind(totals.gaps)
+    .bind(totals.applied)
+    .bind(totals.resends_requested)
+    .bind(&totals.error)
+    .execute(pool)
+    .await
+    .map_err(|e| db_error("record the end of a run", e))?;
+    Ok(done.rows_affected())
+}
+
+pub(super) async fn insert_findings(
+    pool: &SqlitePool,
+    run_id: &str,
+    findings: &[FindingRow],
+) -> Result<(), StoreError> {
+    let mut tx = pool
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(|e| db_error("record findings", e))?;
+    for chunk in findings.chunks(INSERT_CHUNK) {
+        let mut qb = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, log_index, \
+             order_ref, local_state, observed_state, action, detail) ",
+        );
+        qb.push_values(chunk, |mut b, f| {
+            b.push_bind(run_id)
+                .push_bind(&f.provider)
+                .push_bind(&f.kind)
+                .push_bind(&f.chain)
+                .push_bind(&f.tx_hash)
+                .push_bind(f.log_index)
+                .push_bind(&f.order_ref)
+                .push_bind(&f.local_state)
+                .push_bind(&f.observed_state)
+                .push_bind(&f.action)
+                .push_bind(&f.detail);
+        });
+        qb.build()
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("record findings", e))?;
+    }
+    tx.commit()
+        .await
+        .map_err(|e| db_error("record findings", e))
+}
+
+pub(super) async fn insert_orders(
+    pool: &SqlitePool,
+    orders: &[NewOrder],
+) -> Result<(), StoreError> {
+    let mut tx = pool
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(|e| db_error("insert orders", e))?;
+    for chunk in orders.chunks(INSERT_CHUNK) {
+        let mut qb = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) ",
+        );
+        qb.push_values(chunk, |mut b, o| {
+            b.push_bind(&o.order_ref)
+                .push_bind(&o.chain)
+                .push_bind(&o.pay_to)
+                .push_bind(&o.asset)
+                .push_bind(o.amount_due.to_string());
+        });
+        qb.build()
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("insert orders", e))?;
+    }
+    tx.commit().await.map_err(|e| db_error("insert orders", e))
+}
