@@ -1,7 +1,255 @@
-//! `payrecon demo`: built in the sandbox step (not yet).
+//! `payrecon demo`: no network, no setup. A fake Chaingateway and a sandbox EVM node on
+//! loopback, a fresh SQLite ledger with a dozen orders in every situation, one real run
+//! through reqwest, alloy and sqlx, the report, and where to look next.
 
 use std::path::PathBuf;
 
-pub async fn run_demo(_dir: Option<PathBuf>) -> Result<(), crate::app::AppError> {
-    Err(crate::app::AppError("the demo is not built yet".into()))
+use alloy::primitives::U256 as EvmU256;
+
+use crate::app::{App, AppError};
+use crate::config::Config;
+use crate::domain::{
+    Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256,
+};
+use crate::engine::{RunOptions, Trigger};
+use crate::sandbox::chain::SandboxChain;
+use crate::sandbox::chaingateway::{notification, FakeChaingateway};
+use crate::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
+use crate::store::{ApplyContext, NewOrder, Source};
+
+fn addr(n: u8) -> Address {
+    Address::parse(&format!("0x{}", format!("{n:02x}").repeat(20))).expect("a valid address")
+}
+
+fn err(e: impl std::fmt::Display) -> AppError {
+    AppError(e.to_string())
+}
+
+struct Paid {
+    tx: TxHash,
+    log_index: i64,
+}
+
+pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
+    let dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).map_err(err)?;
+            d
+        }
+        None => tempfile::Builder::new()
+            .prefix("payrecon-demo-")
+            .tempdir()
+            .map_err(err)?
+            .keep(),
+    };
+    let db = dir.join("payrecon-demo.db");
+    let _ = std::fs::remove_file(&db);
+    let database_url = format!("sqlite://{}", db.display());
+
+    let chain = SandboxChain::new(1);
+    let rpc_url = chain.serve().await.map_err(err)?;
+    let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
+    let toml = config_toml(&database_url, &cg_url, &rpc_url, "");
+    let config = Config::from_toml(&toml, std::iter::empty()).map_err(err)?;
+    let app = App::build(config).await?;
+    let store = &app.engine.store;
+
+    let token = Address::parse(SANDBOX_TOKEN).map_err(err)?;
+    let payer = addr(0xfe);
+    let now = jiff::Timestamp::now();
+    let minutes_ago = |m: i64| {
+        now.checked_sub(jiff::SignedDuration::from_mins(m))
+            .unwrap_or(now)
+    };
+    let usdt = |whole: u64| U256::from(whole) * U256::from(1_000_000u64);
+    let pay = |to: u8, amount: U256| {
+        let (tx, log_index) =
+            chain.add_token_transfer(&token, &payer, &addr(to), EvmU256::from(amount));
+        Paid { tx, log_index }
+    };
+
+    // Old payments (final once 70 more blocks are mined). Two share one block.
+    let missing = pay(0x01, usdt(25));
+    let lagging = pay(0x02, usdt(40));
+    let failed = pay(0x03, usdt(15));
+    let under = pay(0x04, usdt(20));
+    let stray = pay(0x99, usdt(7));
+    let sweep_only = pay(0x0a, usdt(12));
+    let native =
+        chain.add_native_transfer(&payer, &addr(0x05), EvmU256::from(2_000_000_000_000_000u64));
+    let reverted = chain.add_reverted(&token, &payer, &addr(0x06), EvmU256::from(usdt(9)));
+    let untouched = pay(0x08, usdt(30));
+    chain.mine_block();
+    chain.mine(70);
+    // Recent payments: 2 confirmations, below the threshold of 12.
+    let recent = pay(0x07, usdt(50));
+    let backwards = pay(0x0b, usdt(60));
+    chain.mine_block();
+    chain.mine(1);
+
+    let orders: Vec<NewOrder> = [
+        (
+            "A-1001",
+            0x01,
+            25u64,
+            "a payment whose webhook never arrived",
+        ),
+        ("A-1002", 0x02, 40, "pending in the ledger, final on chain"),
+        (
+            "A-1003",
+            0x03,
+            15,
+            "Chaingateway lists its notification as failed",
+        ),
+        ("A-1004", 0x04, 25, "underpaid: 20 of 25 USDT"),
+        ("A-1005", 0x05, 0, "paid in ETH (native), more than due"),
+        ("A-1006", 0x06, 9, "its transfer reverted on chain"),
+        ("A-1007", 0x07, 50, "paid 2 blocks ago: pending"),
+        ("A-1008", 0x08, 30, "already final, nothing to do"),
+        ("A-1009", 0x09, 10, "never paid"),
+        (
+            "A-1010",
+            0x0a,
+            12,
+            "confirmed in the ledger, no provider mentions it",
+        ),
+        (
+            "A-1011",
+            0x0b,
+            60,
+            "final in the ledger while the chain shows 2 confirmations",
+        ),
+    ]
+    .iter()
+    .map(|(r, to, due, _)| NewOrder {
+        order_ref: r.to_string(),
+        chain: "ethereum".into(),
+        pay_to: addr(*to).to_string(),
+        asset: if *r == "A-1005" {
+            "native".into()
+        } else {
+            SANDBOX_TOKEN.into()
+        },
+        amount_due: if *r == "A-1005" {
+            U256::from(1_000_000_000_000_000u64)
+        } else {
+            usdt(*due)
+        },
+    })
+    .collect();
+    store.insert_orders(&orders).await.map_err(err)?;
+
+    // What the merchant's webhook handler did before payrecon ever ran.
+    let seeded = [
+        ("A-1002", &lagging, usdt(40), State::Pending),
+        ("A-1008", &untouched, usdt(30), State::Final),
+        ("A-1010", &sweep_only, usdt(12), State::Confirmed),
+        ("A-1011", &backwards, usdt(60), State::Final),
+    ];
+    for (order_ref, paid, amount, state) in seeded {
+        let snap = store
+            .order_by_ref(order_ref)
+            .await
+            .map_err(err)?
+            .ok_or_else(|| err("seeded order vanished"))?;
+        let block = chain.block_of(&paid.tx).unwrap_or(0);
+        let t = PlannedTransition {
+            order_id: snap.id,
+            order_ref: order_ref.into(),
+            from: State::Unpaid,
+            to: state,
+            attach: Some(Attach {
+                key: PaymentKey {
+                    chain: "ethereum".into(),
+                    tx_hash: paid.tx.clone(),
+                    log_index: paid.log_index,
+                },
+                amount,
+                block: BlockRef {
+                    number: block,
+                    hash: String::new(),
+                },
+            }),
+        };
+        let ctx = ApplyContext {
+            source: Source::Webhook,
+            provider: "demo-handler".into(),
+            run_id: String::new(),
+        };
+        store.apply(&[t], &ctx).await.map_err(err)?;
+    }
+
+    // What Chaingateway lists.
+    let record = |id: &str, tx: &TxHash, asset: &str, to: u8, amount: &str| {
+        notification(
+            id,
+            tx.as_str(),
+            asset,
+            addr(to).as_str(),
+            Some(amount),
+            minutes_ago(30),
+        )
+    };
+    for r in [
+        record("101", &missing.tx, SANDBOX_TOKEN, 0x01, "25"),
+        record("102", &lagging.tx, SANDBOX_TOKEN, 0x02, "40"),
+        record("103", &failed.tx, SANDBOX_TOKEN, 0x03, "15"),
+        record("104", &under.tx, SANDBOX_TOKEN, 0x04, "20"),
+        record("105", &native, "native", 0x05, "0.002"),
+        record("106", &reverted, SANDBOX_TOKEN, 0x06, "9"),
+        record("107", &recent.tx, SANDBOX_TOKEN, 0x07, "50"),
+        record("108", &untouched.tx, SANDBOX_TOKEN, 0x08, "30"),
+        record("109", &stray.tx, SANDBOX_TOKEN, 0x99, "7"),
+        record("111", &backwards.tx, SANDBOX_TOKEN, 0x0b, "60"),
+    ] {
+        cg.add_notification("ethereum", r);
+    }
+    cg.mark_failed("ethereum", "103");
+
+    let opts = RunOptions {
+        since: now
+            .checked_sub(jiff::SignedDuration::from_hours(48))
+            .unwrap_or(now),
+        until: now,
+        providers: Vec::new(),
+        dry_run: false,
+        no_resend: false,
+        trigger: Trigger::Cli,
+        progress: false,
+    };
+    let report = app.engine.run(&opts).await.map_err(err)?;
+    print!("{}", report.to_text());
+
+    let config_path = dir.join("config.toml");
+    let serve_toml = config_toml(
+        &database_url,
+        "http://127.0.0.1:1/api/v2",
+        "http://127.0.0.1:8545",
+        "",
+    );
+    std::fs::write(&config_path, serve_toml).map_err(err)?;
+    println!();
+    println!(
+        "The sandbox provider was asked to resend {} failed notification(s): {:?}",
+        cg.retries().len(),
+        cg.retries()
+    );
+    println!("The ledger is {}", db.display());
+    println!(
+        "  sqlite3 {} 'select order_ref, state, amount_due, amount_paid from orders'",
+        db.display()
+    );
+    println!(
+        "  sqlite3 {} 'select * from payrecon_transitions'",
+        db.display()
+    );
+    println!(
+        "To serve it (metrics on http://127.0.0.1:9187/metrics), point the provider and chain in"
+    );
+    println!("{} at real endpoints, then:", config_path.display());
+    println!(
+        "  cargo run --release -- --config {} serve",
+        config_path.display()
+    );
+    Ok(())
 }

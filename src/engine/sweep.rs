@@ -131,7 +131,12 @@ impl Engine {
                     continue;
                 }
             };
-            if let Some(block) = row.block.as_ref().filter(|b| b.hash != transfer.block.hash) {
+            // A block hash the ledger never recorded (a handler that wrote only the key) is not a reorg.
+            if let Some(block) = row
+                .block
+                .as_ref()
+                .filter(|b| !b.hash.is_empty() && b.hash != transfer.block.hash)
+            {
                 let mut f = gone(format!(
                     "block changed: ledger has block {} ({}), chain has block {} ({})",
                     block.number, block.hash, transfer.block.number, transfer.block.hash

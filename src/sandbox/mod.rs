@@ -1,2 +1,48 @@
+//! In-process stand-ins for the outside world, served over real HTTP on loopback: a fake
+//! Chaingateway API and an EVM JSON-RPC node. Used by `payrecon demo`, the benchmark and the
+//! tests; nothing here is used by `serve` or `run`.
+
 pub mod chain;
 pub mod chaingateway;
+
+/// The token contract the sandbox pretends is USDT (6 decimals).
+pub const SANDBOX_TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
+/// The provider's name in sandbox configurations.
+pub const SANDBOX_PROVIDER: &str = "sandbox";
+/// The API key the fake Chaingateway expects in sandbox configurations.
+pub const SANDBOX_API_KEY: &str = "sandbox-demo-key";
+
+/// A complete configuration for a ledger at `database_url`, the fake Chaingateway at
+/// `provider_url` and the sandbox node at `rpc_url` (chain `ethereum`, 12 confirmations,
+/// `finalized` tag). `extra` is appended verbatim (e.g. a `[reconcile]` table).
+pub fn config_toml(database_url: &str, provider_url: &str, rpc_url: &str, extra: &str) -> String {
+    format!(
+        r#"[database]
+url = "{database_url}"
+
+[http]
+listen = "127.0.0.1:9187"
+
+[chains.ethereum]
+rpc_url = "{rpc_url}"
+confirmations = 12
+finality = "finalized"
+
+[assets."ethereum:{SANDBOX_TOKEN}"]
+symbol = "USDT"
+decimals = 6
+
+[providers.{SANDBOX_PROVIDER}]
+kind = "chaingateway"
+base_url = "{provider_url}"
+api_key = "{SANDBOX_API_KEY}"
+network = "mainnet"
+chains = ["ethereum"]
+timeout = "5s"
+max_concurrency = 4
+max_retries = 3
+backoff = "50ms"
+{extra}
+"#
+    )
+}
