@@ -39,19 +39,23 @@ async fn bench_100k_records() {
 }
 
 /// Contract test: the client against Prism mocking Chaingateway's own OpenAPI document
-/// (`/work/shared/chaingateway-openapi.yaml`, or `CHAINGATEWAY_OPENAPI`). Skipped unless
-/// `PRISM_BIN` is set (`npm install @stoplight/prism-cli@5`, then
+/// (`../shared/chaingateway-openapi.yaml` beside the repository, or `CHAINGATEWAY_OPENAPI`).
+/// Skipped (failed under `PAYRECON_TEST_STRICT=1`) unless `PRISM_BIN` is set (`npm install @stoplight/prism-cli@5`, then
 /// `PRISM_BIN=$PWD/node_modules/.bin/prism`). The resend is not checked: the document gives
 /// it no response, and Prism answers 500 for it.
 #[tokio::test]
 async fn contract_with_the_openapi_document_via_prism() {
     let Ok(bin) = std::env::var("PRISM_BIN") else {
-        // Optional even under PAYRECON_TEST_STRICT=1 (CI does not install Prism yet).
-        eprintln!("SKIPPED: PRISM_BIN is not set (Chaingateway OpenAPI contract test)");
+        crate::support::skip("PRISM_BIN is not set (Chaingateway OpenAPI contract test)");
         return;
     };
-    let spec = std::env::var("CHAINGATEWAY_OPENAPI")
-        .unwrap_or_else(|_| "/work/shared/chaingateway-openapi.yaml".into());
+    let spec = std::env::var("CHAINGATEWAY_OPENAPI").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/chaingateway-openapi.yaml"
+        )
+        .into()
+    });
     let port = crate::support::free_port();
     let _prism = Prism(
         std::process::Command::new(bin)
