@@ -296,3 +296,32 @@ async fn reorged_ledger_row_is_flagged_and_never_moved() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn provider_record_for_a_held_payment_the_chain_lost_is_reorged_not_unknown() {
+    on_backends(|url| async move {
+        let Some(w) = World::start(&url).await else {
+            return;
+        };
+        w.orders(&[("R-2", &payee(2), usdt(10))]).await;
+        let ghost = ghost_hash(8);
+        w.seed("R-2", &ghost, 0, usdt(10), State::Pending).await;
+        // The provider still lists the payment the ledger holds; the chain no longer has it.
+        w.notify("2001", &ghost, &payee(2), "10");
+
+        let report = w.run().await;
+
+        let cg = entry(&report, CG);
+        assert_eq!(gaps(cg), [0, 0, 0, 0, 0, 1], "{}", report.to_json());
+        assert_eq!(cg.applied, 0);
+        let r = found(&report, "reorged");
+        let mine: Vec<_> = r.iter().filter(|f| f.provider == CG).collect();
+        assert_eq!(mine.len(), 1, "{}", report.to_json());
+        assert_eq!(mine[0].order_ref.as_deref(), Some("R-2"));
+        assert_eq!(mine[0].local_state.as_deref(), Some("pending"));
+        assert!(found(&report, "unknown_payment").is_empty());
+        assert_eq!(w.order("R-2").await.state, State::Pending);
+        assert_eq!(w.audit().await.len(), 1);
+    })
+    .await;
+}
