@@ -320,6 +320,21 @@ fn plan_keyed(
     if !claimed.insert(row.id) {
         return;
     }
+    // The ledger recorded this payment in another block: a reorg re-included it. Flag it and
+    // leave the row alone (as the sweep does); re-keying is an operator's call.
+    if let Some(b) = row
+        .block
+        .as_ref()
+        .filter(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+    {
+        let mut f = finding(obs, t, row, GapKind::Reorged);
+        f.detail = format!(
+            "block changed: ledger has block {} ({}), chain has block {} ({})",
+            b.number, b.hash, t.block.number, t.block.hash
+        );
+        plan.findings.push(f);
+        return;
+    }
     if t.state < row.state {
         plan.refused_backwards.push(Refusal {
             order_ref: row.order_ref.clone(),

@@ -1,6 +1,7 @@
 //! Each gap kind of SPEC §1, produced on a real chain and handled as its table says.
 
-use payrecon::domain::State;
+use payrecon::domain::{State, U256};
+use serde_json::json;
 
 use super::{entry, found, gaps, ghost_hash, on_backends, payee, usdt, World, CG, CONFS};
 use crate::evm::{send_nft_like, send_reverting};
@@ -321,6 +322,76 @@ async fn provider_record_for_a_held_payment_the_chain_lost_is_reorged_not_unknow
         assert_eq!(mine[0].local_state.as_deref(), Some("pending"));
         assert!(found(&report, "unknown_payment").is_empty());
         assert_eq!(w.order("R-2").await.state, State::Pending);
+        assert_eq!(w.audit().await.len(), 1);
+    })
+    .await;
+}
+
+/// A legacy token transfer with a fixed nonce and gas price: the same signed transaction
+/// (same hash) can be sent again after a revert, to be re-included in another block.
+async fn fixed_transfer(w: &World, nonce: u64, to: &str, amount: U256) -> String {
+    let data = format!(
+        "0x{:0>64}{}{:064x}",
+        to.trim_start_matches("0x"),
+        hex::encode(amount.to_be_bytes::<32>()),
+        0
+    );
+    let tx = json!([{"from": w.payer, "to": w.token, "data": data, "gas": "0x40000",
+        "gasPrice": "0x77359400", "nonce": format!("{nonce:#x}")}]);
+    let hash = w.anvil.rpc("eth_sendTransaction", tx).await;
+    let hash = hash.as_str().unwrap().to_lowercase();
+    w.anvil.receipt(&hash).await;
+    hash
+}
+
+#[tokio::test]
+async fn a_held_payment_reincluded_in_another_block_is_reorged_and_not_moved() {
+    on_backends(|url| async move {
+        let Some(w) = World::start(&url).await else {
+            return;
+        };
+        w.orders(&[("RG-1", &payee(1), usdt(10))]).await;
+        let nonce = w
+            .anvil
+            .rpc("eth_getTransactionCount", json!([w.payer, "latest"]))
+            .await;
+        let nonce =
+            u64::from_str_radix(nonce.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        let snapshot = w.anvil.rpc("evm_snapshot", json!([])).await;
+        let tx = fixed_transfer(&w, nonce, &payee(1), usdt(10)).await;
+        let (block, hash, li) = w.where_is(&tx).await;
+        // The handler recorded the payment in its first block.
+        w.seed("RG-1", &tx, li, usdt(10), State::Pending).await;
+        // Reorg: that block is dropped, the same transaction lands one block later.
+        assert_eq!(
+            w.anvil.rpc("evm_revert", json!([snapshot])).await,
+            json!(true)
+        );
+        w.anvil.mine(1).await;
+        assert_eq!(fixed_transfer(&w, nonce, &payee(1), usdt(10)).await, tx);
+        let (block2, hash2, _) = w.where_is(&tx).await;
+        assert_eq!(block2, block + 1);
+        assert_ne!(hash2, hash);
+        w.anvil.mine(CONFS).await; // confirmed on the new chain
+        w.notify("2101", &tx, &payee(1), "10");
+
+        let report = w.run().await;
+
+        for who in [CG, "chain"] {
+            assert_eq!(
+                gaps(entry(&report, who)),
+                [0, 0, 0, 0, 0, 1],
+                "{who}: {}",
+                report.to_json()
+            );
+            assert_eq!(entry(&report, who).applied, 0);
+        }
+        let o = w.order("RG-1").await;
+        assert_eq!(o.state, State::Pending);
+        assert_eq!(
+            (o.block_number, o.block_hash.as_deref()),
+            (Some(block as i64), Some(hash.as_str()))
+        );
         assert_eq!(w.audit().await.len(), 1);
     })
     .await;
