@@ -287,3 +287,36 @@ async fn bad_records_are_rejected_and_counted_and_the_good_ones_in_the_page_appl
     })
     .await;
 }
+
+#[tokio::test]
+async fn dry_run_across_batches_reports_what_the_real_run_does() {
+    on_backends(|url| async move {
+        let extra = "[reconcile]\nbatch_size = 1";
+        let Some(w) = World::start_with(&url, "", extra).await else {
+            return;
+        };
+        // One order, two payments to its address, one record per batch.
+        w.orders(&[("DB-1", &payee(1), usdt(5))]).await;
+        let tx1 = w.pay(&payee(1), usdt(5)).await;
+        let tx2 = w.pay(&payee(1), usdt(5)).await;
+        w.notify("2201", &tx1, &payee(1), "5");
+        w.notify("2202", &tx2, &payee(1), "5");
+
+        let mut o = opts();
+        o.dry_run = true;
+        let dry = w.app.engine.run(&o).await.unwrap();
+        let real = w.run().await;
+
+        let (d, r) = (entry(&dry, CG), entry(&real, CG));
+        assert_eq!(gaps(r), [1, 0, 0, 0, 1, 0], "{}", real.to_json());
+        assert_eq!(gaps(d), gaps(r), "dry: {}", dry.to_json());
+        let would: Vec<_> = dry
+            .findings
+            .iter()
+            .filter(|f| f.action == "would_apply")
+            .collect();
+        assert_eq!(would.len(), 1, "{}", dry.to_json());
+        assert_eq!(w.audit().await.len(), 1);
+    })
+    .await;
+}
