@@ -172,6 +172,7 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     let mut plan = Plan::default();
     let mut claimed_orders: HashSet<i64> = HashSet::new();
     let mut seen_keys: HashSet<PaymentKey> = HashSet::new();
+    let mut reorged_rows: HashSet<i64> = HashSet::new();
 
     for obs in observations {
         if obs.failed {
@@ -208,8 +209,17 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
         let transfer = match &obs.verdict {
             ChainVerdict::Transfer(t) => t,
             other => {
-                plan.findings
-                    .push(unknown(obs, None, verdict_detail(other)));
+                // A transaction the chain lost (or that now reverts) whose payment the ledger
+                // holds is a reorg of a held payment, not a stray one: flag, never move.
+                let held = held_rows(obs, ledger);
+                if held.is_empty() || matches!(other, ChainVerdict::NoTransfer(_)) {
+                    plan.findings
+                        .push(unknown(obs, None, verdict_detail(other)));
+                } else {
+                    for row in held.into_iter().filter(|r| reorged_rows.insert(r.id)) {
+                        plan.findings.push(reorged(obs, row, verdict_detail(other)));
+                    }
+                }
                 continue;
             }
         };
@@ -231,6 +241,33 @@ fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerR
     match v {
         ChainVerdict::Transfer(t) => ledger.by_key.get(&t.key),
         _ => None,
+    }
+}
+
+/// Ledger rows holding a payment of the observation's transaction (any log index).
+fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
+    let mut rows: Vec<&LedgerRow> = ledger
+        .by_key
+        .iter()
+        .filter(|(k, _)| k.chain == obs.chain && k.tx_hash == obs.tx_hash)
+        .map(|(_, r)| r)
+        .collect();
+    rows.sort_by_key(|r| r.id);
+    rows
+}
+
+fn reorged(obs: &Observation, row: &LedgerRow, why: String) -> Finding {
+    Finding {
+        provider: obs.provider.clone(),
+        kind: GapKind::Reorged,
+        chain: obs.chain.clone(),
+        tx_hash: Some(obs.tx_hash.to_string()),
+        log_index: row.key.as_ref().map(|k| k.log_index),
+        order_ref: Some(row.order_ref.clone()),
+        local_state: Some(row.state),
+        observed_state: None,
+        outcome: Outcome::Nothing,
+        detail: format!("the ledger holds this payment, but {why}"),
     }
 }
 
@@ -281,6 +318,21 @@ fn plan_keyed(
     claimed: &mut HashSet<i64>,
 ) {
     if !claimed.insert(row.id) {
+        return;
+    }
+    // The ledger recorded this payment in another block: a reorg re-included it. Flag it and
+    // leave the row alone (as the sweep does); re-keying is an operator's call.
+    if let Some(b) = row
+        .block
+        .as_ref()
+        .filter(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+    {
+        let mut f = finding(obs, t, row, GapKind::Reorged);
+        f.detail = format!(
+            "block changed: ledger has block {} ({}), chain has block {} ({})",
+            b.number, b.hash, t.block.number, t.block.hash
+        );
+        plan.findings.push(f);
         return;
     }
     if t.state < row.state {

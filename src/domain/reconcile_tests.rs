@@ -223,3 +223,51 @@ fn failed_notification_requests_a_resend_and_still_applies() {
     assert_eq!(plan.findings[0].order_ref.as_deref(), Some("A-1"));
     assert_eq!(plan.transitions.len(), 1);
 }
+
+#[test]
+fn a_held_payment_whose_transaction_is_gone_or_reverts_is_reorged_not_unknown() {
+    // The ledger holds a payment of tx 0xee.. (the hash `obs` gives non-transfer verdicts).
+    let mut held = transfer(0xee, 5, 25, State::Pending);
+    held.key.tx_hash = hash(0xee);
+    for verdict in [ChainVerdict::NotFound, ChainVerdict::Reverted] {
+        let row = order(1, 25, State::Pending, Some(&held));
+        let plan = reconcile(&[obs(verdict.clone(), false)], &view(vec![row]));
+        assert_eq!(kinds(&plan), ["reorged"], "{verdict:?}");
+        let f = &plan.findings[0];
+        assert_eq!(f.order_ref.as_deref(), Some("A-1"));
+        assert_eq!(
+            (f.log_index, f.local_state),
+            (Some(5), Some(State::Pending))
+        );
+        assert!(plan.transitions.is_empty() && plan.refused_backwards.is_empty());
+    }
+    // A receipt that still exists but pays someone else is not about the held payment.
+    let row = order(1, 25, State::Pending, Some(&held));
+    let verdict = ChainVerdict::NoTransfer("no matching transfer".into());
+    let plan = reconcile(&[obs(verdict, false)], &view(vec![row]));
+    assert_eq!(kinds(&plan), ["unknown_payment"]);
+}
+
+#[test]
+fn a_held_payment_seen_in_another_block_is_reorged_and_not_moved() {
+    let seen = transfer(1, 7, 25, State::Confirmed);
+    let mut recorded = seen.clone();
+    recorded.block.hash = format!("0x{}", "ab".repeat(32));
+    let row = order(1, 25, State::Pending, Some(&recorded));
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(seen.clone()), false)],
+        &view(vec![row]),
+    );
+    assert_eq!(kinds(&plan), ["reorged"]);
+    assert!(plan.transitions.is_empty());
+    assert_eq!(plan.findings[0].observed_state, Some(State::Confirmed));
+    // A row whose handler never recorded a block hash is not a reorg.
+    let mut unrecorded = seen.clone();
+    unrecorded.block.hash = String::new();
+    let row = order(1, 25, State::Pending, Some(&unrecorded));
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(seen), false)],
+        &view(vec![row]),
+    );
+    assert_eq!(kinds(&plan), ["lagging"]);
+}

@@ -1,12 +1,14 @@
 //! Settling one batch: plan (pure), apply, resend, findings, counts and metrics.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 use super::{Engine, Provider, RunCtx};
-use crate::domain::{reconcile, Action, Finding, GapKind, LedgerView, Observation, Outcome};
+use crate::domain::{
+    reconcile, Action, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome,
+};
 use crate::metrics::{
     GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
 };
@@ -21,6 +23,9 @@ pub struct BatchAcc {
     pub elapsed: Duration,
     /// Fingerprints of records already examined in this run (distinct `checked`).
     pub(crate) seen: HashSet<u64>,
+    /// When nothing is written (dry run, `apply = false`): the rows as earlier batches of
+    /// this run would have left them, by order id, so that later batches plan on top of them.
+    pub(crate) simulated: HashMap<i64, LedgerRow>,
 }
 
 impl BatchAcc {
@@ -31,6 +36,7 @@ impl BatchAcc {
             truncated: false,
             elapsed: Duration::ZERO,
             seen: HashSet::new(),
+            simulated: HashMap::new(),
         }
     }
 
@@ -66,8 +72,18 @@ impl Engine {
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
         let provider = acc.report.provider.clone();
+        let simulated_view;
+        let view = if !ctx.apply && !acc.simulated.is_empty() {
+            simulated_view = simulate(view, observations, &acc.simulated);
+            &simulated_view
+        } else {
+            view
+        };
         let mut plan = reconcile(observations, view);
         plan.findings.extend(extra);
+        if !ctx.apply {
+            remember(&mut acc.simulated, view, &plan.transitions);
+        }
 
         let outcomes = if ctx.apply && !plan.transitions.is_empty() {
             let actx = ApplyContext {
@@ -260,5 +276,61 @@ impl Engine {
             provider: acc.report.provider.clone(),
         };
         self.metrics.rejected.get_or_create(&l).inc_by(n);
+    }
+}
+
+/// The view as this run's earlier batches would have left it had they been applied: orders
+/// they attached a payment to are no longer unpaid, and carry that key and state.
+fn simulate(
+    view: &LedgerView,
+    observations: &[Observation],
+    simulated: &HashMap<i64, LedgerRow>,
+) -> LedgerView {
+    let mut out = view.clone();
+    for rows in out.unpaid.values_mut() {
+        rows.retain(|r| !simulated.contains_key(&r.id));
+    }
+    let keys: HashSet<_> = observations
+        .iter()
+        .filter_map(|o| match &o.verdict {
+            ChainVerdict::Transfer(t) => Some(&t.key),
+            _ => None,
+        })
+        .collect();
+    for row in simulated.values() {
+        if row.key.as_ref().is_some_and(|k| keys.contains(k)) {
+            out.insert_keyed(row.clone());
+        }
+    }
+    out
+}
+
+/// Records what the planned transitions would have written.
+fn remember(
+    simulated: &mut HashMap<i64, LedgerRow>,
+    view: &LedgerView,
+    transitions: &[crate::domain::PlannedTransition],
+) {
+    if transitions.is_empty() {
+        return;
+    }
+    let by_id: HashMap<i64, &LedgerRow> = view
+        .by_key
+        .values()
+        .chain(view.unpaid.values().flatten())
+        .map(|r| (r.id, r))
+        .collect();
+    for t in transitions {
+        let row = by_id.get(&t.order_id).copied();
+        let Some(mut row) = simulated.get(&t.order_id).or(row).cloned() else {
+            continue;
+        };
+        if let Some(a) = &t.attach {
+            row.key = Some(a.key.clone());
+            row.amount_paid = Some(a.amount);
+            row.block = Some(a.block.clone());
+        }
+        row.state = row.state.max(t.to);
+        simulated.insert(t.order_id, row);
     }
 }

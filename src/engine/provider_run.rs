@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use super::batch::{BatchAcc, Resender};
 use super::{Engine, Provider, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};
-use crate::domain::{pick_transfer, ChainHead, ChainVerdict, Observation, PaymentKey};
+use crate::domain::{pick_transfer, ChainHead, ChainVerdict, Observation, PaymentKey, TxHash};
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord};
 
 impl Engine {
@@ -155,11 +155,25 @@ impl Engine {
         }
         slots.sort();
         slots.dedup();
-        let view = self
+        let mut view = self
             .store
             .load_view(&keys, &slots)
             .await
             .map_err(|e| e.to_string())?;
+        // Transactions the chain lost or that revert: does the ledger hold a payment of one?
+        let lost: Vec<(String, TxHash)> = observations
+            .iter()
+            .filter(|o| matches!(o.verdict, ChainVerdict::NotFound | ChainVerdict::Reverted))
+            .map(|o| (o.chain.clone(), o.tx_hash.clone()))
+            .collect();
+        if !lost.is_empty() {
+            let held = self
+                .store
+                .rows_by_tx(&lost)
+                .await
+                .map_err(|e| e.to_string())?;
+            held.into_iter().for_each(|r| view.insert_keyed(r));
+        }
         self.settle(
             ctx,
             acc,

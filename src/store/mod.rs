@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, U256};
+use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
 
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 
@@ -177,6 +177,16 @@ impl Store {
         match self {
             Store::Sqlite(p) => sqlite::load_view(p, &keys, &slots).await,
             Store::Postgres(p) => postgres::load_view(p, &keys, &slots).await,
+        }
+    }
+
+    /// Rows holding a payment of any of these `(chain, tx_hash)` transactions, whatever its
+    /// log index: used to tell a held payment the chain lost (`reorged`) from a stray one.
+    pub async fn rows_by_tx(&self, txs: &[(String, TxHash)]) -> Result<Vec<LedgerRow>, StoreError> {
+        let txs: Vec<&(String, TxHash)> = txs.iter().collect::<BTreeSet<_>>().into_iter().collect();
+        match self {
+            Store::Sqlite(p) => sqlite::rows_by_tx(p, &txs).await,
+            Store::Postgres(p) => postgres::rows_by_tx(p, &txs).await,
         }
     }
 

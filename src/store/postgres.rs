@@ -17,7 +17,7 @@ use super::{
     is_unique_violation, outcome_after_miss, ApplyContext, ApplyOutcome, FindingRow, NewOrder,
     RunRow, RunTotals, StoreError,
 };
-use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State};
+use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
 /// Rows per multi-row INSERT of findings (11 binds each; PostgreSQL allows 65,535).
 const FINDINGS_CHUNK: usize = 1_000;
@@ -99,6 +99,29 @@ pub(super) async fn load_view(
             .for_each(|r| view.insert_unpaid(r));
     }
     Ok(view)
+}
+
+pub(super) async fn rows_by_tx(
+    pool: &PgPool,
+    txs: &[&(String, TxHash)],
+) -> Result<Vec<LedgerRow>, StoreError> {
+    let sql = format!(
+        "SELECT {PG_ROW_COLUMNS} FROM UNNEST($1::text[], $2::text[]) AS t(chain, tx_hash) \
+         JOIN orders o ON o.chain = t.chain AND o.tx_hash = t.tx_hash ORDER BY o.id"
+    );
+    let mut out = Vec::new();
+    for chunk in txs.chunks(LOOKUP_CHUNK) {
+        let chains: Vec<&str> = chunk.iter().map(|(c, _)| c.as_str()).collect();
+        let hashes: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+        let rows = sqlx::query(&sql)
+            .bind(chains)
+            .bind(hashes)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db_error("look up orders by transaction", e))?;
+        out.extend(valid_rows(rows.iter().map(|r| decode_raw_row!(r))));
+    }
+    Ok(out)
 }
 
 pub(super) async fn attached_keys(

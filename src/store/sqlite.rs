@@ -18,7 +18,7 @@ use super::{
     is_unique_violation, outcome_after_miss, ApplyContext, ApplyOutcome, FindingRow, NewOrder,
     RunRow, RunTotals, StoreError,
 };
-use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State};
+use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
 /// Rows per multi-row INSERT (SQLite allows 32,766 bound values per statement).
 const INSERT_CHUNK: usize = 500;
@@ -110,6 +110,29 @@ pub(super) async fn load_view(
             .for_each(|r| view.insert_unpaid(r));
     }
     Ok(view)
+}
+
+pub(super) async fn rows_by_tx(
+    pool: &SqlitePool,
+    txs: &[&(String, TxHash)],
+) -> Result<Vec<LedgerRow>, StoreError> {
+    let sql = format!(
+        "WITH t(chain, tx_hash) AS (SELECT json_extract(value, '$[0]'), \
+         json_extract(value, '$[1]') FROM json_each(?1)) \
+         SELECT {SQLITE_ROW_COLUMNS} FROM t CROSS JOIN orders o \
+         ON o.chain = t.chain AND o.tx_hash = t.tx_hash ORDER BY o.id"
+    );
+    let mut out = Vec::new();
+    for chunk in txs.chunks(LOOKUP_CHUNK) {
+        let items: Vec<_> = chunk.iter().map(|(c, t)| json!([c, t.as_str()])).collect();
+        let rows = sqlx::query(&sql)
+            .bind(serde_json::Value::Array(items).to_string())
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db_error("look up orders by transaction", e))?;
+        out.extend(valid_rows(rows.iter().map(|r| decode_raw_row!(r))));
+    }
+    Ok(out)
 }
 
 pub(super) async fn attached_keys(

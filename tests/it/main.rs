@@ -4,5 +4,6 @@
 mod chain;
 mod chaingateway;
 mod evm;
+mod reconcile;
 mod store;
 mod support;
