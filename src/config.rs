@@ -3,17 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use serde::Deserialize;
+use std::path::Path;
 
 use crate::chain::{ChainSettings, Finality};
 use crate::providers::chaingateway::ChaingatewaySettings;
 use crate::secret::Secret;
 
 mod duration;
+mod sections;
 pub use duration::{format_duration, parse_duration, parse_time_arg};
+use sections::RawConfig;
+pub use sections::{AssetConfig, DatabaseConfig, HttpConfig, ReconcileConfig, ScheduleConfig};
 
 #[derive(Debug, thiserror::Error)]
 #[error("config: {0}")]
@@ -21,174 +21,6 @@ pub struct ConfigError(pub String);
 
 fn err(msg: impl Into<String>) -> ConfigError {
     ConfigError(msg.into())
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseConfig {
-    pub url: Secret,
-    pub max_connections: u32,
-    pub migrate: bool,
-}
-
-impl Default for DatabaseConfig {
-    fn default() -> Self {
-        DatabaseConfig {
-            url: Secret::new("sqlite://payrecon.db"),
-            max_connections: 8,
-            migrate: true,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ScheduleConfig {
-    pub cron: String,
-    #[serde(with = "duration::serde_duration")]
-    pub lookback: Duration,
-}
-
-impl Default for ScheduleConfig {
-    fn default() -> Self {
-        ScheduleConfig {
-            cron: "0 */5 * * * *".into(),
-            lookback: Duration::from_secs(48 * 3600),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpConfig {
-    pub listen: String,
-}
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        HttpConfig {
-            listen: "127.0.0.1:9187".into(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ReconcileConfig {
-    pub apply: bool,
-    pub resend: bool,
-    #[serde(with = "duration::serde_duration")]
-    pub resend_cooldown: Duration,
-    /// Records per pipeline batch (one ledger lookup, one receipt batch, one apply transaction).
-    pub batch_size: usize,
-    /// How long SIGTERM waits for the current run to finish before exiting.
-    #[serde(with = "duration::serde_duration")]
-    pub shutdown_grace: Duration,
-}
-
-impl Default for ReconcileConfig {
-    fn default() -> Self {
-        ReconcileConfig {
-            apply: true,
-            resend: true,
-            resend_cooldown: Duration::from_secs(3600),
-            batch_size: 500,
-            shutdown_grace: Duration::from_secs(30),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawChain {
-    rpc_url: Option<Secret>,
-    #[serde(default = "default_confirmations")]
-    confirmations: u64,
-    #[serde(default = "default_finality")]
-    finality: String,
-    #[serde(default = "default_final_depth")]
-    final_depth: u64,
-    #[serde(default = "default_rpc_batch")]
-    rpc_batch_size: usize,
-    #[serde(default = "default_timeout", with = "duration::serde_duration")]
-    timeout: Duration,
-    #[serde(default = "default_retries")]
-    max_retries: u32,
-}
-
-fn default_confirmations() -> u64 {
-    12
-}
-fn default_finality() -> String {
-    "finalized".into()
-}
-fn default_final_depth() -> u64 {
-    64
-}
-fn default_rpc_batch() -> usize {
-    50
-}
-fn default_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-fn default_retries() -> u32 {
-    4
-}
-fn default_concurrency() -> usize {
-    4
-}
-fn default_network() -> String {
-    "mainnet".into()
-}
-fn default_backoff() -> Duration {
-    Duration::from_millis(200)
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AssetConfig {
-    pub symbol: String,
-    pub decimals: u8,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawProvider {
-    kind: String,
-    base_url: Option<String>,
-    api_key: Option<Secret>,
-    api_key_file: Option<PathBuf>,
-    #[serde(default = "default_network")]
-    network: String,
-    #[serde(default)]
-    chains: Vec<String>,
-    #[serde(default = "default_timeout", with = "duration::serde_duration")]
-    timeout: Duration,
-    #[serde(default = "default_concurrency")]
-    max_concurrency: usize,
-    #[serde(default = "default_retries")]
-    max_retries: u32,
-    #[serde(default = "default_backoff", with = "duration::serde_duration")]
-    backoff: Duration,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    #[serde(default)]
-    database: DatabaseConfig,
-    #[serde(default)]
-    schedule: ScheduleConfig,
-    #[serde(default)]
-    http: HttpConfig,
-    #[serde(default)]
-    reconcile: ReconcileConfig,
-    #[serde(default)]
-    chains: BTreeMap<String, RawChain>,
-    #[serde(default)]
-    assets: BTreeMap<String, AssetConfig>,
-    #[serde(default)]
-    providers: BTreeMap<String, RawProvider>,
 }
 
 /// A provider, by kind.
