@@ -3,6 +3,8 @@
 
 mod chain;
 mod chaingateway;
+mod cli;
 mod evm;
+mod serve;
 mod store;
 mod support;
