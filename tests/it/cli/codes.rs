@@ -216,3 +216,54 @@ async fn no_secret_in_the_output_of_a_failing_run() {
         assert_eq!(runs, 2);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chain_down_exits_1_with_the_report() {
+    let w = World::sqlite().await;
+    let refs = w.missing_payments(1, 2).await;
+    let toml = payrecon::sandbox::config_toml(
+        &w.db_url,
+        &w.cg_url,
+        &format!("http://127.0.0.1:{}", free_port()),
+        "",
+    );
+    let config = w.write("config.toml", &toml);
+    let out = payrecon(&config, &["run", "--format", "json"]).await;
+    out.assert_code(1);
+    out.assert_no_panic();
+    let r = out.json();
+    let failed: Vec<&str> = r["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["status"] == "failed")
+        .map(|p| p["provider"].as_str().unwrap())
+        .collect();
+    assert!(!failed.is_empty(), "{r}");
+    assert_eq!(r["totals"]["applied"], 0);
+    for o in refs {
+        let o = w.store.order_by_ref(&o).await.unwrap().unwrap();
+        assert_eq!(
+            o.state.as_str(),
+            "unpaid",
+            "nothing applied without the chain"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_stay_on_stderr() {
+    let w = World::sqlite().await;
+    w.missing_payments(1, 1).await;
+    let mut cmd = super::harness::command(&w.config(""), &["run", "--format", "json"]);
+    cmd.env("PAYRECON_LOG_FORMAT", "json");
+    let out = super::harness::output(cmd).await;
+    out.assert_code(0);
+    assert_eq!(out.json()["totals"]["applied"], 1);
+    let logs: Vec<&str> = out.stderr.lines().collect();
+    assert!(!logs.is_empty());
+    for l in logs {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        assert!(v.get("level").is_some(), "{l}");
+    }
+}

@@ -302,3 +302,18 @@ impl World {
         )
     }
 }
+
+/// One integer from `sql` (a `COUNT(*)`, a `SUM`), on either backend, on its own pool.
+pub async fn scalar(url: &str, sql: &str) -> i64 {
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+        let v = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+        pool.close().await;
+        v
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let v = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+        pool.close().await;
+        v
+    }
+}

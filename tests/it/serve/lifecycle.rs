@@ -1,12 +1,12 @@
 //! Graceful SIGTERM/SIGINT (idle and mid-run), single-flight scheduling, and a manual
-//! `payrecon run` beside `serve` on the same SQLite file.
+//! `payrecon run` beside `serve` on the same database (SQLite and PostgreSQL).
 
 use std::time::Duration;
 
 use sqlx::Row;
 
 use super::{world_with_payments, Served, EVERY_SECOND, NEVER};
-use crate::cli::harness::payrecon;
+use crate::cli::harness::{payrecon, scalar, World};
 use crate::support::wait_until;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,65 +123,61 @@ async fn ticks_during_a_run_are_skipped_and_runs_never_overlap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_run_beside_serve_applies_nothing_twice() {
-    let (w, config) = world_with_payments(300, EVERY_SECOND).await;
-    for i in [1, 50, 100, 150, 200] {
-        assert!(w.cg.mark_failed("ethereum", &format!("n-{i}")));
-    }
-    w.chain.set_latency(Duration::from_millis(30));
-    let mut s = Served::start(&config).await;
-    wait_until("serve's first run", Duration::from_secs(20), || async {
-        w.count("payrecon_runs").await > 0
-    })
-    .await;
-    let out = payrecon(&config, &["run", "--format", "json"]).await;
-    out.assert_code(0);
-    let manual = out.json();
-    let pool = sqlx::SqlitePool::connect(&w.db_url).await.unwrap();
-    // Let serve complete a run after the manual one too.
-    let finished_by_schedule = || async {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT COUNT(*) FROM payrecon_runs WHERE \"trigger\" = 'schedule' AND status = 'ok'",
-        )
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
-    let before = finished_by_schedule().await;
-    wait_until("another scheduled run", Duration::from_secs(60), || async {
-        finished_by_schedule().await > before
-    })
-    .await;
-    let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
-    assert_eq!(code, Some(0));
+    let (_guard, urls) = crate::support::backends().await;
+    for url in urls {
+        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        w.missing_payments(1, 300).await;
+        for i in [1, 50, 100, 150, 200] {
+            assert!(w.cg.mark_failed("ethereum", &format!("n-{i}")));
+        }
+        let config = w.config(&format!("{EVERY_SECOND}[reconcile]\nbatch_size = 20\n"));
+        // 15 batches of at least one 100 ms chain round trip: each run takes seconds, so
+        // the manual run starts while serve's first run is going.
+        w.chain.set_latency(Duration::from_millis(100));
+        let mut s = Served::start(&config).await;
+        let unfinished = "SELECT COUNT(*) FROM payrecon_runs WHERE finished_at IS NULL";
+        wait_until("serve's first run", Duration::from_secs(20), || async {
+            scalar(&url, unfinished).await > 0
+        })
+        .await;
+        let out = payrecon(&config, &["run", "--format", "json"]).await;
+        out.assert_code(0);
+        let manual = out.json();
+        // Let serve complete a run after the manual one too.
+        let by_schedule = "SELECT COUNT(*) FROM payrecon_runs \
+                           WHERE \"trigger\" = 'schedule' AND status = 'ok'";
+        let before = scalar(&url, by_schedule).await;
+        wait_until("another scheduled run", Duration::from_secs(60), || async {
+            scalar(&url, by_schedule).await > before
+        })
+        .await;
+        let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
+        assert_eq!(code, Some(0));
 
-    let dup: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM (SELECT order_id, to_state FROM payrecon_transitions \
-         GROUP BY order_id, to_state HAVING COUNT(*) > 1) d",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert_eq!(dup, 0);
-    assert_eq!(w.count("payrecon_transitions").await, 300);
-    let finals: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders WHERE state = 'final'")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(finals, 300);
-    let applied_total: i64 =
-        sqlx::query_scalar("SELECT COALESCE(SUM(applied), 0) FROM payrecon_runs")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(applied_total, 300, "runs claim {applied_total} applied");
-    let mut retries = w.cg.retries();
-    retries.sort();
-    retries.dedup();
-    assert_eq!(
-        w.cg.retries().len(),
-        5,
-        "one resend per failed notification"
-    );
-    assert_eq!(retries.len(), 5);
-    eprintln!("manual run applied {}", manual["totals"]["applied"]);
+        let dup = "SELECT COUNT(*) FROM (SELECT order_id, to_state FROM payrecon_transitions \
+                   GROUP BY order_id, to_state HAVING COUNT(*) > 1) d";
+        assert_eq!(scalar(&url, dup).await, 0, "{url}");
+        assert_eq!(w.count("payrecon_transitions").await, 300, "{url}");
+        let finals = "SELECT COUNT(*) FROM orders WHERE state = 'final'";
+        assert_eq!(scalar(&url, finals).await, 300, "{url}");
+        let applied = "SELECT CAST(COALESCE(SUM(applied), 0) AS BIGINT) FROM payrecon_runs";
+        assert_eq!(
+            scalar(&url, applied).await,
+            300,
+            "{url}: runs claim more than applied"
+        );
+        let mut retries = w.cg.retries();
+        assert_eq!(
+            retries.len(),
+            5,
+            "{url}: one resend per failed notification"
+        );
+        retries.sort();
+        retries.dedup();
+        assert_eq!(retries.len(), 5, "{url}");
+        // Both made progress side by side (or the manual run found it all done).
+        let manual_applied = manual["totals"]["applied"].as_u64().unwrap();
+        eprintln!("{url}: manual run applied {manual_applied}");
+        assert!(manual_applied < 300, "{url}: serve's run applied nothing");
+    }
 }
