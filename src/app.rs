@@ -9,7 +9,7 @@ use crate::config::{Config, ProviderConfig};
 use crate::engine::{Engine, Provider, ProviderEntry};
 use crate::metrics::Metrics;
 use crate::providers::chaingateway::ChaingatewayClient;
-use crate::secret::{redact_url, Secret};
+use crate::secret::Secret;
 use crate::store::Store;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,20 +24,13 @@ pub struct App {
 impl App {
     /// Connects the database (and migrates it when `database.migrate`), builds every client.
     pub async fn build(config: Config) -> Result<App, AppError> {
-        let secrets: Vec<Secret> = config.secrets().into_iter().cloned().collect();
-        let scrub = |e: &dyn std::fmt::Display| {
-            let refs: Vec<&Secret> = secrets.iter().collect();
-            crate::secret::redact(&e.to_string(), &refs)
-        };
-        let url = config.database.url.expose();
-        let store = Store::connect(url, config.database.max_connections)
-            .await
-            .map_err(|e| AppError(format!("database {}: {}", redact_url(url), scrub(&e))))?;
-        if config.database.migrate {
+        let migrate = config.database.migrate;
+        let store = connect(&config).await?;
+        if migrate {
             store
                 .migrate()
                 .await
-                .map_err(|e| AppError(format!("migrating the database: {}", scrub(&e))))?;
+                .map_err(|e| AppError(format!("migrating the database: {}", scrub(&config, &e))))?;
         }
         Self::with_store(config, store)
     }
@@ -87,46 +80,87 @@ impl App {
         })
     }
 
-    /// `payrecon check`: database, each provider on each of its chains, each chain RPC.
+    /// `payrecon check`: database, each chain RPC, each provider on each of its chains.
     /// Returns one line per item and whether all passed.
     pub async fn check(&self) -> (Vec<String>, bool) {
-        let e = &self.engine;
-        let mut lines = Vec::new();
-        let mut ok = true;
-        let mut line = |good: bool, what: String| {
-            ok &= good;
-            lines.push(format!("{} {what}", if good { "ok    " } else { "FAILED" }));
-        };
-        match e.store.ping().await {
-            Ok(()) => line(true, format!("database ({})", e.store.backend_name())),
-            Err(err) => line(false, format!("database: {}", e.redact(&err.to_string()))),
-        }
-        for (name, c) in &e.chains {
-            match (c.chain_id().await, c.head().await) {
-                (Ok(id), Ok(h)) => line(
-                    true,
-                    format!(
-                        "chain {name}: chain id {id}, head {}, final {}",
-                        h.number, h.final_block
-                    ),
-                ),
-                (Err(err), _) | (_, Err(err)) => line(false, e.redact(&err.to_string())),
-            }
-        }
-        for p in &e.providers {
-            for chain in &p.chains {
-                let r = match &*p.provider {
-                    Provider::Chaingateway(c) => c.block_number(chain).await,
-                };
-                match r {
-                    Ok(n) => line(
-                        true,
-                        format!("provider {} on {chain}: block {n}", p.provider.name()),
-                    ),
-                    Err(err) => line(false, e.redact(&err.to_string())),
-                }
-            }
-        }
-        (lines, ok)
+        let db = self.engine.store.ping().await.map_err(|e| e.to_string());
+        check_items(&self.engine, db).await
     }
+
+    /// `payrecon check` from a configuration alone: the database is connected (never
+    /// migrated) and, when it cannot be reached, reported as failed while the chains and
+    /// providers are still checked.
+    pub async fn check_config(config: Config) -> Result<(Vec<String>, bool), AppError> {
+        let (store, db) = match connect(&config).await {
+            Ok(store) => {
+                let ping = store.ping().await.map_err(|e| e.to_string());
+                (store, ping)
+            }
+            // A placeholder store so that the clients can be assembled; never queried.
+            Err(e) => (
+                Store::connect("sqlite::memory:", 1)
+                    .await
+                    .map_err(|e| AppError(e.to_string()))?,
+                Err(e.0),
+            ),
+        };
+        let app = Self::with_store(config, store)?;
+        Ok(check_items(&app.engine, db).await)
+    }
+}
+
+/// Every secret of `config` scrubbed from `e`.
+fn scrub(config: &Config, e: &dyn std::fmt::Display) -> String {
+    crate::secret::redact(&e.to_string(), &config.secrets())
+}
+
+/// Connects the configured database (no migration). The error names the database by its
+/// redacted URL and never carries the password.
+async fn connect(config: &Config) -> Result<Store, AppError> {
+    let url = config.database.url.expose();
+    Store::connect(url, config.database.max_connections)
+        .await
+        .map_err(|e| AppError(scrub(config, &e)))
+}
+
+async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) {
+    let mut lines = Vec::new();
+    let mut ok = true;
+    let mut line = |good: bool, what: String| {
+        ok &= good;
+        lines.push(format!("{} {what}", if good { "ok    " } else { "FAILED" }));
+    };
+    match db {
+        Ok(()) => line(true, format!("database ({})", e.store.backend_name())),
+        // The error text starts with "database: ".
+        Err(err) => line(false, e.redact(&err)),
+    }
+    for (name, c) in &e.chains {
+        match (c.chain_id().await, c.head().await) {
+            (Ok(id), Ok(h)) => line(
+                true,
+                format!(
+                    "chain {name}: chain id {id}, head {}, final {}",
+                    h.number, h.final_block
+                ),
+            ),
+            (Err(err), _) | (_, Err(err)) => line(
+                false,
+                format!("chain {name}: {}", e.redact(&err.to_string())),
+            ),
+        }
+    }
+    for p in &e.providers {
+        for chain in &p.chains {
+            let r = match &*p.provider {
+                Provider::Chaingateway(c) => c.block_number(chain).await,
+            };
+            let what = format!("provider {} on {chain}", p.provider.name());
+            match r {
+                Ok(n) => line(true, format!("{what}: block {n}")),
+                Err(err) => line(false, format!("{what}: {}", e.redact(&err.to_string()))),
+            }
+        }
+    }
+    (lines, ok)
 }

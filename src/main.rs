@@ -118,11 +118,12 @@ async fn dispatch(cli: Cli) -> ExitCode {
             }
         }
         Command::Check => {
-            let app = match payrecon::app::App::build(config).await {
-                Ok(a) => a,
+            // Every item is reported, the database included: an unreachable database is a
+            // FAILED line, and the chains and providers are still checked.
+            let (lines, ok) = match payrecon::app::App::check_config(config).await {
+                Ok(r) => r,
                 Err(e) => return fail(&e.to_string()),
             };
-            let (lines, ok) = app.check().await;
             for l in lines {
                 println!("{l}");
             }
@@ -134,11 +135,13 @@ async fn dispatch(cli: Cli) -> ExitCode {
         }
         Command::Run(args) => run(config, args).await,
         Command::Serve => {
+            // Before anything else, so that no signal finds the default handlers.
+            let shutdown = shutdown_signal();
             let app = match payrecon::app::App::build(config).await {
                 Ok(a) => a,
                 Err(e) => return fail(&e.to_string()),
             };
-            match payrecon::serve::serve(app, shutdown_signal(), |_| {}).await {
+            match payrecon::serve::serve(app, shutdown, |_| {}).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(&e.to_string()),
             }
@@ -165,6 +168,14 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         (Err(e), _) => return usage(&format!("--since: {e}")),
         (_, Err(e)) => return usage(&format!("--until: {e}")),
     };
+    // A usage error, whatever the state of the database.
+    if let Some(p) = args
+        .providers
+        .iter()
+        .find(|p| !config.providers.iter().any(|c| c.name() == p.as_str()))
+    {
+        return usage(&format!("--provider {p:?} is not configured"));
+    }
     let app = match payrecon::app::App::build(config).await {
         Ok(a) => a,
         Err(e) => return fail(&e.to_string()),
@@ -203,23 +214,34 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves at the first SIGTERM or SIGINT. The handlers are installed when this is called,
+/// not when the future is first polled: a signal that arrives while serve starts up (after the
+/// listener answers, before the schedule loop waits) is a graceful shutdown, never the
+/// default action that kills the process.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::error!(error = %e, "Cannot install the signal handlers; stopping.");
+                }
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -3,7 +3,9 @@
 
 mod chain;
 mod chaingateway;
+mod cli;
 mod evm;
 mod reconcile;
+mod serve;
 mod store;
 mod support;

@@ -1,0 +1,10 @@
+//! `payrecon run`, `migrate` and `check` as child processes: the report on stdout, exit
+//! codes, dry runs, environment overrides, secrets, resends across processes, a killed run.
+
+pub(crate) mod harness;
+
+mod codes;
+mod commands;
+mod kill;
+mod report;
+mod writes;

@@ -1,0 +1,174 @@
+//! `run --format json`: exactly one JSON document on stdout, every SPEC §5 field; logs on
+//! stderr only.
+
+use serde_json::Value;
+
+use super::harness::{payrecon, World};
+
+const KINDS: [&str; 6] = [
+    "missing",
+    "lagging",
+    "failed_notification",
+    "amount_mismatch",
+    "unknown_payment",
+    "reorged",
+];
+
+fn is_rfc3339(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.parse::<jiff::Timestamp>().is_ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_prints_one_document_with_every_field() {
+    let w = World::sqlite().await;
+    w.missing_payments(1, 2).await;
+    let failed = w.failed_notification(3).await;
+    let config = w.config("");
+    let out = payrecon(&config, &["run", "--format", "json", "--since", "2h"]).await;
+    out.assert_code(0);
+    out.assert_no_panic();
+    let r = out.json();
+
+    for key in [
+        "run_id",
+        "started_at",
+        "finished_at",
+        "since",
+        "until",
+        "dry_run",
+        "providers",
+        "totals",
+        "findings",
+        "findings_truncated",
+    ] {
+        assert!(r.get(key).is_some(), "report lacks {key}: {r}");
+    }
+    assert!(!r["run_id"].as_str().unwrap().is_empty());
+    for key in ["started_at", "finished_at", "since", "until"] {
+        assert!(is_rfc3339(&r[key]), "{key} is not RFC 3339: {}", r[key]);
+    }
+    let since: jiff::Timestamp = r["since"].as_str().unwrap().parse().unwrap();
+    let until: jiff::Timestamp = r["until"].as_str().unwrap().parse().unwrap();
+    let window = until.duration_since(since).as_secs();
+    assert!(
+        (7190..=7210).contains(&window),
+        "--since 2h: window {window} s"
+    );
+    assert_eq!(r["dry_run"], false);
+    assert_eq!(r["findings_truncated"], false);
+
+    let providers = r["providers"].as_array().unwrap();
+    let names: Vec<&str> = providers
+        .iter()
+        .map(|p| p["provider"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sandbox", "chain"]);
+    for p in providers {
+        for key in [
+            "provider",
+            "kind",
+            "status",
+            "error",
+            "checked",
+            "gaps",
+            "applied",
+            "refused_backwards",
+            "rejected",
+            "resends",
+        ] {
+            assert!(p.get(key).is_some(), "provider entry lacks {key}: {p}");
+        }
+        let gaps = p["gaps"].as_object().unwrap();
+        let mut listed: Vec<&str> = gaps.keys().map(String::as_str).collect();
+        listed.sort_unstable();
+        let mut want = KINDS.to_vec();
+        want.sort_unstable();
+        assert_eq!(listed, want, "gaps lists all six kinds");
+        for k in ["requested", "skipped", "failed"] {
+            assert!(p["resends"][k].is_u64(), "resends.{k}: {p}");
+        }
+        assert_eq!(p["status"], "ok");
+        assert_eq!(p["error"], Value::Null);
+    }
+    let cg = &providers[0];
+    assert_eq!(cg["kind"], "chaingateway");
+    assert_eq!(cg["checked"], 3);
+    assert_eq!(cg["gaps"]["missing"], 3);
+    assert_eq!(cg["gaps"]["failed_notification"], 1);
+    assert_eq!(cg["applied"], 3);
+    assert_eq!(cg["resends"]["requested"], 1);
+    assert_eq!(providers[1]["kind"], "chain");
+
+    let totals = &r["totals"];
+    assert_eq!(totals["checked"], 3);
+    assert_eq!(totals["gaps"], 4);
+    assert_eq!(totals["applied"], 3);
+    assert_eq!(totals["resends_requested"], 1);
+
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 4, "{findings:?}");
+    for f in findings {
+        for key in [
+            "provider",
+            "kind",
+            "chain",
+            "tx_hash",
+            "log_index",
+            "order_ref",
+            "local_state",
+            "observed_state",
+            "action",
+            "detail",
+        ] {
+            assert!(f.get(key).is_some(), "finding lacks {key}: {f}");
+        }
+    }
+    let resend = findings
+        .iter()
+        .find(|f| f["kind"] == "failed_notification")
+        .unwrap();
+    assert_eq!(resend["order_ref"], failed.as_str());
+    assert_eq!(resend["action"], "resend_requested");
+    let missing: Vec<&Value> = findings.iter().filter(|f| f["kind"] == "missing").collect();
+    assert!(missing.iter().all(|f| f["action"] == "applied"
+        && f["local_state"] == "unpaid"
+        && f["observed_state"] == "final"
+        && f["chain"] == "ethereum"));
+
+    // Logs went to stderr, and they are there.
+    assert!(
+        out.stderr.contains("Run finished"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("Run finished"));
+    // The run is recorded with the report's id.
+    let run = w
+        .store
+        .run_by_id(r["run_id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((run.trigger.as_str(), run.status.as_str()), ("cli", "ok"));
+    assert_eq!(w.cg.retries().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_text_is_the_default_and_not_json() {
+    let w = World::sqlite().await;
+    w.missing_payments(1, 1).await;
+    let out = payrecon(&w.config(""), &["run"]).await;
+    out.assert_code(0);
+    assert!(serde_json::from_str::<Value>(&out.stdout).is_err());
+    assert!(
+        out.stdout.contains("sandbox"),
+        "text report: {}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("INFO"),
+        "logs on stdout: {}",
+        out.stdout
+    );
+}

@@ -1,0 +1,343 @@
+//! /healthz, /readyz, /metrics; a scheduled run.
+
+use std::time::Duration;
+
+use super::{series, world_with_payments, Served, EVERY_SECOND, NEVER};
+use crate::cli::harness::World;
+use crate::support::wait_until;
+
+const METRICS: [&str; 12] = [
+    "payrecon_runs_total",
+    "payrecon_run_duration_seconds",
+    "payrecon_last_success_timestamp_seconds",
+    "payrecon_payments_checked_total",
+    "payrecon_gaps_total",
+    "payrecon_gap_ratio",
+    "payrecon_transitions_applied_total",
+    "payrecon_transitions_refused_total",
+    "payrecon_resends_total",
+    "payrecon_provider_requests_total",
+    "payrecon_records_rejected_total",
+    "payrecon_chain_head_block",
+];
+
+/// Every label value is a bounded enum or a configured name: never a hash or an address.
+fn assert_bounded_labels(text: &str) {
+    let allowed = [
+        "sandbox",
+        "chain",
+        "ethereum",
+        "ok",
+        "failed",
+        "missing",
+        "lagging",
+        "failed_notification",
+        "amount_mismatch",
+        "unknown_payment",
+        "reorged",
+        "unpaid",
+        "pending",
+        "confirmed",
+        "final",
+        "backwards",
+        "duplicate",
+        "requested",
+        "skipped",
+        "2xx",
+        "4xx",
+        "5xx",
+        "error",
+    ];
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(
+            !line.contains("0x"),
+            "a hash or address in /metrics: {line}"
+        );
+        let Some((_, rest)) = line.split_once('{') else {
+            continue;
+        };
+        let labels = rest.split_once('}').unwrap().0;
+        for kv in labels.split(',') {
+            let (k, v) = kv.split_once('=').unwrap();
+            let v = v.trim_matches('"');
+            if k == "le" {
+                continue;
+            }
+            assert!(
+                allowed.contains(&v),
+                "unexpected label value {k}={v:?} in {line}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_all_exported_at_zero_before_the_first_run() {
+    let (w, config) = world_with_payments(1, NEVER).await;
+    let mut s = Served::start(&config).await;
+    assert_eq!(s.get("/healthz").await.0, 200);
+    assert_eq!(s.get("/readyz").await.0, 200);
+    assert_eq!(s.get("/nope").await.0, 404);
+    let m = s.metrics().await;
+    for name in METRICS {
+        assert!(
+            m.lines().any(|l| l.starts_with(name)),
+            "{name} missing from /metrics:\n{m}"
+        );
+    }
+    for provider in ["sandbox", "chain"] {
+        for outcome in ["ok", "failed"] {
+            let v = series(
+                &m,
+                "payrecon_runs_total",
+                &[("provider", provider), ("outcome", outcome)],
+            );
+            assert_eq!(v, Some(0.0), "runs_total {provider} {outcome}:\n{m}");
+        }
+        assert_eq!(
+            series(&m, "payrecon_gap_ratio", &[("provider", provider)]),
+            Some(0.0)
+        );
+        assert_eq!(
+            series(
+                &m,
+                "payrecon_run_duration_seconds_count",
+                &[("provider", provider)]
+            ),
+            Some(0.0),
+            "{m}"
+        );
+    }
+    for kind in [
+        "missing",
+        "lagging",
+        "failed_notification",
+        "amount_mismatch",
+        "unknown_payment",
+        "reorged",
+    ] {
+        let v = series(
+            &m,
+            "payrecon_gaps_total",
+            &[
+                ("provider", "sandbox"),
+                ("chain", "ethereum"),
+                ("kind", kind),
+            ],
+        );
+        assert_eq!(v, Some(0.0), "gaps_total {kind}:\n{m}");
+    }
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_payments_checked_total",
+            &[("provider", "sandbox"), ("chain", "ethereum")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_transitions_applied_total",
+            &[("provider", "sandbox"), ("from", "unpaid"), ("to", "final")]
+        ),
+        Some(0.0),
+        "{m}"
+    );
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_transitions_refused_total",
+            &[("provider", "sandbox"), ("reason", "backwards")]
+        ),
+        Some(0.0)
+    );
+    for outcome in ["requested", "skipped", "failed"] {
+        assert_eq!(
+            series(
+                &m,
+                "payrecon_resends_total",
+                &[("provider", "sandbox"), ("outcome", outcome)]
+            ),
+            Some(0.0),
+            "{m}"
+        );
+    }
+    for status in ["2xx", "4xx", "5xx", "error"] {
+        assert_eq!(
+            series(
+                &m,
+                "payrecon_provider_requests_total",
+                &[("provider", "sandbox"), ("status", status)]
+            ),
+            Some(0.0),
+            "{m}"
+        );
+    }
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_records_rejected_total",
+            &[("provider", "sandbox")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(&m, "payrecon_chain_head_block", &[("chain", "ethereum")]),
+        Some(0.0)
+    );
+    assert_bounded_labels(&m);
+    assert_eq!(w.count("payrecon_runs").await, 0);
+    let (code, took) = s.stop("TERM", Duration::from_secs(10)).await;
+    assert_eq!(code, Some(0), "{}", s.proc.stderr());
+    eprintln!("idle serve: SIGTERM to exit {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_applies_and_moves_the_metrics() {
+    let (w, config) = world_with_payments(2, EVERY_SECOND).await;
+    w.failed_notification(9).await;
+    let mut s = Served::start(&config).await;
+    let ok = |m: &str| {
+        series(
+            m,
+            "payrecon_runs_total",
+            &[("provider", "sandbox"), ("outcome", "ok")],
+        )
+    };
+    wait_until("a scheduled run", Duration::from_secs(30), || async {
+        ok(&s.metrics().await).is_some_and(|v| v > 0.0)
+    })
+    .await;
+    let m = s.metrics().await;
+    for r in ["P-1", "P-2", "P-9"] {
+        let o = w.store.order_by_ref(r).await.unwrap().unwrap();
+        assert_eq!(o.state.as_str(), "final", "{r}");
+    }
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_transitions_applied_total",
+            &[("provider", "sandbox"), ("from", "unpaid"), ("to", "final")]
+        ),
+        Some(3.0),
+        "{m}"
+    );
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_gaps_total",
+            &[
+                ("provider", "sandbox"),
+                ("chain", "ethereum"),
+                ("kind", "missing")
+            ]
+        ),
+        Some(3.0),
+        "{m}"
+    );
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_resends_total",
+            &[("provider", "sandbox"), ("outcome", "requested")]
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    assert!(
+        series(
+            &m,
+            "payrecon_last_success_timestamp_seconds",
+            &[("provider", "sandbox")]
+        )
+        .unwrap()
+            > 1.7e9
+    );
+    assert_eq!(
+        series(&m, "payrecon_chain_head_block", &[("chain", "ethereum")]),
+        Some(w.chain.head() as f64)
+    );
+    assert!(
+        series(
+            &m,
+            "payrecon_provider_requests_total",
+            &[("provider", "sandbox"), ("status", "2xx")]
+        )
+        .unwrap()
+            > 0.0
+    );
+    assert!(
+        series(
+            &m,
+            "payrecon_run_duration_seconds_count",
+            &[("provider", "sandbox")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert_bounded_labels(&m);
+    let runs = w.count("payrecon_runs").await;
+    assert!(runs >= 1);
+    assert_eq!(w.count("payrecon_transitions").await, 3);
+    assert_eq!(
+        w.cg.retries().len(),
+        1,
+        "one resend whatever the number of runs"
+    );
+    let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
+    assert_eq!(code, Some(0));
+    assert!(
+        s.proc.stdout().is_empty(),
+        "serve printed on stdout: {}",
+        s.proc.stdout()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_503_when_the_database_is_gone() {
+    let Some(url) = crate::support::pg_url().await else {
+        return;
+    };
+    let name = url.rsplit('/').next().unwrap().to_string();
+    let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+    let config = w.config(NEVER);
+    let mut s = Served::start(&config).await;
+    assert_eq!(s.get("/readyz").await.0, 200);
+
+    let t0 = std::time::Instant::now();
+    let base = std::env::var("PAYRECON_TEST_PG_URL").unwrap();
+    let admin = sqlx::PgPool::connect(&base).await.unwrap();
+    // The database goes away: no new connections, every session ended. (Not DROP DATABASE:
+    // its checkpoint takes tens of seconds on a busy test server.)
+    for sql in [
+        format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"),
+        format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ),
+    ] {
+        sqlx::query(&sql).execute(&admin).await.unwrap();
+    }
+    eprintln!("dropped after {:?}", t0.elapsed());
+    wait_until("/readyz 503", Duration::from_secs(30), || async {
+        s.get("/readyz").await.0 == 503
+    })
+    .await;
+    eprintln!("503 after {:?}", t0.elapsed());
+    let (_, body) = s.get("/readyz").await;
+    assert!(body.contains("database"), "{body}");
+    assert_eq!(s.get("/healthz").await.0, 200, "healthz stays 200");
+    // The database is back: ready again.
+    sqlx::query(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    wait_until("/readyz 200 again", Duration::from_secs(30), || async {
+        s.get("/readyz").await.0 == 200
+    })
+    .await;
+    let (code, took) = s.stop("TERM", Duration::from_secs(20)).await;
+    eprintln!("stopped after {:?} ({took:?})", t0.elapsed());
+    assert_eq!(code, Some(0), "{}", s.proc.stderr());
+}
