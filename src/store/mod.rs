@@ -115,7 +115,7 @@ pub enum Store {
 }
 
 /// How often a PostgreSQL batch is retried after a deadlock or serialization failure.
-const APPLY_ATTEMPTS: usize = 3;
+const APPLY_ATTEMPTS: usize = 6;
 
 impl Store {
     /// `sqlite://path` (created if missing) or `postgres://…`. Errors never carry the password.
@@ -218,18 +218,31 @@ impl Store {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        // A canonical order (by payment key, then order id) makes concurrent batches wait on
+        // each other's unique-index entries in one direction only: no deadlock cycle.
+        let order = canonical_order(batch);
+        let sorted: Vec<PlannedTransition> = order.iter().map(|&i| batch[i].clone()).collect();
         let mut attempt = 0;
         loop {
             attempt += 1;
             let res = match self {
-                Store::Sqlite(p) => sqlite::apply(p, batch, ctx).await,
-                Store::Postgres(p) => postgres::apply(p, batch, ctx).await,
+                Store::Sqlite(p) => sqlite::apply(p, &sorted, ctx).await,
+                Store::Postgres(p) => postgres::apply(p, &sorted, ctx).await,
             };
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
+                    let jitter = rand::random::<u64>() % (25 << attempt);
+                    tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;
                 }
-                other => return other.map_err(|e| rows::db_error("apply transitions", e)),
+                other => {
+                    let outcomes = other.map_err(|e| rows::db_error("apply transitions", e))?;
+                    let mut out = vec![ApplyOutcome::Duplicate; batch.len()];
+                    for (pos, &i) in order.iter().enumerate() {
+                        out[i] = outcomes[pos];
+                    }
+                    return Ok(out);
+                }
             }
         }
     }
@@ -335,6 +348,27 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 }
 
 /// Deadlock, serialization failure (PostgreSQL) or a busy database (SQLite): try again.
+/// Indices of `batch` sorted by the payment key an order is attached to in this batch (if
+/// any), then order id, then position, so that an order's steps keep their order.
+fn canonical_order(batch: &[PlannedTransition]) -> Vec<usize> {
+    let mut first_key: std::collections::HashMap<i64, &PaymentKey> =
+        std::collections::HashMap::new();
+    for t in batch {
+        if let Some(a) = &t.attach {
+            first_key.entry(t.order_id).or_insert(&a.key);
+        }
+    }
+    let mut order: Vec<usize> = (0..batch.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            first_key.get(&batch[i].order_id).copied(),
+            batch[i].order_id,
+            i,
+        )
+    });
+    order
+}
+
 fn is_retryable(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())

@@ -27,8 +27,29 @@ pub fn sqlite_url() -> (tempfile::TempDir, String) {
     (dir, url)
 }
 
-/// A fresh PostgreSQL database for this test, or None (skipped) without PAYRECON_TEST_PG_URL.
+/// A fresh PostgreSQL schema for this test (tables created there through `search_path`), or
+/// None (skipped) without PAYRECON_TEST_PG_URL. Schemas, not databases: creating and dropping
+/// them is cheap, where each DROP DATABASE costs a checkpoint.
 pub async fn pg_url() -> Option<String> {
+    let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") else {
+        skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL tests)");
+        return None;
+    };
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to PAYRECON_TEST_PG_URL");
+    let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE SCHEMA {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some(format!("{base}{sep}options=-c%20search_path%3D{name}"))
+}
+
+/// A fresh PostgreSQL database (for tests that take the whole database away).
+pub async fn pg_database_url() -> Option<String> {
     let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") else {
         skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL tests)");
         return None;

@@ -296,7 +296,7 @@ async fn a_scheduled_run_applies_and_moves_the_metrics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_is_503_when_the_database_is_gone() {
-    let Some(url) = crate::support::pg_url().await else {
+    let Some(url) = crate::support::pg_database_url().await else {
         return;
     };
     let name = url.rsplit('/').next().unwrap().to_string();
