@@ -108,7 +108,7 @@ async fn columns(store: &Store, table: &str) -> Vec<String> {
         }
         Store::Postgres(p) => sqlx::query_scalar(
             "SELECT column_name::text FROM information_schema.columns \
-             WHERE table_name = $1 ORDER BY ordinal_position",
+             WHERE table_name = $1 AND table_schema = current_schema() ORDER BY ordinal_position",
         )
         .bind(table)
         .fetch_all(p)
