@@ -1,42 +1,12 @@
-//! The 100k-record benchmark (ignored) and the contract test against Prism (optional).
+//! The contract test against Prism serving Chaingateway's own OpenAPI document.
+//! (Fetch speed is measured by `examples/bench_backfill.rs`, not here.)
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::StreamExt;
 use payrecon::domain::{Address, Asset};
 use payrecon::providers::{ListKind, StatusClass};
-use payrecon::sandbox::chaingateway::FakeChaingateway;
 
 use super::*;
-
-/// `cargo nextest run -E 'test(bench_)' --run-ignored only --no-capture`: prints the time
-/// to read 100,000 records (15 a page) with 20 ms latency and concurrency 4.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: run explicitly"]
-async fn bench_100k_records() {
-    let (fake, base) = FakeChaingateway::start(KEY).await;
-    for i in 0..100_000 {
-        fake.add_notification("ethereum", record(i));
-    }
-    fake.set_latency(Duration::from_millis(20));
-    let mut s = settings(&base);
-    s.max_concurrency = 4;
-    let (c, _) = client(s);
-    let started = Instant::now();
-    let mut records = 0;
-    let mut pages = c.pages("ethereum", ListKind::All);
-    while let Some(page) = pages.next().await {
-        records += page.unwrap().records.len();
-    }
-    let took = started.elapsed();
-    assert_eq!(records, 100_000);
-    assert!(fake.max_in_flight() <= 4);
-    eprintln!(
-        "100000 records, {} requests, max in flight {}: {took:?}",
-        fake.requests(),
-        fake.max_in_flight()
-    );
-}
 
 /// Contract test: the client against Prism mocking Chaingateway's own OpenAPI document
 /// (`../shared/chaingateway-openapi.yaml` beside the repository, or `CHAINGATEWAY_OPENAPI`).
