@@ -8,12 +8,16 @@ use jiff::Timestamp;
 use super::{Engine, Provider, RunCtx};
 use crate::domain::{
     reconcile, Action, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome,
+    ResendRequest,
 };
 use crate::metrics::{
     GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
 };
 use crate::report::{FindingOut, ProviderReport, MAX_FINDINGS};
 use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Source, StoreError};
+
+/// Resend requests (claim, then POST) in flight at once within a batch.
+const RESEND_CONCURRENCY: usize = 4;
 
 /// What one provider's (or the sweep's) part of a run has done so far.
 pub struct BatchAcc {
@@ -117,13 +121,9 @@ impl Engine {
             plan.refused_backwards.len() as u64,
         );
 
-        let mut resend_actions = Vec::with_capacity(plan.resends.len());
-        for r in &plan.resends {
-            resend_actions.push(
-                self.resend(ctx, acc, resender.as_ref(), &r.chain, &r.notification_id)
-                    .await?,
-            );
-        }
+        let resend_actions = self
+            .resends(ctx, acc, resender.as_ref(), &plan.resends)
+            .await?;
 
         let mut rows = Vec::with_capacity(plan.findings.len());
         for f in &plan.findings {
@@ -207,53 +207,80 @@ impl Engine {
         self.metrics.refused.get_or_create(&l).inc_by(n);
     }
 
-    /// One resend: claimed in the database first (cooldown, atomic across processes), then
-    /// requested. A crash between the two loses that one request until the cooldown ends.
-    async fn resend(
+    /// The batch's resends, up to `RESEND_CONCURRENCY` at a time; each is claimed in the
+    /// database first (cooldown, atomic across processes), then requested. A crash between
+    /// claim and request loses the requests in flight (at most `RESEND_CONCURRENCY`) until
+    /// the cooldown ends, never duplicates one. One action per request, in order.
+    async fn resends(
         &self,
         ctx: &RunCtx,
         acc: &mut BatchAcc,
         resender: Option<&Resender<'_>>,
-        chain: &str,
-        id: &str,
-    ) -> Result<Action, StoreError> {
+        requests: &[ResendRequest],
+    ) -> Result<Vec<Action>, StoreError> {
         let (true, Some(r)) = (ctx.resend, resender) else {
-            return Ok(Action::None);
+            return Ok(vec![Action::None; requests.len()]);
         };
         let provider = acc.report.provider.clone();
         let cooldown = self.settings.resend_cooldown;
-        let outcome = if !self
-            .store
-            .claim_resend(&provider, id, Timestamp::now(), cooldown)
-            .await?
-        {
-            acc.report.resends.skipped += 1;
-            (ResendOutcome::skipped, Action::ResendSkipped)
-        } else {
-            let result = match r.provider {
-                Provider::Chaingateway(c) => c.retry(chain, id).await,
-            };
-            match result {
-                Ok(()) => {
+        let mut results = Vec::with_capacity(requests.len());
+        for chunk in requests.chunks(RESEND_CONCURRENCY) {
+            let pending: Vec<_> = chunk
+                .iter()
+                .map(|q| self.claim_and_resend(r, &provider, q, cooldown))
+                .collect();
+            results.extend(futures::future::join_all(pending).await);
+        }
+        let mut actions = Vec::with_capacity(requests.len());
+        for (q, result) in requests.iter().zip(results) {
+            let id = &q.notification_id;
+            let outcome = match result? {
+                None => {
+                    acc.report.resends.skipped += 1;
+                    (ResendOutcome::skipped, Action::ResendSkipped)
+                }
+                Some(Ok(())) => {
                     acc.report.resends.requested += 1;
                     tracing::info!(provider = %provider, notification = %id, "Resend requested.");
                     (ResendOutcome::requested, Action::ResendRequested)
                 }
-                Err(e) => {
+                Some(Err(error)) => {
                     acc.report.resends.failed += 1;
-                    tracing::warn!(provider = %provider, notification = %id, error = %self.redact(&e.to_string()), "Resend request failed.");
+                    tracing::warn!(provider = %provider, notification = %id, error = %error, "Resend request failed.");
                     (ResendOutcome::failed, Action::None)
                 }
-            }
+            };
+            self.metrics
+                .resends
+                .get_or_create(&ResendL {
+                    provider: provider.clone(),
+                    outcome: outcome.0,
+                })
+                .inc();
+            actions.push(outcome.1);
+        }
+        Ok(actions)
+    }
+
+    /// Claims one resend; when claimed, requests it. `None` = within the cooldown (skipped).
+    async fn claim_and_resend(
+        &self,
+        r: &Resender<'_>,
+        provider: &str,
+        q: &ResendRequest,
+        cooldown: Duration,
+    ) -> Result<Option<Result<(), String>>, StoreError> {
+        let claimed = self
+            .store
+            .claim_resend(provider, &q.notification_id, Timestamp::now(), cooldown)
+            .await?;
+        if !claimed {
+            return Ok(None);
+        }
+        let result = match r.provider {
+            Provider::Chaingateway(c) => c.retry(&q.chain, &q.notification_id).await,
         };
-        self.metrics
-            .resends
-            .get_or_create(&ResendL {
-                provider,
-                outcome: outcome.0,
-            })
-            .inc();
-        Ok(outcome.1)
+        Ok(Some(result.map_err(|e| self.redact(&e.to_string()))))
     }
 
     /// Counts a record as checked once per run; false when it was already examined.

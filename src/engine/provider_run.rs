@@ -43,21 +43,52 @@ impl Engine {
             .ok_or_else(|| format!("chain {chain} is not configured"))?;
         // Failed notifications first: they are few, and their resends should not wait.
         for list in [ListKind::Failed, ListKind::All] {
-            let mut pages = spawn_pages(e.provider.clone(), chain.to_string(), list, 2);
+            let batch_size = self.settings.batch_size;
+            let mut pages = spawn_pages(e.provider.clone(), chain.to_string(), list, batch_size);
             let mut pending: Vec<ProviderRecord> = Vec::new();
-            while let Some(page) = pages.recv().await {
-                let page = page.map_err(|err| err.to_string())?;
-                self.take_page(ctx, acc, page, list, &mut pending);
-                while pending.len() >= self.settings.batch_size {
-                    let rest = pending.split_off(self.settings.batch_size);
+            // Batch k's ledger lookup and settle run while batch k+1 is resolved on chain
+            // (resolution reads only the chain), and the page task keeps fetching meanwhile.
+            let mut resolved: Option<Resolved> = None;
+            let mut done = false;
+            while !done {
+                match pages.recv().await {
+                    Some(page) => {
+                        let page = page.map_err(|err| err.to_string());
+                        let page = match page {
+                            Ok(p) => p,
+                            Err(err) => {
+                                if let Some(r) = resolved.take() {
+                                    self.settle_resolved(ctx, acc, &e.provider, r).await?;
+                                }
+                                return Err(err);
+                            }
+                        };
+                        self.take_page(ctx, acc, page, list, &mut pending);
+                    }
+                    None => done = true,
+                }
+                while pending.len() >= batch_size || (done && !pending.is_empty()) {
+                    let rest = pending.split_off(batch_size.min(pending.len()));
                     let batch = std::mem::replace(&mut pending, rest);
-                    self.process_records(ctx, acc, &e.provider, client, &head, batch)
-                        .await?;
+                    if let Some(pb) = &ctx.progress {
+                        pb.inc(batch.len() as u64);
+                    }
+                    let previous = resolved.take();
+                    let (settled, next) = futures::join!(
+                        async {
+                            match previous {
+                                Some(r) => self.settle_resolved(ctx, acc, &e.provider, r).await,
+                                None => Ok(()),
+                            }
+                        },
+                        resolve(client, &head, batch)
+                    );
+                    settled?;
+                    resolved = Some(next?);
                 }
             }
-            if !pending.is_empty() {
-                self.process_records(ctx, acc, &e.provider, client, &head, pending)
-                    .await?;
+            if let Some(r) = resolved.take() {
+                self.settle_resolved(ctx, acc, &e.provider, r).await?;
             }
         }
         Ok(())
@@ -85,32 +116,15 @@ impl Engine {
         }
     }
 
-    /// Chain resolution, one batched ledger lookup, settle.
-    async fn process_records(
+    /// One batched ledger lookup (plus one for ambiguous receipts), then settle.
+    async fn settle_resolved(
         &self,
         ctx: &RunCtx,
         acc: &mut BatchAcc,
         provider: &Provider,
-        client: &ChainClient,
-        head: &ChainHead,
-        records: Vec<ProviderRecord>,
+        resolved: Resolved,
     ) -> Result<(), String> {
-        if let Some(pb) = &ctx.progress {
-            pb.inc(records.len() as u64);
-        }
-        let queries: Vec<TransferQuery> = records
-            .iter()
-            .map(|r| TransferQuery {
-                tx_hash: r.tx_hash.clone(),
-                asset: r.asset.clone(),
-                to: Some(r.to.clone()),
-                log_index: None,
-            })
-            .collect();
-        let lookups = client
-            .lookup(head, &queries)
-            .await
-            .map_err(|e| e.to_string())?;
+        let Resolved { records, lookups } = resolved;
         let ambiguous: Vec<PaymentKey> = lookups
             .iter()
             .filter_map(|l| match l {
@@ -187,6 +201,34 @@ impl Engine {
     }
 }
 
+/// A batch of records and the chain's answer for each, in order.
+struct Resolved {
+    records: Vec<ProviderRecord>,
+    lookups: Vec<Lookup>,
+}
+
+/// Chain resolution of a batch: receipts in JSON-RPC batches; no ledger access.
+async fn resolve(
+    client: &ChainClient,
+    head: &ChainHead,
+    records: Vec<ProviderRecord>,
+) -> Result<Resolved, String> {
+    let queries: Vec<TransferQuery> = records
+        .iter()
+        .map(|r| TransferQuery {
+            tx_hash: r.tx_hash.clone(),
+            asset: r.asset.clone(),
+            to: Some(r.to.clone()),
+            log_index: None,
+        })
+        .collect();
+    let lookups = client
+        .lookup(head, &queries)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Resolved { records, lookups })
+}
+
 /// Identity of a record for "examined once per run": the list it came from does not matter.
 fn fingerprint(r: &ProviderRecord) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -194,24 +236,47 @@ fn fingerprint(r: &ProviderRecord) -> u64 {
     h.finish()
 }
 
-/// Reads a list's pages on their own task so that the next pages are in flight while this
-/// batch is resolved and applied; the channel bounds how far ahead it reads.
+/// Reads a list's pages on their own task, so that pages keep being fetched while a batch is
+/// resolved and applied, and hands them over merged into chunks of at least `chunk` records
+/// (a page is never split). The channel holds one chunk while the task assembles the next:
+/// memory is about three batches plus the pages in flight, whatever the page size. (Handing
+/// over single pages through a 2-page channel stalled the fetch while a batch was settled.)
 fn spawn_pages(
     provider: Arc<Provider>,
     chain: String,
     list: ListKind,
-    ahead: usize,
+    chunk: usize,
 ) -> mpsc::Receiver<Result<Page, ProviderError>> {
-    let (tx, rx) = mpsc::channel(ahead.max(1));
+    let (tx, rx) = mpsc::channel(1);
     tokio::spawn(async move {
         let mut pages = match &*provider {
             Provider::Chaingateway(c) => c.pages(&chain, list),
         };
+        let mut merged = Page::default();
+        let size = |p: &Page| p.records.len() + p.rejected.len();
         while let Some(p) = pages.next().await {
-            let stop = p.is_err();
-            if tx.send(p).await.is_err() || stop {
-                break;
+            match p {
+                Ok(page) => {
+                    merged.records.extend(page.records);
+                    merged.rejected.extend(page.rejected);
+                    if size(&merged) >= chunk.max(1)
+                        && tx.send(Ok(std::mem::take(&mut merged))).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    // What was read before the failure is still reconciled.
+                    if size(&merged) > 0 && tx.send(Ok(merged)).await.is_err() {
+                        return;
+                    }
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
             }
+        }
+        if size(&merged) > 0 {
+            let _ = tx.send(Ok(merged)).await;
         }
     });
     rx

@@ -15,6 +15,13 @@ use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State,
 
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 
+/// SQL statements this process has sent to either backend so far (BEGIN, COMMIT, SAVEPOINT
+/// and RELEASE included; the `inspect` helpers and `ping` excluded). A relaxed atomic add per
+/// statement; read by the benchmark (`examples/bench_backfill.rs`).
+pub fn statements_issued() -> u64 {
+    rows::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]

@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Acquire, PgPool, Postgres, QueryBuilder, Transaction};
 
 use super::rows::{
-    connect_error, cutoff, db_error, decode_raw_row, rank_sql, valid_rows, LOOKUP_CHUNK,
+    connect_error, counted, cutoff, db_error, decode_raw_row, rank_sql, valid_rows, LOOKUP_CHUNK,
     PG_ROW_COLUMNS,
 };
 use super::{
@@ -70,7 +70,7 @@ pub(super) async fn load_view(
             .bind(c)
             .bind(t)
             .bind(l)
-            .fetch_all(pool)
+            .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("look up orders by payment key", e))?;
         valid_rows(rows.iter().map(|r| decode_raw_row!(r)))
@@ -91,7 +91,7 @@ pub(super) async fn load_view(
             .bind(chains)
             .bind(pay_to)
             .bind(assets)
-            .fetch_all(pool)
+            .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
         valid_rows(rows.iter().map(|r| decode_raw_row!(r)))
@@ -136,7 +136,7 @@ pub(super) async fn attached_keys(
             .bind(c)
             .bind(t)
             .bind(l)
-            .fetch_all(pool)
+            .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("look up attached payment keys", e))?;
         found.extend(rows);
@@ -156,7 +156,7 @@ pub(super) async fn sweep_page(
     let rows = sqlx::query(&sql)
         .bind(after_id)
         .bind(limit)
-        .fetch_all(pool)
+        .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("read a sweep page", e))?;
     let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
@@ -174,19 +174,19 @@ pub(super) async fn apply(
     ctx: &ApplyContext,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = Timestamp::now().to_string();
-    let mut tx = pool.begin().await?;
+    let mut tx = counted(pool).begin().await?;
     let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
     let rows: Vec<(i64, String)> =
         sqlx::query_as("SELECT id, state FROM orders WHERE id = ANY($1) ORDER BY id FOR UPDATE")
             .bind(ids)
-            .fetch_all(&mut *tx)
+            .fetch_all(counted(&mut *tx))
             .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
     let mut out = Vec::with_capacity(batch.len());
     for t in batch {
         out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
     }
-    tx.commit().await?;
+    counted(tx).commit().await?;
     Ok(out)
 }
 
@@ -206,7 +206,7 @@ async fn apply_one(
         Ok(s) => s,
         Err(_) => return Ok(ApplyOutcome::Duplicate),
     };
-    let mut sp = Acquire::begin(&mut *tx).await?;
+    let mut sp = Acquire::begin(counted(&mut *tx)).await?;
     let rank = rank_sql("state");
     let updated = match &t.attach {
         None => {
@@ -218,7 +218,7 @@ async fn apply_one(
             .bind(t.to.as_str())
             .bind(now)
             .bind(t.to.rank())
-            .execute(&mut *sp)
+            .execute(counted(&mut *sp))
             .await
         }
         Some(a) => {
@@ -240,23 +240,23 @@ async fn apply_one(
             .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
             .bind(&a.block.hash)
             .bind(&a.key.chain)
-            .execute(&mut *sp)
+            .execute(counted(&mut *sp))
             .await
         }
     };
     let affected = match updated {
         Ok(r) => r.rows_affected(),
         Err(e) if is_unique_violation(&e) => {
-            sp.rollback().await?;
+            counted(sp).rollback().await?;
             return Ok(ApplyOutcome::Duplicate);
         }
         Err(e) => return Err(e),
     };
     if affected == 0 {
-        sp.rollback().await?;
+        counted(sp).rollback().await?;
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM orders WHERE id = $1")
             .bind(t.order_id)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(counted(&mut **tx))
             .await?;
         return Ok(outcome_after_miss(state.as_deref(), t.to));
     }
@@ -273,15 +273,15 @@ async fn apply_one(
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
-    .execute(&mut *sp)
+    .execute(counted(&mut *sp))
     .await?
     .rows_affected();
     if inserted == 0 {
         // (order, to_state) was applied before (the row has been moved back since): undo.
-        sp.rollback().await?;
+        counted(sp).rollback().await?;
         return Ok(ApplyOutcome::Duplicate);
     }
-    sp.commit().await?;
+    counted(sp).commit().await?;
     current.insert(t.order_id, t.to.as_str().to_string());
     Ok(ApplyOutcome::Applied { from })
 }
@@ -303,7 +303,7 @@ pub(super) async fn claim_resend(
     .bind(notification_id)
     .bind(now.to_string())
     .bind(cutoff(now, cooldown).to_string())
-    .execute(pool)
+    .execute(counted(pool))
     .await
     .map_err(|e| db_error("claim a resend", e))?
     .rows_affected();
@@ -320,7 +320,7 @@ pub(super) async fn start_run(pool: &PgPool, run: &RunRow) -> Result<(), StoreEr
     .bind(run.started_at.to_string())
     .bind(run.since.to_string())
     .bind(run.until.to_string())
-    .execute(pool)
+    .execute(counted(pool))
     .await
     .map_err(|e| db_error("record the start of a run", e))?;
     Ok(())
@@ -344,7 +344,7 @@ pub(super) async fn finish_run(
     .bind(totals.applied)
     .bind(totals.resends_requested)
     .bind(&totals.error)
-    .execute(pool)
+    .execute(counted(pool))
     .await
     .map_err(|e| db_error("record the end of a run", e))?;
     Ok(done.rows_affected())
@@ -355,7 +355,7 @@ pub(super) async fn insert_findings(
     run_id: &str,
     findings: &[FindingRow],
 ) -> Result<(), StoreError> {
-    let mut tx = pool
+    let mut tx = counted(pool)
         .begin()
         .await
         .map_err(|e| db_error("record findings", e))?;
@@ -378,17 +378,18 @@ pub(super) async fn insert_findings(
                 .push_bind(&f.detail);
         });
         qb.build()
-            .execute(&mut *tx)
+            .execute(counted(&mut *tx))
             .await
             .map_err(|e| db_error("record findings", e))?;
     }
-    tx.commit()
+    counted(tx)
+        .commit()
         .await
         .map_err(|e| db_error("record findings", e))
 }
 
 pub(super) async fn insert_orders(pool: &PgPool, orders: &[NewOrder]) -> Result<(), StoreError> {
-    let mut tx = pool
+    let mut tx = counted(pool)
         .begin()
         .await
         .map_err(|e| db_error("insert orders", e))?;
@@ -409,9 +410,12 @@ pub(super) async fn insert_orders(pool: &PgPool, orders: &[NewOrder]) -> Result<
         .bind(pay_to)
         .bind(assets)
         .bind(amounts)
-        .execute(&mut *tx)
+        .execute(counted(&mut *tx))
         .await
         .map_err(|e| db_error("insert orders", e))?;
     }
-    tx.commit().await.map_err(|e| db_error("insert orders", e))
+    counted(tx)
+        .commit()
+        .await
+        .map_err(|e| db_error("insert orders", e))
 }

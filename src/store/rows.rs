@@ -8,6 +8,17 @@ use crate::secret::{redact, redact_url, Secret};
 
 use super::StoreError;
 
+/// SQL statements sent to either backend by this process (BEGIN, COMMIT and SAVEPOINT
+/// included, `inspect` helpers excluded): one relaxed atomic add each, read by benchmarks.
+pub(crate) static STATEMENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one statement about to be sent through `x` (wraps an executor, transaction or
+/// pool at the call site).
+pub(crate) fn counted<T>(x: T) -> T {
+    STATEMENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    x
+}
+
 /// Keys (and slots) per lookup query: far below every bind or array limit.
 pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 

@@ -11,8 +11,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Acquire, QueryBuilder, Sqlite, SqlitePool, Transaction};
 
 use super::rows::{
-    connect_error, cutoff, db_error, decode_raw_row, rank_sql, sqlite_ts, valid_rows, LOOKUP_CHUNK,
-    SQLITE_ROW_COLUMNS,
+    connect_error, counted, cutoff, db_error, decode_raw_row, rank_sql, sqlite_ts, valid_rows,
+    LOOKUP_CHUNK, SQLITE_ROW_COLUMNS,
 };
 use super::{
     is_unique_violation, outcome_after_miss, ApplyContext, ApplyOutcome, FindingRow, NewOrder,
@@ -64,7 +64,7 @@ async fn rows_by_key(pool: &SqlitePool, keys: &[PaymentKey]) -> Result<Vec<Ledge
     );
     let rows = sqlx::query(&sql)
         .bind(keys_json(keys))
-        .fetch_all(pool)
+        .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("look up orders by payment key", e))?;
     Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
@@ -85,7 +85,7 @@ async fn unpaid_by_slot(
     );
     let rows = sqlx::query(&sql)
         .bind(serde_json::Value::Array(items).to_string())
-        .fetch_all(pool)
+        .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
     Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
@@ -147,7 +147,7 @@ pub(super) async fn attached_keys(
     for chunk in keys.chunks(LOOKUP_CHUNK) {
         let rows: Vec<(String, String, i64)> = sqlx::query_as(&sql)
             .bind(keys_json(chunk))
-            .fetch_all(pool)
+            .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("look up attached payment keys", e))?;
         found.extend(rows);
@@ -167,7 +167,7 @@ pub(super) async fn sweep_page(
     let rows = sqlx::query(&sql)
         .bind(after_id)
         .bind(limit)
-        .fetch_all(pool)
+        .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("read a sweep page", e))?;
     let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
@@ -185,20 +185,20 @@ pub(super) async fn apply(
     ctx: &ApplyContext,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = sqlite_ts(Timestamp::now());
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = counted(pool).begin_with("BEGIN IMMEDIATE").await?;
     let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
     let rows: Vec<(i64, String)> = sqlx::query_as(
         "SELECT id, state FROM orders WHERE id IN (SELECT value FROM json_each(?1))",
     )
     .bind(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()))
-    .fetch_all(&mut *tx)
+    .fetch_all(counted(&mut *tx))
     .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
     let mut out = Vec::with_capacity(batch.len());
     for t in batch {
         out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
     }
-    tx.commit().await?;
+    counted(tx).commit().await?;
     Ok(out)
 }
 
@@ -218,7 +218,7 @@ async fn apply_one(
         Ok(s) => s,
         Err(_) => return Ok(ApplyOutcome::Duplicate),
     };
-    let mut sp = Acquire::begin(&mut *tx).await?;
+    let mut sp = Acquire::begin(counted(&mut *tx)).await?;
     let rank = rank_sql("state");
     let updated = match &t.attach {
         None => {
@@ -229,7 +229,7 @@ async fn apply_one(
             .bind(t.to.as_str())
             .bind(now)
             .bind(t.to.rank())
-            .execute(&mut *sp)
+            .execute(counted(&mut *sp))
             .await
         }
         Some(a) => {
@@ -251,23 +251,23 @@ async fn apply_one(
             .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
             .bind(&a.block.hash)
             .bind(&a.key.chain)
-            .execute(&mut *sp)
+            .execute(counted(&mut *sp))
             .await
         }
     };
     let affected = match updated {
         Ok(r) => r.rows_affected(),
         Err(e) if is_unique_violation(&e) => {
-            sp.rollback().await?;
+            counted(sp).rollback().await?;
             return Ok(ApplyOutcome::Duplicate);
         }
         Err(e) => return Err(e),
     };
     if affected == 0 {
-        sp.rollback().await?;
+        counted(sp).rollback().await?;
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM orders WHERE id = ?1")
             .bind(t.order_id)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(counted(&mut **tx))
             .await?;
         return Ok(outcome_after_miss(state.as_deref(), t.to));
     }
@@ -283,15 +283,15 @@ async fn apply_one(
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
-    .execute(&mut *sp)
+    .execute(counted(&mut *sp))
     .await?
     .rows_affected();
     if inserted == 0 {
         // (order, to_state) was applied before (the row has been moved back since): undo.
-        sp.rollback().await?;
+        counted(sp).rollback().await?;
         return Ok(ApplyOutcome::Duplicate);
     }
-    sp.commit().await?;
+    counted(sp).commit().await?;
     current.insert(t.order_id, t.to.as_str().to_string());
     Ok(ApplyOutcome::Applied { from })
 }
@@ -313,7 +313,7 @@ pub(super) async fn claim_resend(
     .bind(notification_id)
     .bind(sqlite_ts(now))
     .bind(sqlite_ts(cutoff(now, cooldown)))
-    .execute(pool)
+    .execute(counted(pool))
     .await
     .map_err(|e| db_error("claim a resend", e))?
     .rows_affected();
@@ -330,7 +330,7 @@ pub(super) async fn start_run(pool: &SqlitePool, run: &RunRow) -> Result<(), Sto
     .bind(sqlite_ts(run.started_at))
     .bind(sqlite_ts(run.since))
     .bind(sqlite_ts(run.until))
-    .execute(pool)
+    .execute(counted(pool))
     .await
     .map_err(|e| db_error("record the start of a run", e))?;
     Ok(())
@@ -354,7 +354,7 @@ pub(super) async fn finish_run(
     .bind(totals.applied)
     .bind(totals.resends_requested)
     .bind(&totals.error)
-    .execute(pool)
+    .execute(counted(pool))
     .await
     .map_err(|e| db_error("record the end of a run", e))?;
     Ok(done.rows_affected())
@@ -365,7 +365,7 @@ pub(super) async fn insert_findings(
     run_id: &str,
     findings: &[FindingRow],
 ) -> Result<(), StoreError> {
-    let mut tx = pool
+    let mut tx = counted(pool)
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(|e| db_error("record findings", e))?;
@@ -388,11 +388,12 @@ pub(super) async fn insert_findings(
                 .push_bind(&f.detail);
         });
         qb.build()
-            .execute(&mut *tx)
+            .execute(counted(&mut *tx))
             .await
             .map_err(|e| db_error("record findings", e))?;
     }
-    tx.commit()
+    counted(tx)
+        .commit()
         .await
         .map_err(|e| db_error("record findings", e))
 }
@@ -401,7 +402,7 @@ pub(super) async fn insert_orders(
     pool: &SqlitePool,
     orders: &[NewOrder],
 ) -> Result<(), StoreError> {
-    let mut tx = pool
+    let mut tx = counted(pool)
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(|e| db_error("insert orders", e))?;
@@ -417,9 +418,12 @@ pub(super) async fn insert_orders(
                 .push_bind(o.amount_due.to_string());
         });
         qb.build()
-            .execute(&mut *tx)
+            .execute(counted(&mut *tx))
             .await
             .map_err(|e| db_error("insert orders", e))?;
     }
-    tx.commit().await.map_err(|e| db_error("insert orders", e))
+    counted(tx)
+        .commit()
+        .await
+        .map_err(|e| db_error("insert orders", e))
 }

@@ -26,21 +26,33 @@ async fn contract_with_the_openapi_document_via_prism() {
         )
         .into()
     });
+    assert!(
+        std::path::Path::new(&spec).is_file(),
+        "{spec} not found: run from a checkout with shared/ beside it, or set CHAINGATEWAY_OPENAPI"
+    );
     let port = crate::support::free_port();
-    let _prism = Prism(
+    let mut prism = Prism(
         std::process::Command::new(bin)
             .args(["mock", "-h", "127.0.0.1", "-p", &port.to_string(), &spec])
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
             .spawn()
             .expect("spawn prism"),
     );
-    crate::support::wait_until("prism to listen", Duration::from_secs(60), || async {
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-    })
-    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        if let Ok(Some(status)) = prism.0.try_wait() {
+            panic!("prism exited before listening: {status}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prism did not listen within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (c, seen) = client(settings(&format!("http://127.0.0.1:{port}/api/v2")));
 
     for list in [ListKind::All, ListKind::Failed] {

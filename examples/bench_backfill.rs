@@ -1,0 +1,454 @@
+//! Backfill benchmark: one real `engine.run` over N provider records against the sandbox
+//! Chaingateway and sandbox EVM node on loopback, on SQLite and/or PostgreSQL.
+//!
+//! ```text
+//! cargo run --release --example bench_backfill -- --records 100000 [--db sqlite|postgres|both]
+//!     [--latency-ms 20] [--rpc-latency-ms 20] [--per-page 15] [--concurrency 4]
+//!     [--batch-size 500] [--pg-url URL]   (default $PAYRECON_BENCH_PG_URL)
+//!     [--log FILTER]   (e.g. `info` as `payrecon run` logs, or `sqlx::query=debug`)
+//! ```
+//! Prints figures; asserts nothing about time. Exits 1 when the run's counts differ from the
+//! seeded mix (applied = missing + lagging + failed notifications, and the gaps by kind).
+//! The sandbox servers run in this process on their own runtime (threads `sandbox*`): the
+//! engine's CPU is the process's minus theirs. For an outside view of memory and CPU:
+//! `/usr/bin/time -v target/release/examples/bench_backfill --records 100000`.
+
+#[path = "bench_backfill/floor.rs"]
+mod floor;
+#[path = "bench_backfill/procstat.rs"]
+mod procstat;
+#[path = "bench_backfill/seed.rs"]
+mod seed;
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use payrecon::app::App;
+use payrecon::config::Config;
+use payrecon::engine::{RunOptions, Trigger};
+use payrecon::report::Report;
+use payrecon::sandbox::chain::SandboxChain;
+use payrecon::sandbox::chaingateway::FakeChaingateway;
+use payrecon::sandbox::{config_toml, SANDBOX_API_KEY};
+use payrecon::store::{statements_issued, Store};
+use sqlx::Connection;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Db {
+    Sqlite,
+    Postgres,
+    Both,
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "payrecon backfill benchmark (sandbox provider + chain on loopback)")]
+struct Args {
+    /// Provider records (and orders).
+    #[arg(long, default_value_t = 100_000)]
+    records: usize,
+    #[arg(long, value_enum, default_value = "sqlite")]
+    db: Db,
+    /// Added by the fake Chaingateway before each answer.
+    #[arg(long, default_value_t = 20)]
+    latency_ms: u64,
+    /// Added by the sandbox node before each JSON-RPC answer (default: --latency-ms).
+    #[arg(long)]
+    rpc_latency_ms: Option<u64>,
+    #[arg(long, default_value_t = 15)]
+    per_page: usize,
+    /// Provider pages in flight (`providers.*.max_concurrency`).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// `reconcile.batch_size` (default: payrecon's own, 500).
+    #[arg(long)]
+    batch_size: Option<usize>,
+    /// PostgreSQL server to create a fresh database on (dropped at the end).
+    #[arg(
+        long,
+        env = "PAYRECON_BENCH_PG_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
+    pg_url: String,
+    /// Log to stderr with this filter (e.g. `info`, `sqlx::query=debug`); default: no logs.
+    #[arg(long)]
+    log: Option<String>,
+}
+
+/// What one run measured.
+struct Figures {
+    db: &'static str,
+    insert_orders: Duration,
+    webhook_seed: Duration,
+    wall: Duration,
+    cpu_total: Duration,
+    cpu_sandbox: Duration,
+    rss_before: f64,
+    rss_peak: f64,
+    provider_requests: u64,
+    rpc_requests: u64,
+    rpc_calls: u64,
+    statements: u64,
+    floor: floor::Floor,
+    floor_requests: u64,
+    report: Report,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(filter) = &args.log {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let sandbox_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("sandbox")
+        .enable_all()
+        .build()
+        .expect("sandbox runtime");
+    let engine_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("engine")
+        .enable_all()
+        .build()
+        .expect("engine runtime");
+
+    let t0 = Instant::now();
+    let (chain, rpc_url, cg) = sandbox_rt.block_on(async {
+        let chain = SandboxChain::new(1);
+        let rpc_url = chain.serve().await.expect("sandbox node");
+        let (cg, _) = FakeChaingateway::start(SANDBOX_API_KEY).await;
+        (chain, rpc_url, cg)
+    });
+    cg.set_per_page(args.per_page);
+    cg.set_latency(Duration::from_millis(args.latency_ms));
+    let rpc_latency = args.rpc_latency_ms.unwrap_or(args.latency_ms);
+    chain.set_latency(Duration::from_millis(rpc_latency));
+    let ds = seed::build_sandbox(&chain, &cg, args.records);
+    println!(
+        "payrecon bench_backfill: {} records ({} done by the webhook handler, {} missing, {} lagging, \
+         {} failed notifications, {} stray); provider latency {} ms, {} per page, concurrency {}; \
+         RPC latency {} ms; sandbox built in {:.1?}",
+        ds.n, ds.mix.done, ds.mix.missing, ds.mix.lagging, ds.mix.failed, ds.mix.stray,
+        args.latency_ms, args.per_page, args.concurrency, rpc_latency, t0.elapsed()
+    );
+
+    let dbs: &[&'static str] = match args.db {
+        Db::Sqlite => &["sqlite"],
+        Db::Postgres => &["postgres"],
+        Db::Both => &["sqlite", "postgres"],
+    };
+    let mut ok = true;
+    for db in dbs {
+        match engine_rt.block_on(bench_one(&args, db, &chain, &rpc_url, &cg, &ds)) {
+            Ok(f) => {
+                print_figures(&args, &ds, &f);
+                ok &= verify(&ds.mix, &f.report);
+            }
+            Err(e) => {
+                eprintln!("bench_backfill ({db}): {e:#}");
+                ok = false;
+            }
+        }
+    }
+    drop(cg);
+    drop(chain);
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+async fn bench_one(
+    args: &Args,
+    db: &'static str,
+    chain: &SandboxChain,
+    rpc_url: &str,
+    cg: &FakeChaingateway,
+    ds: &seed::Dataset,
+) -> anyhow::Result<Figures> {
+    let tmp = tempfile::Builder::new()
+        .prefix("payrecon-bench-")
+        .tempdir()?;
+    let (db_url, pg) = if db == "sqlite" {
+        (
+            format!("sqlite://{}", tmp.path().join("bench.db").display()),
+            None,
+        )
+    } else {
+        let (url, name) = create_pg_database(&args.pg_url).await?;
+        (url, Some(name))
+    };
+    let result = bench_on(args, db, &db_url, chain, rpc_url, cg, ds).await;
+    if let Some(name) = pg {
+        if let Err(e) = drop_pg_database(&args.pg_url, &name).await {
+            eprintln!("bench_backfill: could not drop database {name}: {e:#}");
+        }
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn bench_on(
+    args: &Args,
+    db: &'static str,
+    db_url: &str,
+    chain: &SandboxChain,
+    rpc_url: &str,
+    cg: &FakeChaingateway,
+    ds: &seed::Dataset,
+) -> anyhow::Result<Figures> {
+    let extra = match args.batch_size {
+        Some(n) => format!("[reconcile]\nbatch_size = {n}\n"),
+        None => String::new(),
+    };
+    let toml = config_toml(db_url, cg.base_url(), rpc_url, &extra);
+    let env = [(
+        "PAYRECON_PROVIDERS__SANDBOX__MAX_CONCURRENCY".to_string(),
+        args.concurrency.to_string(),
+    )];
+    let config = Config::from_toml(&toml, env.into_iter())?;
+    let app = App::build(config).await?;
+    let seeded = seed::seed_ledger(&app.engine.store, ds).await?;
+
+    cg.reset_counters();
+    let (rpc_req0, rpc_calls0, stmts0) = (chain.requests(), chain.calls(), statements_issued());
+    let (cpu0, sandbox0) = (procstat::process_cpu(), procstat::threads_cpu("sandbox"));
+    let rss_before = procstat::rss_mib();
+    procstat::reset_peak_rss();
+    let now = jiff::Timestamp::now();
+    let opts = RunOptions {
+        since: "2000-01-01T00:00:00Z".parse()?,
+        until: now,
+        providers: Vec::new(),
+        dry_run: false,
+        no_resend: false,
+        trigger: Trigger::Cli,
+        progress: false,
+    };
+    let t0 = Instant::now();
+    let report = app.engine.run(&opts).await?;
+    let wall = t0.elapsed();
+    let cpu_total = procstat::process_cpu().saturating_sub(cpu0);
+    let cpu_sandbox = procstat::threads_cpu("sandbox").saturating_sub(sandbox0);
+    let rss_peak = procstat::peak_rss_mib();
+    let provider_requests = cg.requests();
+    let rpc_requests = chain.requests() - rpc_req0;
+    let rpc_calls = chain.calls() - rpc_calls0;
+    let statements = statements_issued() - stmts0;
+
+    if let Store::Postgres(pool) = &app.engine.store {
+        pool.close().await;
+    }
+    drop(app);
+    cg.reset_counters();
+    let floor = floor::floor_a(
+        cg.base_url(),
+        SANDBOX_API_KEY,
+        seed::CHAIN,
+        args.concurrency,
+    )
+    .await?;
+    let floor_requests = cg.requests();
+    Ok(Figures {
+        db,
+        insert_orders: seeded.insert_orders,
+        webhook_seed: seeded.webhook_apply,
+        wall,
+        cpu_total,
+        cpu_sandbox,
+        rss_before,
+        rss_peak,
+        provider_requests,
+        rpc_requests,
+        rpc_calls,
+        statements,
+        floor,
+        floor_requests,
+        report,
+    })
+}
+
+fn print_figures(args: &Args, ds: &seed::Dataset, f: &Figures) {
+    let t = &f.report.totals;
+    let secs = f.wall.as_secs_f64();
+    let engine_cpu = f.cpu_total.saturating_sub(f.cpu_sandbox);
+    let gaps = |p: &payrecon::report::ProviderReport| {
+        let g = &p.gaps;
+        format!(
+            "missing {} lagging {} failed_notification {} amount_mismatch {} unknown_payment {} reorged {}",
+            g.missing, g.lagging, g.failed_notification, g.amount_mismatch, g.unknown_payment, g.reorged
+        )
+    };
+    println!("--- {} ({} records) ---", f.db, ds.n);
+    println!(
+        "seeding (excluded): insert_orders {:.2?}, webhook-applied states {:.2?}",
+        f.insert_orders, f.webhook_seed
+    );
+    println!(
+        "wall            {:.2} s   ({:.0} records/s)",
+        secs,
+        ds.n as f64 / secs
+    );
+    println!(
+        "floor A         {:.2} s   ({} pages, {:.1} MiB, {} requests; ratio wall/floor {:.2})",
+        f.floor.wall.as_secs_f64(),
+        f.floor.pages,
+        f.floor.bytes as f64 / 1048576.0,
+        f.floor_requests,
+        secs / f.floor.wall.as_secs_f64()
+    );
+    println!(
+        "CPU             {:.2} s process, of which {:.2} s sandbox servers, {:.2} s payrecon ({:.0} µs/record)",
+        f.cpu_total.as_secs_f64(),
+        f.cpu_sandbox.as_secs_f64(),
+        engine_cpu.as_secs_f64(),
+        engine_cpu.as_secs_f64() * 1e6 / ds.n as f64
+    );
+    println!(
+        "memory          RSS {:.0} MiB before the run (sandbox data included), peak {:.0} MiB during it (+{:.0})",
+        f.rss_before,
+        f.rss_peak,
+        f.rss_peak - f.rss_before
+    );
+    println!("provider HTTP   {} requests", f.provider_requests);
+    println!(
+        "JSON-RPC        {} HTTP requests, {} calls",
+        f.rpc_requests, f.rpc_calls
+    );
+    println!(
+        "SQL             {} statements (counted in the store)",
+        f.statements
+    );
+    println!(
+        "report          checked {} gaps {} applied {} resends {}",
+        t.checked, t.gaps, t.applied, t.resends_requested
+    );
+    for p in &f.report.providers {
+        println!(
+            "  {:<8} {} checked {} applied {} refused_backwards {} rejected {}: {}",
+            p.provider,
+            p.status,
+            p.checked,
+            p.applied,
+            p.refused_backwards,
+            p.rejected,
+            gaps(p)
+        );
+    }
+    let result = serde_json::json!({
+        "db": f.db, "records": ds.n, "latency_ms": args.latency_ms,
+        "rpc_latency_ms": args.rpc_latency_ms.unwrap_or(args.latency_ms),
+        "per_page": args.per_page, "concurrency": args.concurrency,
+        "wall_s": secs, "floor_a_s": f.floor.wall.as_secs_f64(),
+        "ratio": secs / f.floor.wall.as_secs_f64(),
+        "records_per_s": ds.n as f64 / secs,
+        "cpu_s": f.cpu_total.as_secs_f64(), "cpu_sandbox_s": f.cpu_sandbox.as_secs_f64(),
+        "cpu_payrecon_s": engine_cpu.as_secs_f64(),
+        "rss_before_mib": f.rss_before, "rss_peak_mib": f.rss_peak,
+        "provider_requests": f.provider_requests, "rpc_requests": f.rpc_requests,
+        "rpc_calls": f.rpc_calls, "sql_statements": f.statements,
+        "checked": t.checked, "gaps": t.gaps, "applied": t.applied,
+        "seed_insert_s": f.insert_orders.as_secs_f64(), "seed_webhook_s": f.webhook_seed.as_secs_f64(),
+    });
+    println!("RESULT {result}");
+}
+
+/// The run's counts against the seeded mix; prints every mismatch. True when all match.
+fn verify(mix: &seed::Mix, report: &Report) -> bool {
+    let mut g = payrecon::report::Gaps::default();
+    let mut failed = Vec::new();
+    for p in &report.providers {
+        for (kind, n) in [
+            (payrecon::domain::GapKind::Missing, p.gaps.missing),
+            (payrecon::domain::GapKind::Lagging, p.gaps.lagging),
+            (
+                payrecon::domain::GapKind::FailedNotification,
+                p.gaps.failed_notification,
+            ),
+            (
+                payrecon::domain::GapKind::AmountMismatch,
+                p.gaps.amount_mismatch,
+            ),
+            (
+                payrecon::domain::GapKind::UnknownPayment,
+                p.gaps.unknown_payment,
+            ),
+            (payrecon::domain::GapKind::Reorged, p.gaps.reorged),
+        ] {
+            g.add(kind, n);
+        }
+        if p.failed() {
+            failed.push(format!(
+                "{}: {}",
+                p.provider,
+                p.error.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    let expected = [
+        (
+            "applied",
+            report.totals.applied,
+            mix.missing + mix.lagging + mix.failed,
+        ),
+        (
+            "checked",
+            report.totals.checked,
+            mix.done + mix.missing + mix.lagging + mix.failed + mix.stray,
+        ),
+        // A failed notification for an unpaid order is also a missing payment.
+        ("missing", g.missing, mix.missing + mix.failed),
+        ("lagging", g.lagging, mix.lagging),
+        ("failed_notification", g.failed_notification, mix.failed),
+        ("unknown_payment", g.unknown_payment, mix.stray),
+        ("amount_mismatch", g.amount_mismatch, 0),
+        ("reorged", g.reorged, 0),
+        (
+            "resends_requested",
+            report.totals.resends_requested,
+            mix.failed,
+        ),
+    ];
+    let mut ok = failed.is_empty();
+    for f in &failed {
+        eprintln!("!!! MISMATCH: provider failed: {f}");
+    }
+    for (what, got, want) in expected {
+        if got != want {
+            eprintln!("!!! MISMATCH: {what} = {got}, expected {want}");
+            ok = false;
+        }
+    }
+    if ok {
+        println!("verified        applied = missing + lagging + failed notifications; gaps match the mix");
+    }
+    ok
+}
+
+/// `CREATE DATABASE payrecon_bench_<random>` on the server; returns its URL and name.
+async fn create_pg_database(admin_url: &str) -> anyhow::Result<(String, String)> {
+    let name = format!(
+        "payrecon_bench_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let mut conn = sqlx::PgConnection::connect(admin_url).await?;
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await?;
+    conn.close().await?;
+    let mut url = reqwest::Url::parse(admin_url)?;
+    url.set_path(&format!("/{name}"));
+    Ok((url.to_string(), name))
+}
+
+async fn drop_pg_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
+    let mut conn = sqlx::PgConnection::connect(admin_url).await?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&mut conn)
+        .await?;
+    conn.close().await?;
+    Ok(())
+}
