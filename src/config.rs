@@ -216,6 +216,7 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
             batch_size: c.rpc_batch_size,
             timeout: c.timeout,
             max_retries: c.max_retries,
+            recheck_final: c.recheck_final,
         });
     }
     let mut decimals = std::collections::HashMap::new();

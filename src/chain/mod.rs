@@ -45,6 +45,9 @@ pub struct ChainSettings {
     /// Retries per request (after the first attempt) on connection errors, timeouts, HTTP 5xx
     /// and rate limits, with exponential backoff from 100 ms and jitter.
     pub max_retries: u32,
+    /// How long after it became final a payment is still checked by the sweep (catches a
+    /// wrong finality setting). Zero: final rows are not rechecked.
+    pub recheck_final: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]

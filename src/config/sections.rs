@@ -100,6 +100,8 @@ pub(super) struct RawChain {
     pub(super) timeout: Duration,
     #[serde(default = "default_retries")]
     pub(super) max_retries: u32,
+    #[serde(default = "default_recheck_final", with = "duration::serde_duration")]
+    pub(super) recheck_final: Duration,
 }
 
 fn default_confirmations() -> u64 {
@@ -113,6 +115,9 @@ fn default_final_depth() -> u64 {
 }
 fn default_rpc_batch() -> usize {
     50
+}
+fn default_recheck_final() -> Duration {
+    Duration::from_secs(3600)
 }
 fn default_timeout() -> Duration {
     Duration::from_secs(10)

@@ -23,6 +23,7 @@ fn settings(url: &str) -> ChainSettings {
         batch_size: 10,
         timeout: Duration::from_secs(5),
         max_retries: 2,
+        recheck_final: Duration::from_secs(3600),
     }
 }
 
