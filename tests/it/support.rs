@@ -27,19 +27,26 @@ pub fn sqlite_url() -> (tempfile::TempDir, String) {
     (dir, url)
 }
 
-/// A fresh PostgreSQL schema for this test (tables created there through `search_path`), or
-/// None (skipped) without PAYRECON_TEST_PG_URL. Schemas, not databases: creating and dropping
-/// them is cheap, where each DROP DATABASE costs a checkpoint.
-pub async fn pg_url() -> Option<String> {
+/// The admin URL, a connection to it, and a fresh name; None (skipped) without
+/// PAYRECON_TEST_PG_URL.
+async fn pg_admin() -> Option<(String, sqlx::PgConnection, String)> {
+    use sqlx::Connection;
     let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") else {
         skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL tests)");
         return None;
     };
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(&base)
+    let conn = sqlx::PgConnection::connect(&base)
         .await
         .expect("connect to PAYRECON_TEST_PG_URL");
     let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
+    Some((base, conn, name))
+}
+
+/// A fresh PostgreSQL schema for this test (tables created there through `search_path`), or
+/// None (skipped) without PAYRECON_TEST_PG_URL. Schemas, not databases: creating and dropping
+/// them is cheap, where each DROP DATABASE costs a checkpoint.
+pub async fn pg_url() -> Option<String> {
+    let (base, mut conn, name) = pg_admin().await?;
     sqlx::query(&format!("CREATE SCHEMA {name}"))
         .execute(&mut conn)
         .await
@@ -50,15 +57,7 @@ pub async fn pg_url() -> Option<String> {
 
 /// A fresh PostgreSQL database (for tests that take the whole database away).
 pub async fn pg_database_url() -> Option<String> {
-    let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") else {
-        skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL tests)");
-        return None;
-    };
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(&base)
-        .await
-        .expect("connect to PAYRECON_TEST_PG_URL");
-    let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
+    let (base, mut conn, name) = pg_admin().await?;
     sqlx::query(&format!("CREATE DATABASE {name}"))
         .execute(&mut conn)
         .await
