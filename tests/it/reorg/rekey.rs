@@ -168,3 +168,30 @@ async fn reorgs_of_depth_1_2_and_3_rekey_the_payment_and_keep_its_state() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_dry_run_reports_the_rekey_as_would_apply_and_writes_nothing() {
+    on_backends(|url| async move {
+        let Some(w) = world(&url, 64, "1h").await else {
+            return;
+        };
+        w.orders(&[("DR-1", &payee(1), usdt(10))]).await;
+        let (req, tx, _, li) = pay(&w, &payee(1)).await;
+        w.seed("DR-1", &tx, li, usdt(10), State::Pending).await;
+        let before = w.order("DR-1").await;
+        reorg(&w, 1, vec![(other_req(&w).await, 0), (req, 0)]).await;
+
+        let mut opts = crate::reconcile::opts();
+        opts.dry_run = true;
+        let report = w.app.engine.run(&opts).await.unwrap();
+
+        let f = found(&report, "reorged")[0];
+        assert_eq!(f.action, "would_apply", "{f:?}");
+        assert_eq!(w.order("DR-1").await, before, "nothing written");
+        assert_eq!(super::reorged_open(&w), 0, "re-keyable: not open");
+        let real = w.run().await;
+        assert_eq!(found(&real, "reorged")[0].action, "applied");
+        assert_ne!(w.order("DR-1").await.block_hash, before.block_hash);
+    })
+    .await;
+}
