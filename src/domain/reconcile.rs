@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::model::{Address, Asset, BlockRef, GapKind, PaymentKey, State, TxHash, U256};
+use super::reorg::{moved_holder, moved_row_detail};
 
 /// What the chain says about one transfer a provider (or the ledger) pointed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,7 +258,7 @@ fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerR
 }
 
 /// Ledger rows holding a payment of the observation's transaction (any log index).
-fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
+pub(super) fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
     let mut rows: Vec<&LedgerRow> = ledger
         .by_key
         .iter()
@@ -270,30 +271,6 @@ fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow
 
 /// What a provider-path `reorged` finding of a re-included payment says about the fix.
 const SWEEP_REKEYS: &str = "the chain sweep moves the ledger row to the new position";
-
-/// A row holding a payment of the same transaction, asset and recipient at another log
-/// index, recorded in another block: the same payment, re-included elsewhere by a reorg.
-fn moved_holder<'a>(
-    obs: &Observation,
-    t: &ChainTransfer,
-    ledger: &'a LedgerView,
-) -> Option<&'a LedgerRow> {
-    held_rows(obs, ledger).into_iter().find(|r| {
-        r.asset.eq_ignore_ascii_case(t.asset.as_str())
-            && r.pay_to.eq_ignore_ascii_case(t.to.as_str())
-            && r.amount_paid.is_none_or(|a| a == t.amount)
-            && r.block
-                .as_ref()
-                .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
-    })
-}
-
-fn moved_row_detail(row: &LedgerRow, t: &ChainTransfer) -> String {
-    match (&row.key, &row.block) {
-        (Some(k), Some(b)) => super::reorg::moved_detail(k, b, t),
-        _ => String::new(),
-    }
-}
 
 fn reorged(obs: &Observation, row: &LedgerRow, why: String) -> Finding {
     Finding {

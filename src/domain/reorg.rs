@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::model::{BlockRef, PaymentKey};
-use super::reconcile::{ChainTransfer, LedgerRow};
+use super::reconcile::{ChainTransfer, LedgerRow, LedgerView, Observation};
 
 /// The chain's answer for a swept row's transaction, as the sweep asked it: every transfer
 /// of the row's asset in the receipt (any recipient, any log index), or why there is none.
@@ -95,6 +95,34 @@ pub fn moved_detail(row_key: &PaymentKey, from: &BlockRef, to: &ChainTransfer) -
          log index {}",
         row_key.log_index, to.block.number, to.block.hash, to.key.log_index
     )
+}
+
+// The provider path's view of a re-included payment (used by `reconcile`).
+
+/// A row holding a payment of the same transaction, asset and recipient at another log
+/// index, recorded in another block: the same payment, re-included elsewhere by a reorg.
+pub(super) fn moved_holder<'a>(
+    obs: &Observation,
+    t: &ChainTransfer,
+    ledger: &'a LedgerView,
+) -> Option<&'a LedgerRow> {
+    super::reconcile::held_rows(obs, ledger)
+        .into_iter()
+        .find(|r| {
+            r.asset.eq_ignore_ascii_case(t.asset.as_str())
+                && r.pay_to.eq_ignore_ascii_case(t.to.as_str())
+                && r.amount_paid.is_none_or(|a| a == t.amount)
+                && r.block
+                    .as_ref()
+                    .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+        })
+}
+
+pub(super) fn moved_row_detail(row: &LedgerRow, t: &ChainTransfer) -> String {
+    match (&row.key, &row.block) {
+        (Some(k), Some(b)) => moved_detail(k, b, t),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

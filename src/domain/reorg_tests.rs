@@ -101,3 +101,35 @@ fn gone_and_unrecorded() {
     let got = place(&r, &Receipt::Transfers(vec![stranger]), &HashSet::new());
     assert!(matches!(got, Placement::Gone(_)), "{got:?}");
 }
+
+#[test]
+fn provider_path_never_attaches_a_moved_held_payment_to_another_unpaid_order() {
+    use crate::domain::{reconcile, ChainVerdict, LedgerView, Observation};
+    let old = transfer(3, TO, 10, block(100, "aa"));
+    let held = row(&old, Some(old.block.clone()));
+    let mut waiting = row(&old, None);
+    (waiting.id, waiting.order_ref, waiting.key) = (2, "A-2".into(), None);
+    (waiting.amount_paid, waiting.state) = (None, State::Unpaid);
+    let mut view = LedgerView::default();
+    view.insert_keyed(held);
+    view.insert_unpaid(waiting);
+    let moved = transfer(5, TO, 10, block(102, "bb"));
+    let obs = Observation {
+        provider: "cg".into(),
+        chain: "ethereum".into(),
+        tx_hash: moved.key.tx_hash.clone(),
+        notification_id: Some("n1".into()),
+        failed: false,
+        verdict: ChainVerdict::Transfer(moved),
+    };
+    let plan = reconcile(&[obs], &view);
+    assert!(plan.transitions.is_empty(), "{plan:?}");
+    let kinds: Vec<_> = plan.findings.iter().map(|f| f.kind.as_str()).collect();
+    assert_eq!(kinds, ["reorged"]);
+    assert_eq!(plan.findings[0].order_ref.as_deref(), Some("A-1"));
+    assert!(
+        plan.findings[0].detail.contains("chain sweep"),
+        "{:?}",
+        plan.findings[0]
+    );
+}
