@@ -178,6 +178,8 @@ pub struct Metrics {
     pub provider_requests: Family<RequestL, Counter>,
     pub rejected: Family<ProviderL, Counter>,
     pub chain_head: Family<ChainL, Gauge>,
+    /// Rows the last chain sweep found reorganised away and not re-keyable (per chain).
+    pub reorged_open: Family<ChainL, Gauge>,
 }
 
 impl Metrics {
@@ -198,6 +200,7 @@ impl Metrics {
             provider_requests: Family::default(),
             rejected: Family::default(),
             chain_head: Family::default(),
+            reorged_open: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -252,6 +255,12 @@ impl Metrics {
             "Latest block seen per chain",
             m.chain_head.clone(),
         );
+        r.register(
+            "reorged_open",
+            "Ledger payments the last chain sweep found reorganised away (receipt gone, \
+             replaced, reverted or not re-keyable), per chain",
+            m.reorged_open.clone(),
+        );
 
         let mut all: Vec<(String, Vec<String>)> = providers.to_vec();
         all.push(("chain".to_string(), chains.to_vec()));
@@ -260,6 +269,7 @@ impl Metrics {
         }
         for c in chains {
             let _ = m.chain_head.get_or_create(&ChainL { chain: c.clone() });
+            let _ = m.reorged_open.get_or_create(&ChainL { chain: c.clone() });
         }
         m
     }
@@ -383,6 +393,7 @@ mod tests {
             "payrecon_provider_requests_total{provider=\"cg\",status=\"5xx\"} 0",
             "payrecon_records_rejected_total{provider=\"cg\"} 0",
             "payrecon_chain_head_block{chain=\"ethereum\"} 0",
+            "payrecon_reorged_open{chain=\"ethereum\"} 0",
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }

@@ -4,9 +4,11 @@
 pub mod amount;
 pub mod model;
 pub mod reconcile;
+pub mod reorg;
 
 #[cfg(test)]
 mod reconcile_tests;
 
 pub use model::*;
 pub use reconcile::*;
+pub use reorg::{moved_detail, place, Placement, Receipt};

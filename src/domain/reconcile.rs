@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::model::{Address, Asset, BlockRef, GapKind, PaymentKey, State, TxHash, U256};
+use super::reorg::{moved_holder, moved_row_detail};
 
 /// What the chain says about one transfer a provider (or the ledger) pointed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +128,9 @@ pub enum Outcome {
     Transition(usize),
     /// Index into `Plan::resends`.
     Resend(usize),
+    /// An action the engine already took or decided (the chain sweep's re-key of a
+    /// reorganised payment: `applied`, `would_apply` or `none`).
+    Decided(Action),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,6 +232,15 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
         }
         if let Some(row) = ledger.by_key.get(&transfer.key) {
             plan_keyed(&mut plan, obs, transfer, row, &mut claimed_orders);
+        } else if let Some(row) = moved_holder(obs, transfer, ledger) {
+            // The ledger holds this payment at its pre-reorg position: never attach it to
+            // another order. The chain sweep re-keys the row.
+            if reorged_rows.insert(row.id) && claimed_orders.insert(row.id) {
+                let mut f = finding(obs, transfer, row, GapKind::Reorged);
+                f.log_index = row.key.as_ref().map(|k| k.log_index);
+                f.detail = format!("{}; {SWEEP_REKEYS}", moved_row_detail(row, transfer));
+                plan.findings.push(f);
+            }
         } else {
             plan_unkeyed(&mut plan, obs, transfer, ledger, &mut claimed_orders);
         }
@@ -245,7 +258,7 @@ fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerR
 }
 
 /// Ledger rows holding a payment of the observation's transaction (any log index).
-fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
+pub(super) fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
     let mut rows: Vec<&LedgerRow> = ledger
         .by_key
         .iter()
@@ -255,6 +268,9 @@ fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow
     rows.sort_by_key(|r| r.id);
     rows
 }
+
+/// What a provider-path `reorged` finding of a re-included payment says about the fix.
+const SWEEP_REKEYS: &str = "the chain sweep moves the ledger row to the new position";
 
 fn reorged(obs: &Observation, row: &LedgerRow, why: String) -> Finding {
     Finding {
@@ -321,17 +337,14 @@ fn plan_keyed(
         return;
     }
     // The ledger recorded this payment in another block: a reorg re-included it. Flag it and
-    // leave the row alone (as the sweep does); re-keying is an operator's call.
-    if let Some(b) = row
+    // leave the row alone here; the chain sweep re-keys it (guarded by the old values).
+    if row
         .block
         .as_ref()
-        .filter(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+        .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
     {
         let mut f = finding(obs, t, row, GapKind::Reorged);
-        f.detail = format!(
-            "block changed: ledger has block {} ({}), chain has block {} ({})",
-            b.number, b.hash, t.block.number, t.block.hash
-        );
+        f.detail = format!("{}; {SWEEP_REKEYS}", moved_row_detail(row, t));
         plan.findings.push(f);
         return;
     }

@@ -141,6 +141,7 @@ impl Engine {
                     (false, _) => (Action::WouldApply, None),
                 },
                 Outcome::Resend(i) => (resend_actions[i], None),
+                Outcome::Decided(a) => (a, None),
             };
             acc.report.gaps.add(f.kind, 1);
             let gl = GapL {

@@ -4,6 +4,7 @@
 
 mod batch;
 mod provider_run;
+mod reorg;
 mod sweep;
 
 use std::collections::BTreeMap;
@@ -88,6 +89,8 @@ pub struct Engine {
 /// Per-run context shared by the stages.
 pub(crate) struct RunCtx {
     pub run_id: String,
+    /// When the run started (the sweep rechecks final rows made final before it).
+    pub started: Timestamp,
     pub since: Timestamp,
     pub until: Timestamp,
     pub dry_run: bool,
@@ -139,6 +142,7 @@ impl Engine {
             .collect();
         let ctx = RunCtx {
             run_id: run_id.clone(),
+            started,
             since: opts.since,
             until: opts.until,
             dry_run: opts.dry_run,

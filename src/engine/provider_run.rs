@@ -174,10 +174,15 @@ impl Engine {
             .load_view(&keys, &slots)
             .await
             .map_err(|e| e.to_string())?;
-        // Transactions the chain lost or that revert: does the ledger hold a payment of one?
+        // Transactions the chain lost or that revert, and payments no row holds by key (a
+        // reorg may have moved a held one to another log index): does a row hold the tx?
         let lost: Vec<(String, TxHash)> = observations
             .iter()
-            .filter(|o| matches!(o.verdict, ChainVerdict::NotFound | ChainVerdict::Reverted))
+            .filter(|o| match &o.verdict {
+                ChainVerdict::NotFound | ChainVerdict::Reverted => true,
+                ChainVerdict::Transfer(t) => !view.by_key.contains_key(&t.key),
+                ChainVerdict::NoTransfer(_) => false,
+            })
             .map(|o| (o.chain.clone(), o.tx_hash.clone()))
             .collect();
         if !lost.is_empty() {

@@ -1,32 +1,57 @@
-//! The chain sweep: ledger rows with a payment key in `pending`/`confirmed`, read in keyset
-//! pages, checked on chain and advanced whatever the providers say. A row whose block is
-//! gone or changed is a `reorged` finding and is never moved (re-keying is not built yet).
+//! The chain sweep: ledger rows with a payment key in `pending`/`confirmed`, and `final` rows
+//! younger than their chain's `recheck_final`, read in keyset pages, checked on chain and
+//! advanced whatever the providers say. A reorg is detected here (the receipt's block hash
+//! against the ledger's): a payment re-included elsewhere is re-keyed (see `reorg.rs`), one
+//! that is gone is a `reorged` finding on every run and counts in `payrecon_reorged_open`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use jiff::Timestamp;
 
 use super::batch::BatchAcc;
 use super::{Engine, RunCtx};
 use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{
-    Asset, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome,
+    place, Asset, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome,
+    PaymentKey, Placement, Receipt,
 };
+use crate::metrics::ChainL;
 
 pub const SWEEP: &str = "chain";
+
+/// Per-chain tally of a sweep: rows left reorganised away, chains that failed.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub open: BTreeMap<String, i64>,
+    pub failed: BTreeSet<String>,
+}
 
 impl Engine {
     pub(crate) async fn sweep(&self, ctx: &RunCtx) -> BatchAcc {
         let mut acc = BatchAcc::new(SWEEP, SWEEP);
+        let mut tally = Tally::default();
+        // Final rows made final within `recheck_final` before this run; those this run made
+        // final were just read on chain.
+        let start = ctx.started;
+        let recent_final: Vec<(String, Timestamp, Timestamp)> = self
+            .chains
+            .iter()
+            .filter_map(|(name, c)| {
+                let d = jiff::SignedDuration::try_from(c.settings().recheck_final).ok()?;
+                let since = start.checked_sub(d).unwrap_or(Timestamp::UNIX_EPOCH);
+                (!d.is_zero()).then(|| (name.clone(), since, start))
+            })
+            .collect();
         let mut after = 0i64;
         loop {
-            let rows = match self
-                .store
-                .sweep_page(after, self.settings.batch_size as i64)
-                .await
-            {
+            let page =
+                self.store
+                    .sweep_page_with(after, self.settings.batch_size as i64, &recent_final);
+            let rows = match page.await {
                 Ok(rows) => rows,
                 Err(e) => {
                     acc.fail(self.redact(&e.to_string()));
-                    break;
+                    return acc;
                 }
             };
             let Some(last) = rows.last() else { break };
@@ -36,10 +61,22 @@ impl Engine {
                 by_chain.entry(r.chain.clone()).or_default().push(r);
             }
             for (chain, rows) in by_chain {
-                if let Err(e) = self.sweep_chain(ctx, &mut acc, &chain, rows).await {
+                if let Err(e) = self
+                    .sweep_chain(ctx, &mut acc, &mut tally, &chain, rows)
+                    .await
+                {
+                    tally.failed.insert(chain);
                     acc.fail(self.redact(&e));
                 }
             }
+        }
+        // The gauge: rows this sweep found reorganised away, per configured chain it swept.
+        for chain in self.chains.keys().filter(|c| !tally.failed.contains(*c)) {
+            let open = tally.open.get(chain).copied().unwrap_or(0);
+            let l = ChainL {
+                chain: chain.clone(),
+            };
+            self.metrics.reorged_open.get_or_create(&l).set(open);
         }
         acc
     }
@@ -48,6 +85,7 @@ impl Engine {
         &self,
         ctx: &RunCtx,
         acc: &mut BatchAcc,
+        tally: &mut Tally,
         chain: &str,
         rows: Vec<LedgerRow>,
     ) -> Result<(), String> {
@@ -74,11 +112,13 @@ impl Engine {
                 h.finish()
             };
             self.mark_checked(acc, chain, fp);
+            // Every transfer of the asset in the receipt: after a reorg the same payment may
+            // sit at another log index.
             queries.push(TransferQuery {
                 tx_hash: key.tx_hash.clone(),
                 asset,
                 to: None,
-                log_index: Some(key.log_index),
+                log_index: None,
             });
             swept.push(row);
         }
@@ -89,74 +129,93 @@ impl Engine {
             .lookup(head, &queries)
             .await
             .map_err(|e| e.to_string())?;
+        // Keys held by this page's rows: a re-key never takes one of them.
+        let mut taken: HashSet<PaymentKey> = swept.iter().filter_map(|r| r.key.clone()).collect();
         let mut view = LedgerView::default();
         let mut observations = Vec::new();
         let mut reorged = Vec::new();
         for (row, lookup) in swept.into_iter().zip(lookups) {
             let key = row.key.clone().expect("swept rows have keys");
-            let gone = |detail: String| Finding {
-                provider: SWEEP.into(),
-                kind: GapKind::Reorged,
-                chain: chain.to_string(),
-                tx_hash: Some(key.tx_hash.to_string()),
-                log_index: Some(key.log_index),
-                order_ref: Some(row.order_ref.clone()),
-                local_state: Some(row.state),
-                observed_state: None,
-                outcome: Outcome::Nothing,
-                detail,
-            };
-            let transfer = match lookup {
-                Lookup::Found(mut ts) if !ts.is_empty() => ts.remove(0),
-                Lookup::Found(_) => {
-                    reorged.push(gone("the payment's log is no longer in the receipt".into()));
+            let placement = place(&row, &receipt(lookup), &taken);
+            let transfer = match placement {
+                Placement::Same(t) => t,
+                Placement::Unrecorded(t) => {
+                    self.record_block(ctx, &row, &t).await?;
+                    t
+                }
+                Placement::Gone(why) => {
+                    *tally.open.entry(chain.to_string()).or_default() += 1;
+                    reorged.push(gone(chain, &row, &key, why));
                     continue;
                 }
-                Lookup::NotFound => {
-                    reorged.push(gone(
-                        "the chain no longer has a receipt for this transaction".into(),
-                    ));
-                    continue;
-                }
-                Lookup::Reverted => {
-                    reorged.push(gone(
-                        "the transaction now reverts on the canonical chain".into(),
-                    ));
-                    continue;
-                }
-                Lookup::NoTransfer(why) => {
-                    reorged.push(gone(format!(
-                        "the payment is no longer in the receipt: {why}"
-                    )));
+                Placement::Moved { from, to } => {
+                    taken.insert(to.key.clone());
+                    let done = self.rekey(ctx, chain, &row, &from, &to).await?;
+                    if done.open {
+                        *tally.open.entry(chain.to_string()).or_default() += 1;
+                    }
+                    reorged.push(done.finding);
+                    // Re-keyed (or would be): the normal rules advance it in this run, forward
+                    // only; a new position with fewer confirmations is not a refusal.
+                    match done.row {
+                        Some(row) if to.state > row.state => {
+                            observations.push(observe(chain, &to));
+                            view.insert_keyed(row);
+                        }
+                        _ => {}
+                    }
                     continue;
                 }
             };
-            // A block hash the ledger never recorded (a handler that wrote only the key) is not a reorg.
-            if let Some(block) = row
-                .block
-                .as_ref()
-                .filter(|b| !b.hash.is_empty() && b.hash != transfer.block.hash)
-            {
-                let mut f = gone(format!(
-                    "block changed: ledger has block {} ({}), chain has block {} ({})",
-                    block.number, block.hash, transfer.block.number, transfer.block.hash
-                ));
-                f.observed_state = Some(transfer.state);
-                reorged.push(f);
-                continue;
-            }
-            observations.push(Observation {
-                provider: SWEEP.into(),
-                chain: chain.to_string(),
-                tx_hash: key.tx_hash.clone(),
-                notification_id: None,
-                failed: false,
-                verdict: ChainVerdict::Transfer(transfer),
-            });
+            observations.push(observe(chain, &transfer));
             view.insert_keyed(row);
         }
         self.settle(ctx, acc, None, &observations, &view, reorged)
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+fn receipt(lookup: Lookup) -> Receipt {
+    match lookup {
+        Lookup::Found(ts) if !ts.is_empty() => Receipt::Transfers(ts),
+        Lookup::Found(_) => Receipt::Gone("the payment's log is no longer in the receipt".into()),
+        Lookup::NotFound => Receipt::Gone(
+            "the chain no longer has a receipt for this transaction (dropped by a reorg, or \
+             replaced by another transaction with the same nonce)"
+                .into(),
+        ),
+        Lookup::Reverted => {
+            Receipt::Gone("the transaction now reverts on the canonical chain".into())
+        }
+        Lookup::NoTransfer(why) => {
+            Receipt::Gone(format!("the payment is no longer in the receipt: {why}"))
+        }
+    }
+}
+
+fn observe(chain: &str, t: &crate::domain::ChainTransfer) -> Observation {
+    Observation {
+        provider: SWEEP.into(),
+        chain: chain.to_string(),
+        tx_hash: t.key.tx_hash.clone(),
+        notification_id: None,
+        failed: false,
+        verdict: ChainVerdict::Transfer(t.clone()),
+    }
+}
+
+fn gone(chain: &str, row: &LedgerRow, key: &PaymentKey, why: String) -> Finding {
+    Finding {
+        provider: SWEEP.into(),
+        kind: GapKind::Reorged,
+        chain: chain.to_string(),
+        tx_hash: Some(key.tx_hash.to_string()),
+        log_index: Some(key.log_index),
+        order_ref: Some(row.order_ref.clone()),
+        local_state: Some(row.state),
+        observed_state: None,
+        outcome: Outcome::Nothing,
+        detail: format!("{why}; the state is kept until an operator acts"),
     }
 }

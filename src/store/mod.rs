@@ -6,6 +6,7 @@ mod inspect;
 mod postgres;
 mod rows;
 mod sqlite;
+mod sweep;
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -14,6 +15,7 @@ use jiff::Timestamp;
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
 
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
+pub use sweep::{Rekey, RekeyOutcome};
 
 /// SQL statements this process has sent to either backend so far (BEGIN, COMMIT, SAVEPOINT
 /// and RELEASE included; the `inspect` helpers and `ping` excluded). A relaxed atomic add per
@@ -261,13 +263,25 @@ impl Store {
         after_id: i64,
         limit: i64,
     ) -> Result<Vec<LedgerRow>, StoreError> {
+        self.sweep_page_with(after_id, limit, &[]).await
+    }
+
+    /// As `sweep_page`, plus keyed `final` rows of each `(chain, since, before)` of
+    /// `recent_final` whose `state_changed_at` is in `[since, before)` (the reorg recheck of
+    /// young final rows).
+    pub async fn sweep_page_with(
+        &self,
+        after_id: i64,
+        limit: i64,
+        recent_final: &[(String, Timestamp, Timestamp)],
+    ) -> Result<Vec<LedgerRow>, StoreError> {
         let mut out: Vec<LedgerRow> = Vec::new();
         let mut after = after_id;
         while (out.len() as i64) < limit {
             let want = limit - out.len() as i64;
             let (rows, last, fetched) = match self {
-                Store::Sqlite(p) => sqlite::sweep_page(p, after, want).await?,
-                Store::Postgres(p) => postgres::sweep_page(p, after, want).await?,
+                Store::Sqlite(p) => sweep::sqlite_page(p, after, want, recent_final).await?,
+                Store::Postgres(p) => sweep::pg_page(p, after, want, recent_final).await?,
             };
             out.extend(rows);
             match last {
@@ -276,6 +290,16 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Moves a payment the chain re-included elsewhere to its new position (`log_index`,
+    /// `block_number`, `block_hash`) in one statement guarded by the old values; the state
+    /// and the audit trail are not touched. Never fails on a key collision (an outcome).
+    pub async fn rekey(&self, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
+        match self {
+            Store::Sqlite(p) => sweep::sqlite_rekey(p, r).await,
+            Store::Postgres(p) => sweep::pg_rekey(p, r).await,
+        }
     }
 
     /// Claims the right to request a resend: true (and recorded) when no request for this

@@ -155,30 +155,6 @@ pub(super) async fn attached_keys(
     Ok(found)
 }
 
-pub(super) async fn sweep_page(
-    pool: &SqlitePool,
-    after_id: i64,
-    limit: i64,
-) -> Result<(Vec<LedgerRow>, Option<i64>, usize), StoreError> {
-    let sql = format!(
-        "SELECT {SQLITE_ROW_COLUMNS} FROM orders o WHERE o.state IN ('pending', 'confirmed') \
-         AND o.tx_hash IS NOT NULL AND o.id > ?1 ORDER BY o.id LIMIT ?2"
-    );
-    let rows = sqlx::query(&sql)
-        .bind(after_id)
-        .bind(limit)
-        .fetch_all(counted(pool))
-        .await
-        .map_err(|e| db_error("read a sweep page", e))?;
-    let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
-    let fetched = rows.len();
-    Ok((
-        valid_rows(rows.iter().map(|r| decode_raw_row!(r))),
-        last,
-        fetched,
-    ))
-}
-
 pub(super) async fn apply(
     pool: &SqlitePool,
     batch: &[PlannedTransition],

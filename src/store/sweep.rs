@@ -1,0 +1,211 @@
+//! The chain sweep's statements, both backends: keyset pages of rows to check on chain, and
+//! the guarded re-key of a payment that a reorg moved to another block.
+
+use jiff::Timestamp;
+use serde_json::json;
+use sqlx::{PgPool, SqlitePool};
+
+use super::rows::{
+    counted, db_error, decode_raw_row, sqlite_ts, valid_rows, PG_ROW_COLUMNS, SQLITE_ROW_COLUMNS,
+};
+use super::{is_unique_violation, StoreError};
+use crate::domain::{BlockRef, LedgerRow, TxHash};
+
+/// A payment the chain re-included elsewhere: its new position, and the values the row must
+/// still hold for the change to be made (the row as the sweep read it).
+#[derive(Debug, Clone)]
+pub struct Rekey {
+    pub order_id: i64,
+    pub chain: String,
+    pub tx_hash: TxHash,
+    pub old_log_index: i64,
+    /// The block hash the ledger held; `None`: the row had none (NULL or empty).
+    pub old_block_hash: Option<String>,
+    pub new_log_index: i64,
+    pub new_block: BlockRef,
+}
+
+/// What one re-key statement did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RekeyOutcome {
+    /// The key columns now hold the new position.
+    Rekeyed,
+    /// The row no longer holds the old values (someone changed it since it was read).
+    Changed,
+    /// Another row already holds the new payment key: nothing written.
+    Collision,
+}
+
+/// Rows with a payment key to check on chain, `id > after`, by id: `pending`/`confirmed`,
+/// and `final` rows on a chain of `recent_final` that became final at or after its timestamp.
+/// Returns the valid rows, the last id read and how many rows were read.
+pub(super) async fn sqlite_page(
+    pool: &SqlitePool,
+    after_id: i64,
+    limit: i64,
+    recent_final: &[(String, Timestamp, Timestamp)],
+) -> Result<(Vec<LedgerRow>, Option<i64>, usize), StoreError> {
+    let recent: Vec<_> = recent_final
+        .iter()
+        .map(|(c, since, before)| json!([c, sqlite_ts(*since), sqlite_ts(*before)]))
+        .collect();
+    // julianday() reads the handler's spellings too ("2026-11-01 10:00:00", "...T...Z").
+    let sql = format!(
+        "SELECT {SQLITE_ROW_COLUMNS} FROM orders o WHERE o.tx_hash IS NOT NULL AND o.id > ?1 \
+         AND (o.state IN ('pending', 'confirmed') OR (o.state = 'final' AND EXISTS (\
+         SELECT 1 FROM json_each(?3) f WHERE json_extract(f.value, '$[0]') = o.chain \
+         AND julianday(o.state_changed_at) >= julianday(json_extract(f.value, '$[1]')) \
+         AND julianday(o.state_changed_at) < julianday(json_extract(f.value, '$[2]'))))) \
+         ORDER BY o.id LIMIT ?2"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(after_id)
+        .bind(limit)
+        .bind(serde_json::Value::Array(recent).to_string())
+        .fetch_all(counted(pool))
+        .await
+        .map_err(|e| db_error("read a sweep page", e))?;
+    let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
+    let fetched = rows.len();
+    Ok((
+        valid_rows(rows.iter().map(|r| decode_raw_row!(r))),
+        last,
+        fetched,
+    ))
+}
+
+pub(super) async fn pg_page(
+    pool: &PgPool,
+    after_id: i64,
+    limit: i64,
+    recent_final: &[(String, Timestamp, Timestamp)],
+) -> Result<(Vec<LedgerRow>, Option<i64>, usize), StoreError> {
+    let chains: Vec<&str> = recent_final.iter().map(|(c, _, _)| c.as_str()).collect();
+    let since: Vec<String> = recent_final.iter().map(|(_, t, _)| t.to_string()).collect();
+    let before: Vec<String> = recent_final.iter().map(|(_, _, t)| t.to_string()).collect();
+    let sql = format!(
+        "SELECT {PG_ROW_COLUMNS} FROM orders o WHERE o.tx_hash IS NOT NULL AND o.id > $1 \
+         AND (o.state IN ('pending', 'confirmed') OR (o.state = 'final' AND EXISTS (\
+         SELECT 1 FROM UNNEST($3::text[], $4::text[], $5::text[]) AS f(chain, since, before) \
+         WHERE f.chain = o.chain AND o.state_changed_at >= f.since::timestamptz \
+         AND o.state_changed_at < f.before::timestamptz))) \
+         ORDER BY o.id LIMIT $2"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(after_id)
+        .bind(limit)
+        .bind(chains)
+        .bind(since)
+        .bind(before)
+        .fetch_all(counted(pool))
+        .await
+        .map_err(|e| db_error("read a sweep page", e))?;
+    let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
+    let fetched = rows.len();
+    Ok((
+        valid_rows(rows.iter().map(|r| decode_raw_row!(r))),
+        last,
+        fetched,
+    ))
+}
+
+/// One UPDATE guarded by the old key and block hash, and by no other row holding the new
+/// key; when it changes nothing, one SELECT tells a collision from a row changed under us.
+pub(super) async fn sqlite_rekey(pool: &SqlitePool, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
+    let guard = match r.old_block_hash {
+        Some(_) => "block_hash = ?8",
+        None => "(block_hash IS NULL OR block_hash = '')",
+    };
+    let sql = format!(
+        "UPDATE orders SET log_index = ?5, block_number = ?6, block_hash = ?7 \
+         WHERE id = ?1 AND chain = ?2 AND tx_hash = ?3 AND log_index = ?4 AND {guard} \
+         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?2 AND o2.tx_hash = ?3 \
+         AND o2.log_index = ?5 AND o2.id <> ?1)"
+    );
+    let mut q = sqlx::query(&sql)
+        .bind(r.order_id)
+        .bind(&r.chain)
+        .bind(r.tx_hash.as_str())
+        .bind(r.old_log_index)
+        .bind(r.new_log_index)
+        .bind(block_number(&r.new_block))
+        .bind(&r.new_block.hash);
+    if let Some(h) = &r.old_block_hash {
+        q = q.bind(h);
+    }
+    let res = q.execute(counted(pool)).await;
+    let changed = match res {
+        Ok(done) => done.rows_affected(),
+        Err(e) if is_unique_violation(&e) => return Ok(RekeyOutcome::Collision),
+        Err(e) => return Err(db_error("re-key a reorganised payment", e)),
+    };
+    if changed == 1 {
+        return Ok(RekeyOutcome::Rekeyed);
+    }
+    let taken: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM orders WHERE chain = ?1 AND tx_hash = ?2 AND log_index = ?3 AND id <> ?4",
+    )
+    .bind(&r.chain)
+    .bind(r.tx_hash.as_str())
+    .bind(r.new_log_index)
+    .bind(r.order_id)
+    .fetch_optional(counted(pool))
+    .await
+    .map_err(|e| db_error("re-key a reorganised payment", e))?;
+    Ok(miss(taken))
+}
+
+pub(super) async fn pg_rekey(pool: &PgPool, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
+    let guard = match r.old_block_hash {
+        Some(_) => "block_hash = $8",
+        None => "(block_hash IS NULL OR block_hash = '')",
+    };
+    let sql = format!(
+        "UPDATE orders SET log_index = $5, block_number = $6, block_hash = $7 \
+         WHERE id = $1 AND chain = $2 AND tx_hash = $3 AND log_index = $4 AND {guard} \
+         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $2 AND o2.tx_hash = $3 \
+         AND o2.log_index = $5 AND o2.id <> $1)"
+    );
+    let mut q = sqlx::query(&sql)
+        .bind(r.order_id)
+        .bind(&r.chain)
+        .bind(r.tx_hash.as_str())
+        .bind(r.old_log_index)
+        .bind(r.new_log_index)
+        .bind(block_number(&r.new_block))
+        .bind(&r.new_block.hash);
+    if let Some(h) = &r.old_block_hash {
+        q = q.bind(h);
+    }
+    let changed = match q.execute(counted(pool)).await {
+        Ok(done) => done.rows_affected(),
+        // Two writers took the same new key at once: the unique index decides.
+        Err(e) if is_unique_violation(&e) => return Ok(RekeyOutcome::Collision),
+        Err(e) => return Err(db_error("re-key a reorganised payment", e)),
+    };
+    if changed == 1 {
+        return Ok(RekeyOutcome::Rekeyed);
+    }
+    let taken: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM orders WHERE chain = $1 AND tx_hash = $2 AND log_index = $3 AND id <> $4",
+    )
+    .bind(&r.chain)
+    .bind(r.tx_hash.as_str())
+    .bind(r.new_log_index)
+    .bind(r.order_id)
+    .fetch_optional(counted(pool))
+    .await
+    .map_err(|e| db_error("re-key a reorganised payment", e))?;
+    Ok(miss(taken))
+}
+
+fn block_number(b: &BlockRef) -> i64 {
+    i64::try_from(b.number).unwrap_or(i64::MAX)
+}
+
+fn miss(taken: Option<i64>) -> RekeyOutcome {
+    match taken {
+        Some(_) => RekeyOutcome::Collision,
+        None => RekeyOutcome::Changed,
+    }
+}
