@@ -81,19 +81,8 @@ impl ProviderReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct FindingOut {
-    pub provider: String,
-    pub kind: String,
-    pub chain: String,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    pub order_ref: Option<String>,
-    pub local_state: Option<String>,
-    pub observed_state: Option<String>,
-    pub action: String,
-    pub detail: String,
-}
+/// A finding in the report: the same fields as a `payrecon_findings` row.
+pub type FindingOut = crate::store::FindingRow;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Totals {

@@ -175,18 +175,7 @@ impl Engine {
         }
         for r in rows {
             if acc.findings.len() < MAX_FINDINGS {
-                acc.findings.push(FindingOut {
-                    provider: r.provider,
-                    kind: r.kind,
-                    chain: r.chain,
-                    tx_hash: r.tx_hash,
-                    log_index: r.log_index,
-                    order_ref: r.order_ref,
-                    local_state: r.local_state,
-                    observed_state: r.observed_state,
-                    action: r.action,
-                    detail: r.detail,
-                });
+                acc.findings.push(r);
             } else {
                 acc.truncated = true;
             }

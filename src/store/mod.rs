@@ -72,8 +72,8 @@ pub enum ApplyOutcome {
     Duplicate,
 }
 
-/// A finding as stored in `payrecon_findings`.
-#[derive(Debug, Clone)]
+/// A finding as stored in `payrecon_findings` (and listed in the run report).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FindingRow {
     pub provider: String,
     pub kind: String,
