@@ -97,8 +97,14 @@ impl Rpc {
             let url: reqwest::Url = raw
                 .parse()
                 .map_err(|e| fail(format!("rpc_urls[{i}] {shown} is not a URL: {e}")))?;
+            // Forms a library may print: as given, normalised, and without the user info.
+            let mut bare = url.clone();
+            let _ = bare.set_username("");
+            let _ = bare.set_password(None);
+            let mut forms = vec![raw.clone(), url.to_string(), bare.to_string()];
+            forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
             endpoints.push(Endpoint {
-                raw: vec![raw.clone(), url.as_str().to_string()],
+                raw: forms,
                 client: RpcClient::new_http_with_client(http.clone(), url),
                 password: url_password(raw),
                 shown,

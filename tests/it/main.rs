@@ -6,6 +6,7 @@ mod chaingateway;
 mod cli;
 mod evm;
 mod reconcile;
+mod rpc;
 mod serve;
 mod store;
 mod support;
