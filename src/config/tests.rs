@@ -236,3 +236,47 @@ fn rpc_url_and_rpc_urls_exclude_each_other_and_errors_name_the_key() {
     let e = error_of(&typo, &[]);
     assert!(e.contains("chains.ethereum.chain_id"), "{e}");
 }
+
+#[test]
+fn shipped_config_toml_example_chains_are_valid() {
+    // Uncomment the commented example chain tables (and the commented chain keys).
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    let mut out = String::new();
+    let mut in_examples = false;
+    for line in text.lines() {
+        if line.starts_with("# [chains.") {
+            in_examples = true;
+        }
+        if line.starts_with("# Assets") || line.starts_with("[assets") {
+            in_examples = false;
+        }
+        let uncommented = line.strip_prefix("# ").filter(|l| {
+            in_examples || l.starts_with("chain_id =") || l.starts_with("max_requests_per_second =")
+        });
+        match uncommented {
+            Some(l) if !l.starts_with(' ') => out.push_str(l.split(" #").next().unwrap()),
+            Some(_) => {}
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    let c = load(&out, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
+    let names: Vec<&str> = c.chains.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["arbitrum", "bsc", "ethereum", "legacy", "polygon"]);
+    let eth = c.chain("ethereum").unwrap();
+    assert_eq!(
+        (eth.chain_id, eth.max_requests_per_second),
+        (Some(1), Some(25))
+    );
+    let legacy = c.chain("legacy").unwrap();
+    assert_eq!((legacy.finality, legacy.final_depth), (Finality::Depth, 64));
+    assert_eq!(c.chain("polygon").unwrap().rpc_urls.len(), 2);
+    for name in ["polygon", "bsc", "arbitrum"] {
+        assert_eq!(
+            c.chain(name).unwrap().finality,
+            Finality::Finalized,
+            "{name}"
+        );
+    }
+}
