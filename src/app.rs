@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::chain::ChainClient;
+use crate::chain::{ChainClient, ChainError, Finality, Preflight};
 use crate::config::{Config, ProviderConfig};
 use crate::engine::{Engine, Provider, ProviderEntry};
 use crate::metrics::Metrics;
@@ -33,6 +33,53 @@ impl App {
                 .map_err(|e| AppError(format!("migrating the database: {}", scrub(&config, &e))))?;
         }
         Self::with_store(config, store)
+    }
+
+    /// `run` and `serve`: connects the database, builds every client, runs the start-of-run
+    /// check of every chain (`preflight`) and only then migrates. A chain whose node reports
+    /// another chain id, whose URLs disagree, or which lacks the finality tag refuses the
+    /// start: nothing has been written. A chain that is merely unreachable is logged and the
+    /// start goes on; the run then reports that chain's providers and the sweep as failed
+    /// (exit 1), and `serve` retries it at every scheduled run.
+    pub async fn start(config: Config) -> Result<App, AppError> {
+        let migrate = config.database.migrate;
+        let store = connect(&config).await?;
+        let app = Self::with_store(config, store)?;
+        let mut refusals = Vec::new();
+        for (name, r) in app.preflight().await {
+            match r {
+                Ok(p) => tracing::info!(chain = %name, chain_id = p.chain_id, head = p.head.number,
+                    final_block = p.head.final_block, "Chain checked."),
+                Err(e) if e.is_misconfiguration() => {
+                    refusals.push(app.engine.redact(&e.to_string()))
+                }
+                Err(e) => tracing::warn!(chain = %name, error = %app.engine.redact(&e.to_string()),
+                    "The chain is unreachable at start; its providers will be reported as failed."),
+            }
+        }
+        if !refusals.is_empty() {
+            return Err(AppError(refusals.join("; ")));
+        }
+        if migrate {
+            app.engine.store.migrate().await.map_err(|e| {
+                AppError(format!(
+                    "migrating the database: {}",
+                    scrub(&app.config, &e)
+                ))
+            })?;
+        }
+        Ok(app)
+    }
+
+    /// The start-of-run check of every chain, concurrently, in name order: each URL's chain
+    /// id against `chain_id`, the head, and the finality tag.
+    pub async fn preflight(&self) -> Vec<(String, Result<Preflight, ChainError>)> {
+        let checks = self
+            .engine
+            .chains
+            .iter()
+            .map(|(name, c)| async move { (name.clone(), c.preflight().await) });
+        futures::future::join_all(checks).await
     }
 
     /// Builds the clients around an existing store (no migration).
@@ -135,19 +182,31 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
         // The error text starts with "database: ".
         Err(err) => line(false, e.redact(&err)),
     }
-    for (name, c) in &e.chains {
-        match (c.chain_id().await, c.head().await) {
-            (Ok(id), Ok(h)) => line(
-                true,
-                format!(
-                    "chain {name}: chain id {id}, head {}, final {}",
-                    h.number, h.final_block
-                ),
-            ),
-            (Err(err), _) | (_, Err(err)) => line(
-                false,
-                format!("chain {name}: {}", e.redact(&err.to_string())),
-            ),
+    let checks = e
+        .chains
+        .iter()
+        .map(|(name, c)| async move { (name.clone(), c.settings().finality, c.preflight().await) });
+    for (name, finality, r) in futures::future::join_all(checks).await {
+        match r {
+            Ok(p) => {
+                let mode = match finality {
+                    Finality::Finalized => "\"finalized\" tag",
+                    Finality::Safe => "\"safe\" tag",
+                    Finality::Depth => "depth",
+                };
+                line(
+                    true,
+                    format!(
+                        "chain {name}: chain id {}, head {}, final {} ({mode})",
+                        p.chain_id, p.head.number, p.head.final_block
+                    ),
+                );
+                for u in p.unreachable {
+                    line(false, format!("chain {name}: {}", e.redact(&u)));
+                }
+            }
+            // The error names the chain ("chain ethereum: ...").
+            Err(err) => line(false, e.redact(&err.to_string())),
         }
     }
     for p in &e.providers {

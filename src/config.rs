@@ -188,10 +188,43 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     }
     let mut chains = Vec::new();
     for (name, c) in &raw.chains {
-        let rpc_url = c
-            .rpc_url
-            .clone()
-            .ok_or_else(|| err(format!("chains.{name}.rpc_url: required")))?;
+        let rpc_urls: Vec<String> = match (&c.rpc_url, &c.rpc_urls) {
+            (Some(_), Some(_)) => {
+                return Err(err(format!(
+                    "chains.{name}.rpc_urls: set rpc_url or rpc_urls, not both"
+                )))
+            }
+            (Some(u), None) => vec![u.expose().to_string()],
+            (None, Some(us)) if us.is_empty() => {
+                return Err(err(format!(
+                    "chains.{name}.rpc_urls: at least one URL is required"
+                )))
+            }
+            (None, Some(us)) => us.iter().map(|u| u.expose().to_string()).collect(),
+            (None, None) => {
+                return Err(err(format!(
+                    "chains.{name}.rpc_url: required (or rpc_urls = [...])"
+                )))
+            }
+        };
+        for (i, u) in rpc_urls.iter().enumerate() {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                let key = if c.rpc_url.is_some() {
+                    "rpc_url".to_string()
+                } else {
+                    format!("rpc_urls[{i}]")
+                };
+                return Err(err(format!(
+                    "chains.{name}.{key}: {} is not an http:// or https:// URL",
+                    crate::chain::shown_url(u)
+                )));
+            }
+        }
+        if c.max_requests_per_second == Some(0) {
+            return Err(err(format!(
+                "chains.{name}.max_requests_per_second: must be at least 1 (or absent: no limit)"
+            )));
+        }
         let finality = match c.finality.as_str() {
             "finalized" => Finality::Finalized,
             "safe" => Finality::Safe,
@@ -209,7 +242,9 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         }
         chains.push(ChainSettings {
             name: name.clone(),
-            rpc_url: rpc_url.expose().to_string(),
+            rpc_urls,
+            chain_id: c.chain_id,
+            max_requests_per_second: c.max_requests_per_second,
             confirmations: c.confirmations,
             finality,
             final_depth: c.final_depth,

@@ -137,7 +137,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Serve => {
             // Before anything else, so that no signal finds the default handlers.
             let shutdown = shutdown_signal();
-            let app = match payrecon::app::App::build(config).await {
+            let app = match payrecon::app::App::start(config).await {
                 Ok(a) => a,
                 Err(e) => return fail(&e.to_string()),
             };
@@ -176,7 +176,7 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
     {
         return usage(&format!("--provider {p:?} is not configured"));
     }
-    let app = match payrecon::app::App::build(config).await {
+    let app = match payrecon::app::App::start(config).await {
         Ok(a) => a,
         Err(e) => return fail(&e.to_string()),
     };

@@ -2,6 +2,7 @@
 //! Turns transaction hashes into `domain` transfers; knows nothing of providers or SQL.
 
 mod decode;
+mod preflight;
 mod rpc;
 
 use std::collections::HashMap;
@@ -15,6 +16,8 @@ use serde_json::{json, Value};
 use crate::domain::{Address, Asset, ChainHead, ChainTransfer, TxHash};
 
 pub use decode::TRANSFER_TOPIC;
+pub use preflight::Preflight;
+pub use rpc::shown_url;
 
 /// Batch requests in flight at once per `lookup` call.
 const BATCHES_IN_FLIGHT: usize = 4;
@@ -34,7 +37,14 @@ pub enum Finality {
 pub struct ChainSettings {
     /// The chain's configured name (`ethereum`), used in payment keys.
     pub name: String,
-    pub rpc_url: String,
+    /// JSON-RPC endpoints, in priority order (at least one): requests go to the first until
+    /// it fails, then fail over to the next (see `rpc.rs`).
+    pub rpc_urls: Vec<String>,
+    /// When set, `eth_chainId` of every URL must equal it (checked by `preflight`).
+    pub chain_id: Option<u64>,
+    /// When set, at most this many HTTP requests per second to this chain (all URLs
+    /// together; a batch is one request).
+    pub max_requests_per_second: Option<u32>,
     pub confirmations: u64,
     pub finality: Finality,
     pub final_depth: u64,
@@ -43,7 +53,8 @@ pub struct ChainSettings {
     pub batch_size: usize,
     pub timeout: Duration,
     /// Retries per request (after the first attempt) on connection errors, timeouts, HTTP 5xx
-    /// and rate limits, with exponential backoff from 100 ms and jitter.
+    /// and rate limits, with exponential backoff from 100 ms and jitter. With several URLs a
+    /// request makes `max(max_retries + 1, URLs)` attempts in all.
     pub max_retries: u32,
     /// How long after it became final a payment is still checked by the sweep (catches a
     /// wrong finality setting). Zero: final rows are not rechecked.
@@ -58,8 +69,26 @@ pub enum ChainError {
         what: &'static str,
         reason: String,
     },
-    #[error("chain {chain}: node does not know the {tag:?} block tag; set finality = \"depth\" for this chain")]
+    #[error("chain {chain}: the node does not know the {tag:?} block tag; set finality = \"depth\" (with final_depth) in [chains.{chain}]")]
     TagUnsupported { chain: String, tag: &'static str },
+    #[error("chain {chain}: the node at {url} reports chain id {actual}, but chains.{chain}.chain_id = {expected}; refusing to run (is this URL for another network?)")]
+    ChainIdMismatch {
+        chain: String,
+        expected: u64,
+        actual: u64,
+        /// Without credentials.
+        url: String,
+    },
+    #[error("chain {chain}: the URLs disagree on the chain id ({ids}); refusing to run")]
+    ChainIdsDisagree { chain: String, ids: String },
+}
+
+impl ChainError {
+    /// A configuration problem (wrong network, missing tag) rather than an outage: a run or
+    /// serve refuses to start on it.
+    pub fn is_misconfiguration(&self) -> bool {
+        !matches!(self, ChainError::Rpc { .. })
+    }
 }
 
 /// What to look for in one transaction.
@@ -107,6 +136,11 @@ impl ChainClient {
 
     pub fn settings(&self) -> &ChainSettings {
         &self.settings
+    }
+
+    /// How many times requests moved to another URL since this client was built.
+    pub fn failovers(&self) -> u64 {
+        self.rpc.failovers()
     }
 
     /// `eth_chainId`.

@@ -1,71 +1,151 @@
-//! The JSON-RPC transport under `ChainClient`: one alloy `RpcClient` over HTTP, retries with
-//! exponential backoff and jitter, JSON-RPC batches, and error reasons free of URL secrets.
+//! The JSON-RPC transport under `ChainClient`: one alloy `RpcClient` per configured URL,
+//! failover between them, bounded retries with exponential backoff and jitter, an optional
+//! request-rate limit, JSON-RPC batches, and error reasons free of URL credentials.
+//!
+//! Failover is sticky and ordered: requests go to the *active* URL (the first at start); a
+//! connection error, timeout, HTTP 5xx/429 or JSON-RPC rate limit moves the active URL to the
+//! next one in the list (wrapping around), logged once per switch. A call makes at most
+//! `max(max_retries + 1, number of URLs)` attempts in all; a backoff sleep comes before each
+//! retry on a single URL, and after each full round over several.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use alloy::rpc::client::RpcClient;
 use alloy::rpc::json_rpc::{RpcRecv, RpcSend};
 use alloy::transports::http::reqwest;
-use alloy::transports::{RpcError, TransportError, TransportErrorKind};
+use alloy::transports::{RpcError, TransportError};
 use rand::Rng;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::{ChainError, ChainSettings};
+
+mod errors;
+pub use errors::shown_url;
+use errors::{classify, describe, is_rate_limit, url_password, Retry};
 
 /// First retry waits about this long; each further retry doubles it (plus jitter).
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
 /// Longest error reason kept (response bodies can be large).
 const MAX_REASON: usize = 300;
 
-/// An alloy RPC client for one chain, with the settings that shape retries and errors.
-pub(crate) struct Rpc {
+/// One configured URL.
+struct Endpoint {
     client: RpcClient,
-    chain: String,
-    max_retries: u32,
-    /// Never shown in an error: the raw URL, replaced by `shown_url`.
-    url: String,
-    /// Never shown in an error: the URL's password, replaced by `***`.
+    /// Never shown: the raw URL and its parsed (normalised) form, replaced by `shown`.
+    raw: Vec<String>,
+    /// Never shown: the URL's password, replaced by `***`.
     password: Option<String>,
-    /// The URL with its password replaced, shown instead.
-    shown_url: String,
+    /// `scheme://host:port`, plus `/…` when the URL has a path (which may hold an API key).
+    shown: String,
 }
 
-/// Whether a failed attempt may succeed when sent again.
-#[derive(Debug, PartialEq, Eq)]
-enum Retry {
-    Yes,
-    No,
+/// An alloy RPC client per URL of one chain, with the settings that shape retries and errors.
+pub(crate) struct Rpc {
+    chain: String,
+    endpoints: Vec<Endpoint>,
+    /// Index of the URL requests go to.
+    active: AtomicUsize,
+    failovers: AtomicU64,
+    max_retries: u32,
+    limiter: Option<Limiter>,
+}
+
+/// At most one HTTP request per `interval` (`max_requests_per_second`), no burst: each
+/// request takes the next free slot.
+struct Limiter {
+    interval: Duration,
+    next: Mutex<Instant>,
+}
+
+impl Limiter {
+    async fn wait(&self) {
+        let at = {
+            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+            let at = (*next).max(Instant::now());
+            *next = at + self.interval;
+            at
+        };
+        tokio::time::sleep_until(at).await;
+    }
 }
 
 impl Rpc {
     pub(crate) fn new(settings: &ChainSettings) -> Result<Rpc, ChainError> {
-        let shown_url = crate::secret::redact_url(&settings.rpc_url);
         let fail = |reason: String| ChainError::Rpc {
             chain: settings.name.clone(),
             what: "connect",
             reason,
         };
-        let url: reqwest::Url = settings
-            .rpc_url
-            .parse()
-            .map_err(|e| fail(format!("rpc_url {shown_url} is not a URL: {e}")))?;
+        if settings.rpc_urls.is_empty() {
+            return Err(fail("no RPC URL configured".into()));
+        }
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
             .build()
             .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
-        let client = RpcClient::new_http_with_client(http, url);
+        let mut endpoints = Vec::with_capacity(settings.rpc_urls.len());
+        for (i, raw) in settings.rpc_urls.iter().enumerate() {
+            let shown = shown_url(raw);
+            let url: reqwest::Url = raw
+                .parse()
+                .map_err(|e| fail(format!("rpc_urls[{i}] {shown} is not a URL: {e}")))?;
+            // Forms a library may print: as given, normalised, and without the user info.
+            let mut bare = url.clone();
+            let _ = bare.set_username("");
+            let _ = bare.set_password(None);
+            let mut forms = vec![raw.clone(), url.to_string(), bare.to_string()];
+            forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+            endpoints.push(Endpoint {
+                raw: forms,
+                client: RpcClient::new_http_with_client(http.clone(), url),
+                password: url_password(raw),
+                shown,
+            });
+        }
+        let limiter = settings
+            .max_requests_per_second
+            .filter(|r| *r > 0)
+            .map(|r| Limiter {
+                interval: Duration::from_secs(1) / r,
+                next: Mutex::new(Instant::now()),
+            });
         Ok(Rpc {
-            client,
             chain: settings.name.clone(),
+            endpoints,
+            active: AtomicUsize::new(0),
+            failovers: AtomicU64::new(0),
             max_retries: settings.max_retries,
-            url: settings.rpc_url.clone(),
-            password: url_password(&settings.rpc_url),
-            shown_url,
+            limiter,
         })
     }
 
-    /// One call, retried on connection errors, timeouts, HTTP 5xx and rate limits.
+    /// Number of configured URLs.
+    pub(crate) fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    /// The URL at `i` without credentials (`https://host:port/…`).
+    pub(crate) fn shown(&self, i: usize) -> &str {
+        &self.endpoints[i].shown
+    }
+
+    /// Index of the URL requests go to now.
+    pub(crate) fn active(&self) -> usize {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Switches of the active URL so far.
+    pub(crate) fn failovers(&self) -> u64 {
+        self.failovers.load(Ordering::Relaxed)
+    }
+
+    /// One call, retried (and failed over) on connection errors, timeouts, HTTP 5xx and rate
+    /// limits.
     pub(crate) async fn call<P, R>(
         &self,
         what: &'static str,
@@ -76,13 +156,36 @@ impl Rpc {
         P: RpcSend + Clone,
         R: RpcRecv,
     {
-        let mut attempt = 0;
-        loop {
-            match self.client.request(method, params.clone()).await {
-                Ok(r) => return Ok(r),
-                Err(e) => self.after_failure(what, &e, &mut attempt).await?,
-            }
-        }
+        self.with_failover(what, |c| {
+            let params = params.clone();
+            async move { c.request(method, params).await }
+        })
+        .await
+    }
+
+    /// One attempt at one URL, without failover or retry (the start-of-run checks ask each
+    /// URL in turn).
+    pub(crate) async fn call_at<P, R>(
+        &self,
+        i: usize,
+        what: &'static str,
+        method: &'static str,
+        params: P,
+    ) -> Result<R, ChainError>
+    where
+        P: RpcSend + Clone,
+        R: RpcRecv,
+    {
+        self.throttle().await;
+        let client = self.endpoints[i].client.clone();
+        client
+            .request(method, params)
+            .await
+            .map_err(|e| ChainError::Rpc {
+                chain: self.chain.clone(),
+                what,
+                reason: self.clean(&format!("{}: {}", self.shown(i), describe(&e))),
+            })
     }
 
     /// A call whose JSON-RPC error response is returned as `Ok(Err(message))` (not retried),
@@ -97,16 +200,21 @@ impl Rpc {
         P: RpcSend + Clone,
         R: RpcRecv,
     {
-        let mut attempt = 0;
-        loop {
-            match self.client.request(method, params.clone()).await {
-                Ok(r) => return Ok(Ok(r)),
-                Err(RpcError::ErrorResp(p)) if !is_rate_limit(p.code, &p.message) => {
-                    return Ok(Err(self.clean(&format!("{} (code {})", p.message, p.code))))
+        let reply = self
+            .with_failover(what, |c| {
+                let params = params.clone();
+                async move {
+                    match c.request(method, params).await {
+                        Ok(r) => Ok(Ok(r)),
+                        Err(RpcError::ErrorResp(p)) if !is_rate_limit(p.code, &p.message) => {
+                            Ok(Err(format!("{} (code {})", p.message, p.code)))
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
-                Err(e) => self.after_failure(what, &e, &mut attempt).await?,
-            }
-        }
+            })
+            .await?;
+        Ok(reply.map_err(|m| self.clean(&m)))
     }
 
     /// Sends `calls` (method, params) as one JSON-RPC batch request and returns the results
@@ -117,66 +225,102 @@ impl Rpc {
         what: &'static str,
         calls: &[(&'static str, Value)],
     ) -> Result<Vec<Value>, ChainError> {
-        let mut attempt = 0;
+        self.with_failover(what, |c| try_batch(c, calls)).await
+    }
+
+    /// Runs `attempt` against the active URL until it succeeds, fails for good, or the
+    /// attempt budget is spent; fails over to the next URL after each retryable failure.
+    async fn with_failover<T, F, Fut>(
+        &self,
+        what: &'static str,
+        mut attempt: F,
+    ) -> Result<T, ChainError>
+    where
+        F: FnMut(RpcClient) -> Fut,
+        Fut: Future<Output = Result<T, TransportError>>,
+    {
+        let n = self.endpoints.len();
+        let budget = (self.max_retries as usize + 1).max(n);
+        let mut idx = self.active.load(Ordering::Acquire);
+        let mut tries = 0;
         loop {
-            match self.try_batch(calls).await {
-                Ok(values) => return Ok(values),
-                Err(e) => self.after_failure(what, &e, &mut attempt).await?,
+            self.throttle().await;
+            let e = match attempt(self.endpoints[idx].client.clone()).await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            tries += 1;
+            if classify(&e) == Retry::No || tries >= budget {
+                let mut reason = describe(&e);
+                if n > 1 {
+                    reason = format!("{}: {reason}", self.shown(idx));
+                }
+                if tries > 1 {
+                    reason.push_str(&format!(" (after {tries} attempts"));
+                    if n > 1 {
+                        reason.push_str(&format!(" over {n} URLs"));
+                    }
+                    reason.push(')');
+                }
+                return Err(ChainError::Rpc {
+                    chain: self.chain.clone(),
+                    what,
+                    reason: self.clean(&reason),
+                });
+            }
+            tracing::debug!(chain = %self.chain, what, attempt = tries, url = %self.shown(idx),
+                error = %self.clean(&describe(&e)), "Chain RPC attempt failed; retrying.");
+            if n > 1 {
+                idx = self.fail_over(idx, &e);
+            }
+            if n == 1 || tries % n == 0 {
+                let round = (tries / n).saturating_sub(1).min(10) as u32;
+                let base = BACKOFF_BASE.saturating_mul(1 << round);
+                let jitter = rand::thread_rng().gen_range(0..=base.as_millis() as u64 / 2);
+                tokio::time::sleep(base + Duration::from_millis(jitter)).await;
             }
         }
     }
 
-    async fn try_batch(
-        &self,
-        calls: &[(&'static str, Value)],
-    ) -> Result<Vec<Value>, TransportError> {
-        let mut batch = self.client.new_batch();
-        let mut waiters = Vec::with_capacity(calls.len());
-        for (method, params) in calls {
-            waiters.push(batch.add_call::<Value, Value>(*method, params)?);
+    /// Moves the active URL from `from` to the next one, unless another request already
+    /// moved it; logs the switch once. Returns the URL to try next.
+    fn fail_over(&self, from: usize, e: &TransportError) -> usize {
+        let to = (from + 1) % self.endpoints.len();
+        match self
+            .active
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                self.failovers.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(chain = %self.chain, from = from, from_url = %self.shown(from),
+                    to = to, to_url = %self.shown(to), error = %self.clean(&describe(e)),
+                    "Chain RPC URL failed; failing over to the next URL.");
+                to
+            }
+            // Someone else switched already: follow, unless they switched back to `from`.
+            Err(current) if current != from => current,
+            Err(_) => to,
         }
-        batch.send().await?;
-        let mut out = Vec::with_capacity(waiters.len());
-        for w in waiters {
-            out.push(w.await?);
-        }
-        Ok(out)
     }
 
-    /// Sleeps before the next attempt, or turns the error into a `ChainError`.
-    async fn after_failure(
-        &self,
-        what: &'static str,
-        e: &TransportError,
-        attempt: &mut u32,
-    ) -> Result<(), ChainError> {
-        if classify(e) == Retry::No || *attempt >= self.max_retries {
-            let tries = *attempt + 1;
-            let suffix = if tries > 1 {
-                format!(" (after {tries} attempts)")
-            } else {
-                String::new()
-            };
-            return Err(ChainError::Rpc {
-                chain: self.chain.clone(),
-                what,
-                reason: format!("{}{suffix}", self.clean(&describe(e))),
-            });
+    async fn throttle(&self) {
+        if let Some(l) = &self.limiter {
+            l.wait().await;
         }
-        let base = BACKOFF_BASE.saturating_mul(1 << (*attempt).min(10));
-        let jitter = rand::thread_rng().gen_range(0..=base.as_millis() as u64 / 2);
-        tracing::debug!(chain = %self.chain, what, attempt = *attempt + 1, error = %self.clean(&describe(e)),
-            "Chain RPC attempt failed; retrying.");
-        tokio::time::sleep(base + Duration::from_millis(jitter)).await;
-        *attempt += 1;
-        Ok(())
     }
 
-    /// Removes the URL and its password from a message, and bounds its length.
+    /// Removes every URL and password from a message, and bounds its length.
     pub(crate) fn clean(&self, text: &str) -> String {
-        let mut out = text.replace(self.url.as_str(), &self.shown_url);
-        if let Some(pw) = &self.password {
-            out = out.replace(pw.as_str(), "***");
+        let mut out = text.to_string();
+        for ep in &self.endpoints {
+            for raw in &ep.raw {
+                if !raw.is_empty() {
+                    out = out.replace(raw.as_str(), &ep.shown);
+                }
+            }
+            if let Some(pw) = &ep.password {
+                out = out.replace(pw.as_str(), "***");
+            }
         }
         if out.len() > MAX_REASON {
             let mut cut = MAX_REASON;
@@ -190,78 +334,19 @@ impl Rpc {
     }
 }
 
-fn classify(e: &TransportError) -> Retry {
-    match e {
-        RpcError::Transport(kind) => match kind {
-            TransportErrorKind::HttpError(h) if h.status >= 500 || h.status == 429 => Retry::Yes,
-            TransportErrorKind::HttpError(_) => Retry::No,
-            // Connection refused/reset, timeouts, a body cut short, a missing batch entry.
-            TransportErrorKind::Custom(_)
-            | TransportErrorKind::BackendGone
-            | TransportErrorKind::MissingBatchResponse(_) => Retry::Yes,
-            _ => Retry::No,
-        },
-        RpcError::ErrorResp(p) if is_rate_limit(p.code, &p.message) => Retry::Yes,
-        _ => Retry::No,
+async fn try_batch(
+    client: RpcClient,
+    calls: &[(&'static str, Value)],
+) -> Result<Vec<Value>, TransportError> {
+    let mut batch = client.new_batch();
+    let mut waiters = Vec::with_capacity(calls.len());
+    for (method, params) in calls {
+        waiters.push(batch.add_call::<Value, Value>(*method, params)?);
     }
-}
-
-/// JSON-RPC errors that say "slow down" rather than "no".
-fn is_rate_limit(code: i64, message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    code == 429 || code == -32005 || m.contains("rate limit") || m.contains("too many requests")
-}
-
-/// The error with its sources ("error sending request: connection refused").
-fn describe(e: &TransportError) -> String {
-    match e {
-        RpcError::Transport(TransportErrorKind::HttpError(h)) => {
-            format!("HTTP {}: {}", h.status, h.body.trim())
-        }
-        RpcError::ErrorResp(p) => format!("JSON-RPC error {}: {}", p.code, p.message),
-        other => {
-            let mut text = other.to_string();
-            let mut source = std::error::Error::source(other);
-            while let Some(s) = source {
-                let s_text = s.to_string();
-                if !text.contains(&s_text) {
-                    text.push_str(": ");
-                    text.push_str(&s_text);
-                }
-                source = s.source();
-            }
-            text
-        }
+    batch.send().await?;
+    let mut out = Vec::with_capacity(waiters.len());
+    for w in waiters {
+        out.push(w.await?);
     }
-}
-
-/// The password in `scheme://user:password@host/...`, if any.
-fn url_password(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let userinfo = authority.rsplit_once('@')?.0;
-    let pw = userinfo.split_once(':')?.1;
-    (!pw.is_empty()).then(|| pw.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_are_found_in_urls() {
-        assert_eq!(
-            url_password("https://user:pw1@host:8545/v3/key").as_deref(),
-            Some("pw1")
-        );
-        assert_eq!(url_password("http://127.0.0.1:8545"), None);
-        assert_eq!(url_password("http://user@host"), None);
-    }
-
-    #[test]
-    fn rate_limits_are_recognised() {
-        assert!(is_rate_limit(-32005, "limit exceeded"));
-        assert!(is_rate_limit(-32000, "Rate limit reached"));
-        assert!(!is_rate_limit(-32601, "method not found"));
-    }
+    Ok(out)
 }

@@ -88,6 +88,9 @@ impl Default for ReconcileConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawChain {
     pub(super) rpc_url: Option<Secret>,
+    pub(super) rpc_urls: Option<Vec<Secret>>,
+    pub(super) chain_id: Option<u64>,
+    pub(super) max_requests_per_second: Option<u32>,
     #[serde(default = "default_confirmations")]
     pub(super) confirmations: u64,
     #[serde(default = "default_finality")]

@@ -158,3 +158,125 @@ fn shipped_config_toml_is_valid() {
     let c = load(&text, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
     assert!(!c.providers.is_empty());
 }
+
+#[test]
+fn rpc_urls_chain_id_and_rate_limit_are_read() {
+    let text = BASE.replace(
+        "rpc_url = \"http://127.0.0.1:8545\"",
+        "rpc_urls = [\"http://a:8545\", \"https://u:pw@b/v3/key\"]\nchain_id = 137\nmax_requests_per_second = 25",
+    );
+    let c = load(&text, &[]).unwrap();
+    let eth = c.chain("ethereum").unwrap();
+    assert_eq!(eth.rpc_urls, ["http://a:8545", "https://u:pw@b/v3/key"]);
+    assert_eq!(eth.chain_id, Some(137));
+    assert_eq!(eth.max_requests_per_second, Some(25));
+
+    // rpc_url alone: one URL, no chain id, no limit.
+    let c = load(BASE, &[]).unwrap();
+    let eth = c.chain("ethereum").unwrap();
+    assert_eq!(eth.rpc_urls, ["http://127.0.0.1:8545"]);
+    assert_eq!((eth.chain_id, eth.max_requests_per_second), (None, None));
+
+    // From the environment, as a TOML array.
+    let c = load(
+        BASE,
+        &[
+            ("PAYRECON_CHAINS__ETHEREUM__RPC_URL", ""),
+            ("PAYRECON_CHAINS__ETHEREUM__CHAIN_ID", "1"),
+        ],
+    );
+    assert!(c.is_err(), "an empty rpc_url is not a URL");
+    let text = BASE.replace("rpc_url = \"http://127.0.0.1:8545\"", "");
+    let c = load(
+        &text,
+        &[(
+            "PAYRECON_CHAINS__ETHEREUM__RPC_URLS",
+            "[\"http://x:1\", \"http://y:2\"]",
+        )],
+    )
+    .unwrap();
+    assert_eq!(c.chains[0].rpc_urls.len(), 2);
+}
+
+#[test]
+fn rpc_url_and_rpc_urls_exclude_each_other_and_errors_name_the_key() {
+    let both = BASE.replace(
+        "rpc_url = \"http://127.0.0.1:8545\"",
+        "rpc_url = \"http://a:1\"\nrpc_urls = [\"http://b:1\"]",
+    );
+    let e = error_of(&both, &[]);
+    assert!(
+        e.contains("chains.ethereum.rpc_urls") && e.contains("not both"),
+        "{e}"
+    );
+
+    let empty = BASE.replace("rpc_url = \"http://127.0.0.1:8545\"", "rpc_urls = []");
+    let e = error_of(&empty, &[]);
+    assert!(e.contains("chains.ethereum.rpc_urls"), "{e}");
+
+    let bad = BASE.replace(
+        "rpc_url = \"http://127.0.0.1:8545\"",
+        "rpc_urls = [\"http://a:1\", \"ws://u:secretpw@b/v3/key\"]",
+    );
+    let e = error_of(&bad, &[]);
+    assert!(e.contains("chains.ethereum.rpc_urls[1]"), "{e}");
+    assert!(!e.contains("secretpw") && !e.contains("key"), "{e}");
+
+    let zero = BASE.replace(
+        "rpc_url = \"http://127.0.0.1:8545\"",
+        "rpc_url = \"http://127.0.0.1:8545\"\nmax_requests_per_second = 0",
+    );
+    let e = error_of(&zero, &[]);
+    assert!(e.contains("chains.ethereum.max_requests_per_second"), "{e}");
+
+    let typo = BASE.replace(
+        "rpc_url = \"http://127.0.0.1:8545\"",
+        "rpc_url = \"http://127.0.0.1:8545\"\nchain_id = \"one\"",
+    );
+    let e = error_of(&typo, &[]);
+    assert!(e.contains("chains.ethereum.chain_id"), "{e}");
+}
+
+#[test]
+fn shipped_config_toml_example_chains_are_valid() {
+    // Uncomment the commented example chain tables (and the commented chain keys).
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    let mut out = String::new();
+    let mut in_examples = false;
+    for line in text.lines() {
+        if line.starts_with("# [chains.") {
+            in_examples = true;
+        }
+        if line.starts_with("# Assets") || line.starts_with("[assets") {
+            in_examples = false;
+        }
+        let uncommented = line.strip_prefix("# ").filter(|l| {
+            in_examples || l.starts_with("chain_id =") || l.starts_with("max_requests_per_second =")
+        });
+        match uncommented {
+            Some(l) if !l.starts_with(' ') => out.push_str(l.split(" #").next().unwrap()),
+            Some(_) => {}
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    let c = load(&out, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
+    let names: Vec<&str> = c.chains.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["arbitrum", "bsc", "ethereum", "legacy", "polygon"]);
+    let eth = c.chain("ethereum").unwrap();
+    assert_eq!(
+        (eth.chain_id, eth.max_requests_per_second),
+        (Some(1), Some(25))
+    );
+    let legacy = c.chain("legacy").unwrap();
+    assert_eq!((legacy.finality, legacy.final_depth), (Finality::Depth, 64));
+    assert_eq!(c.chain("polygon").unwrap().rpc_urls.len(), 2);
+    for name in ["polygon", "bsc", "arbitrum"] {
+        assert_eq!(
+            c.chain(name).unwrap().finality,
+            Finality::Finalized,
+            "{name}"
+        );
+    }
+}

@@ -16,7 +16,9 @@ mod sandbox;
 fn settings(url: &str) -> ChainSettings {
     ChainSettings {
         name: "anvil".into(),
-        rpc_url: url.into(),
+        rpc_urls: vec![url.into()],
+        chain_id: None,
+        max_requests_per_second: None,
         confirmations: 3,
         finality: Finality::Depth,
         final_depth: 10,

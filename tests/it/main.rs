@@ -7,6 +7,7 @@ mod cli;
 mod evm;
 mod reconcile;
 mod reorg;
+mod rpc;
 mod serve;
 mod store;
 mod support;
