@@ -247,6 +247,20 @@ backoff = "20ms"
 }
 
 fn toml(db: &str, cg: &str, rpc: &str, token: &str, providers: &str, extra: &str) -> String {
+    let chain = format!("confirmations = {CONFS}\nfinality = \"finalized\"");
+    toml_with_chain(db, cg, rpc, token, &chain, providers, extra)
+}
+
+/// The scenario config; `chain` holds the chain table's confirmation and finality keys.
+pub(crate) fn toml_with_chain(
+    db: &str,
+    cg: &str,
+    rpc: &str,
+    token: &str,
+    chain: &str,
+    providers: &str,
+    extra: &str,
+) -> String {
     format!(
         r#"[database]
 url = "{db}"
@@ -256,8 +270,7 @@ listen = "127.0.0.1:0"
 
 [chains.ethereum]
 rpc_url = "{rpc}"
-confirmations = {CONFS}
-finality = "finalized"
+{chain}
 max_retries = 1
 timeout = "5s"
 

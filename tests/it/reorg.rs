@@ -14,7 +14,7 @@ use payrecon::sandbox::chaingateway::FakeChaingateway;
 use serde_json::{json, Value};
 
 use crate::evm::deploy_token;
-use crate::reconcile::{World, CG, KEY};
+use crate::reconcile::{World, KEY};
 use crate::support::Anvil;
 
 mod gone;
@@ -30,38 +30,11 @@ pub(crate) async fn world(db_url: &str, final_depth: u64, recheck_final: &str) -
     let token = deploy_token(&anvil).await;
     let payer = anvil.accounts().await[0].clone();
     let (cg, cg_url) = FakeChaingateway::start(KEY).await;
-    let text = format!(
-        r#"[database]
-url = "{db_url}"
-
-[http]
-listen = "127.0.0.1:0"
-
-[chains.ethereum]
-rpc_url = "{rpc}"
-confirmations = {CONFS}
-finality = "depth"
-final_depth = {final_depth}
-recheck_final = "{recheck_final}"
-max_retries = 1
-timeout = "5s"
-
-[assets."ethereum:{token}"]
-symbol = "USDT"
-decimals = 6
-
-[providers.{CG}]
-kind = "chaingateway"
-base_url = "{cg_url}"
-api_key = "{KEY}"
-network = "mainnet"
-chains = ["ethereum"]
-timeout = "5s"
-max_retries = 2
-backoff = "20ms"
-"#,
-        rpc = anvil.url
+    let chain = format!(
+        "confirmations = {CONFS}\nfinality = \"depth\"\nfinal_depth = {final_depth}\nrecheck_final = \"{recheck_final}\""
     );
+    let text =
+        crate::reconcile::toml_with_chain(db_url, &cg_url, &anvil.url, &token, &chain, "", "");
     let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
     let app = App::build(config).await.expect("App::build");
     Some(World {
