@@ -100,7 +100,7 @@ async fn receipts_on_anvil(bin: &str, args: &Args) -> anyhow::Result<()> {
         .map(|h| {
             Ok(TransferQuery {
                 tx_hash: TxHash::parse(h)?,
-                asset: Asset::parse(&token)?,
+                asset: Some(Asset::parse(&token)?),
                 to: Some(Address::parse(&acc[1])?),
                 log_index: None,
             })

@@ -83,9 +83,12 @@ pub(crate) fn resolve(
             hash: format!("{hash:#x}"),
         },
     };
-    match &query.asset {
-        Asset::Native => resolve_native(&place, query, tx),
-        Asset::Token(contract) => resolve_token(&place, query, contract, &receipt.logs),
+    match (&query.asset, query.log_index) {
+        (Some(Asset::Native), _) | (None, Some(-1)) => resolve_native(&place, query, tx),
+        (Some(Asset::Token(contract)), _) => {
+            resolve_token(&place, query, Some(contract), &receipt.logs)
+        }
+        (None, _) => resolve_token(&place, query, None, &receipt.logs),
     }
 }
 
@@ -114,18 +117,41 @@ fn resolve_native(place: &Place, query: &TransferQuery, tx: Option<&Value>) -> L
     if query.log_index.is_some_and(|i| i != -1) {
         return no_transfer("a native transfer has log index -1".into());
     }
-    Lookup::Found(vec![transfer(place, query, -1, to, tx.value)])
+    Lookup::Found(vec![transfer(
+        place,
+        query,
+        -1,
+        to,
+        Asset::Native,
+        tx.value,
+    )])
 }
 
-fn resolve_token(place: &Place, query: &TransferQuery, contract: &Address, logs: &[Log]) -> Lookup {
-    let Ok(want_contract) = contract.as_str().parse::<EvmAddress>() else {
-        return no_transfer(format!("token contract {contract} is not an address"));
+/// Transfer logs of `contract` (or of any contract, when the record named none).
+fn resolve_token(
+    place: &Place,
+    query: &TransferQuery,
+    contract: Option<&Address>,
+    logs: &[Log],
+) -> Lookup {
+    let want_contract = match contract.map(|c| c.as_str().parse::<EvmAddress>()) {
+        Some(Ok(a)) => Some(a),
+        Some(Err(_)) => {
+            return no_transfer(format!(
+                "token contract {} is not an address",
+                contract.map(|c| c.to_string()).unwrap_or_default()
+            ))
+        }
+        None => None,
     };
+    let contract = contract.map_or_else(|| "any token".to_string(), |c| c.to_string());
     let mut found = Vec::new();
     let mut erc721 = false;
     let mut problem = None;
     for log in logs {
-        if log.address != want_contract || log.topics.first() != Some(&TRANSFER_TOPIC) {
+        if want_contract.is_some_and(|w| log.address != w)
+            || log.topics.first() != Some(&TRANSFER_TOPIC)
+        {
             continue;
         }
         match log.topics.len() {
@@ -167,7 +193,8 @@ fn resolve_token(place: &Place, query: &TransferQuery, contract: &Address, logs:
             continue;
         }
         let amount = U256::from_be_slice(&log.data);
-        found.push(transfer(place, query, index, to, amount));
+        let asset = Asset::Token(domain_address(log.address));
+        found.push(transfer(place, query, index, to, asset, amount));
     }
     if !found.is_empty() {
         found.sort_by_key(|t| t.key.log_index);
@@ -192,6 +219,7 @@ fn transfer(
     q: &TransferQuery,
     log_index: i64,
     to: Address,
+    asset: Asset,
     amount: U256,
 ) -> ChainTransfer {
     ChainTransfer {
@@ -201,7 +229,7 @@ fn transfer(
             log_index,
         },
         to,
-        asset: q.asset.clone(),
+        asset,
         amount,
         block: place.block.clone(),
         state: place.head.state_of(place.block.number),

@@ -95,8 +95,9 @@ impl ChainError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransferQuery {
     pub tx_hash: TxHash,
-    /// Native coin (tx.value, log index -1) or the token contract whose Transfer logs count.
-    pub asset: Asset,
+    /// Native coin (tx.value, log index -1) or the token contract whose Transfer logs count;
+    /// `None`: whatever the record's `log_index` holds (-1 native, else any token's Transfer).
+    pub asset: Option<Asset>,
     /// Recipient the transfer must go to; `None` accepts any recipient.
     pub to: Option<Address>,
     /// Only the transfer at this block-level log index (-1 = native), e.g. for the sweep.
@@ -222,7 +223,8 @@ impl ChainClient {
         let mut needs_tx: HashMap<&TxHash, bool> = HashMap::with_capacity(queries.len());
         let mut order = Vec::with_capacity(queries.len());
         for q in queries {
-            let native = q.asset == Asset::Native;
+            let native =
+                q.asset == Some(Asset::Native) || (q.asset.is_none() && q.log_index == Some(-1));
             match needs_tx.get_mut(&q.tx_hash) {
                 Some(n) => *n |= native,
                 None => {

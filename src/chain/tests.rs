@@ -29,7 +29,7 @@ fn word(addr: &str) -> String {
 fn token_query(log_index: Option<i64>) -> TransferQuery {
     TransferQuery {
         tx_hash: hash(),
-        asset: Asset::parse(TOKEN).unwrap(),
+        asset: Some(Asset::parse(TOKEN).unwrap()),
         to: Some(Address::parse(TO).unwrap()),
         log_index,
     }
@@ -121,7 +121,7 @@ fn malformed_receipts_never_panic() {
         no_transfer(check(&token_query(None), c, None));
     }
     let native = TransferQuery {
-        asset: Asset::Native,
+        asset: Some(Asset::Native),
         log_index: None,
         ..token_query(None)
     };
@@ -136,7 +136,7 @@ fn malformed_receipts_never_panic() {
 #[test]
 fn native_transfers_have_log_index_minus_one() {
     let native = TransferQuery {
-        asset: Asset::Native,
+        asset: Some(Asset::Native),
         log_index: None,
         ..token_query(None)
     };

@@ -107,6 +107,10 @@ impl Engine {
             self.count_rejected(acc, page.rejected.len() as u64);
         }
         for r in page.records {
+            if r.tx_hash.is_none() {
+                // Status-only records (matched by order_ref) are settled by the claims path.
+                continue;
+            }
             if list == ListKind::All && (r.created_at < ctx.since || r.created_at > ctx.until) {
                 continue;
             }
@@ -145,6 +149,9 @@ impl Engine {
         let mut keys = Vec::new();
         let mut slots = Vec::new();
         for (r, l) in records.iter().zip(lookups) {
+            let Some(tx_hash) = r.tx_hash.clone() else {
+                continue;
+            };
             let verdict = match l {
                 Lookup::Found(c) => match pick_transfer(&c, r.amount_hint, &attached) {
                     Some(t) => ChainVerdict::Transfer(t.clone()),
@@ -161,7 +168,7 @@ impl Engine {
             observations.push(Observation {
                 provider: acc.report.provider.clone(),
                 chain: r.chain.clone(),
-                tx_hash: r.tx_hash.clone(),
+                tx_hash,
                 notification_id: Some(r.id.clone()),
                 failed: r.failed,
                 verdict,
@@ -218,13 +225,20 @@ async fn resolve(
     head: &ChainHead,
     records: Vec<ProviderRecord>,
 ) -> Result<Resolved, String> {
+    // Only records that name a transaction reach resolution (take_page).
+    let records: Vec<ProviderRecord> = records
+        .into_iter()
+        .filter(|r| r.tx_hash.is_some())
+        .collect();
     let queries: Vec<TransferQuery> = records
         .iter()
-        .map(|r| TransferQuery {
-            tx_hash: r.tx_hash.clone(),
-            asset: r.asset.clone(),
-            to: Some(r.to.clone()),
-            log_index: None,
+        .filter_map(|r| {
+            Some(TransferQuery {
+                tx_hash: r.tx_hash.clone()?,
+                asset: r.asset.clone(),
+                to: r.to.clone(),
+                log_index: r.log_index,
+            })
         })
         .collect();
     let lookups = client

@@ -116,7 +116,7 @@ impl Engine {
             // sit at another log index.
             queries.push(TransferQuery {
                 tx_hash: key.tx_hash.clone(),
-                asset,
+                asset: Some(asset),
                 to: None,
                 log_index: None,
             });

@@ -5,20 +5,31 @@ pub mod chaingateway;
 
 use std::sync::Arc;
 
-use crate::domain::{Address, Asset, TxHash, U256};
+use crate::domain::{Address, Asset, State, TxHash, U256};
 
-/// One notification as a provider lists it, validated.
+/// One notification, payment or event as a provider lists it (or a webhook delivers it),
+/// validated. A record that names a transaction is decided by the chain; one that names none
+/// is matched by `order_ref` and carries the provider's own `status` (SPEC §9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderRecord {
-    /// Provider's notification id (used for resends).
+    /// Provider's notification or event id (used for resends).
     pub id: String,
     /// Configured chain name.
     pub chain: String,
-    pub tx_hash: TxHash,
-    pub asset: Asset,
-    pub to: Address,
+    /// The transaction, when the record names one.
+    pub tx_hash: Option<TxHash>,
+    /// The transfer's log index in its block (-1 native), when the provider gives it.
+    pub log_index: Option<i64>,
+    /// The asset, when the provider names it (else any Transfer at `log_index`).
+    pub asset: Option<Asset>,
+    /// The deposit address paid, when the provider names it.
+    pub to: Option<Address>,
+    /// The merchant's order id, when the provider echoes it.
+    pub order_ref: Option<String>,
     /// The provider's amount in base units, when it gave one that could be read (a hint only).
     pub amount_hint: Option<U256>,
+    /// The provider's own state for the payment (after its status map), when it gives one.
+    pub status: Option<State>,
     pub created_at: jiff::Timestamp,
     /// Listed among the failed notifications.
     pub failed: bool,

@@ -44,7 +44,7 @@ fn addr(s: &str) -> Address {
 fn token_query(tx: &str, token: &str, to: &str) -> TransferQuery {
     TransferQuery {
         tx_hash: hash(tx),
-        asset: Asset::Token(addr(token)),
+        asset: Some(Asset::Token(addr(token))),
         to: Some(addr(to)),
         log_index: None,
     }
@@ -53,7 +53,7 @@ fn token_query(tx: &str, token: &str, to: &str) -> TransferQuery {
 fn native_query(tx: &str, to: &str) -> TransferQuery {
     TransferQuery {
         tx_hash: hash(tx),
-        asset: Asset::Native,
+        asset: Some(Asset::Native),
         to: Some(addr(to)),
         log_index: None,
     }

@@ -111,9 +111,9 @@ async fn pages_are_read_once_each_and_concurrently() {
     assert!(max > 1 && max <= 3, "max in flight {max}");
     assert_eq!(seen.lock().unwrap().len(), 7);
     let r = pages[0].records.iter().find(|r| r.id == "n-0").unwrap();
-    assert_eq!(r.tx_hash.as_str(), hash(0));
-    assert_eq!(r.to.as_str(), addr(0));
-    assert_eq!(r.asset, Asset::Token(Address::parse(USDT).unwrap()));
+    assert_eq!(r.tx_hash.as_ref().unwrap().as_str(), hash(0));
+    assert_eq!(r.to.as_ref().unwrap().as_str(), addr(0));
+    assert_eq!(r.asset, Some(Asset::Token(Address::parse(USDT).unwrap())));
     assert_eq!(r.amount_hint, Some(U256::from(25_500_000u64)));
     assert_eq!(r.created_at, ts());
     assert_eq!(r.chain, "ethereum");
@@ -201,7 +201,7 @@ async fn malformed_records_are_rejected_and_the_rest_accepted() {
     let by_id = |id: &str| page.records.iter().find(|r| r.id == id).unwrap();
     assert_eq!(by_id("huge-amount").amount_hint, None);
     assert_eq!(by_id("laravel-time").created_at, ts());
-    assert_eq!(by_id("native").asset, Asset::Native);
+    assert_eq!(by_id("native").asset, Some(Asset::Native));
     assert_eq!(
         by_id("native").amount_hint,
         Some(U256::from(1_500_000_000_000_000_000u64))

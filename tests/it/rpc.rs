@@ -83,7 +83,7 @@ async fn server_errors_on_one_url_are_served_by_the_other_for_calls_and_batches(
     let head = chain.head().await.unwrap(); // 500 from B -> A
     let q = TransferQuery {
         tx_hash: tx,
-        asset: Asset::Token(token),
+        asset: Some(Asset::Token(token)),
         to: Some(to),
         log_index: Some(li),
     };
@@ -219,7 +219,7 @@ async fn finalized_safe_and_depth_give_the_expected_states_on_one_anvil_chain() 
     anvil.mine(40).await; // the transfer is at head - 40: 41 confirmations
     let q = TransferQuery {
         tx_hash: TxHash::parse(&tx).unwrap(),
-        asset: Asset::Native,
+        asset: Some(Asset::Native),
         to: Some(Address::parse(&acc[1]).unwrap()),
         log_index: None,
     };

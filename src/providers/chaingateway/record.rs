@@ -106,10 +106,13 @@ pub(super) fn read_record(
     Ok(ProviderRecord {
         id,
         chain: chain.to_string(),
-        tx_hash,
-        asset,
-        to,
+        tx_hash: Some(tx_hash),
+        log_index: None,
+        asset: Some(asset),
+        to: Some(to),
+        order_ref: None,
         amount_hint,
+        status: None,
         created_at,
         failed,
     })

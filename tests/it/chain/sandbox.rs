@@ -179,7 +179,7 @@ async fn sandbox_lookups_batch_and_scale() {
         .iter()
         .map(|(tx, li)| TransferQuery {
             tx_hash: tx.clone(),
-            asset: Asset::Token(tk.clone()),
+            asset: Some(Asset::Token(tk.clone())),
             to: None,
             log_index: Some(*li),
         })

@@ -62,11 +62,14 @@ async fn contract_with_the_openapi_document_via_prism() {
         let r = &pages[0].records[0];
         assert_eq!(r.id, "9ba28088-81d8-4aab-b711-650525081fe1");
         assert_eq!(
-            r.tx_hash.as_str(),
+            r.tx_hash.as_ref().unwrap().as_str(),
             "0x8bb1ff22f084fe5098288a17dd6641f02cfcd9a4e923a342aa45dc78e178fc15"
         );
-        assert_eq!(r.asset, Asset::Token(Address::parse(USDT).unwrap()));
-        assert_eq!(r.to.as_str(), "0x238a879d973e127193b1a2fdc4f6410cd5289da5");
+        assert_eq!(r.asset, Some(Asset::Token(Address::parse(USDT).unwrap())));
+        assert_eq!(
+            r.to.as_ref().unwrap().as_str(),
+            "0x238a879d973e127193b1a2fdc4f6410cd5289da5"
+        );
         assert_eq!(r.amount_hint, None);
         assert_eq!(r.created_at.to_string(), "2024-05-05T19:33:52Z");
         assert_eq!(r.failed, list == ListKind::Failed);
