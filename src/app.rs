@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::chain::{ChainClient, ChainError, Finality, Preflight};
-use crate::config::{Config, ProviderConfig};
+use crate::config::{Config, ProviderKind};
 use crate::engine::{Engine, Provider, ProviderEntry};
 use crate::metrics::Metrics;
 use crate::providers::chaingateway::ChaingatewayClient;
@@ -99,8 +99,8 @@ impl App {
         }
         let mut providers = Vec::new();
         for p in &config.providers {
-            let provider = match p {
-                ProviderConfig::Chaingateway(s) => {
+            let provider = match &p.kind {
+                ProviderKind::Chaingateway(s) => {
                     let observer = metrics.request_observer(&s.name);
                     Provider::Chaingateway(
                         ChaingatewayClient::new(s.clone(), observer)
@@ -111,6 +111,7 @@ impl App {
             providers.push(ProviderEntry {
                 provider: Arc::new(provider),
                 chains: p.chains().to_vec(),
+                retry_window: p.retry_window,
             });
         }
         let engine = Engine {

@@ -11,9 +11,11 @@ use crate::secret::Secret;
 
 mod duration;
 mod sections;
+mod webhook;
 pub use duration::{format_duration, parse_duration, parse_time_arg};
 use sections::RawConfig;
 pub use sections::{AssetConfig, DatabaseConfig, HttpConfig, ReconcileConfig, ScheduleConfig};
+pub use webhook::WebhookSettings;
 
 #[derive(Debug, thiserror::Error)]
 #[error("config: {0}")]
@@ -23,32 +25,44 @@ fn err(msg: impl Into<String>) -> ConfigError {
     ConfigError(msg.into())
 }
 
-/// A provider, by kind.
+/// A provider's settings, by kind.
 #[derive(Clone)]
-pub enum ProviderConfig {
+pub enum ProviderKind {
     Chaingateway(ChaingatewaySettings),
+}
+
+/// A configured provider: its kind's settings, and what every kind has.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// How long the provider retries a notification by itself (no resend before).
+    pub retry_window: std::time::Duration,
+    /// `POST /webhooks/<name>`, when a webhook secret is set.
+    pub webhook: Option<WebhookSettings>,
 }
 
 impl ProviderConfig {
     pub fn name(&self) -> &str {
-        match self {
-            ProviderConfig::Chaingateway(s) => &s.name,
+        match &self.kind {
+            ProviderKind::Chaingateway(s) => &s.name,
         }
     }
     pub fn kind(&self) -> &'static str {
-        match self {
-            ProviderConfig::Chaingateway(_) => "chaingateway",
+        match &self.kind {
+            ProviderKind::Chaingateway(_) => "chaingateway",
         }
     }
     pub fn chains(&self) -> &[String] {
-        match self {
-            ProviderConfig::Chaingateway(s) => &s.chains,
+        match &self.kind {
+            ProviderKind::Chaingateway(s) => &s.chains,
         }
     }
     pub fn secrets(&self) -> Vec<&Secret> {
-        match self {
-            ProviderConfig::Chaingateway(s) => vec![&s.api_key],
-        }
+        let mut v = match &self.kind {
+            ProviderKind::Chaingateway(s) => vec![&s.api_key],
+        };
+        v.extend(self.webhook.as_ref().map(|w| &w.secret));
+        v
     }
 }
 
@@ -90,7 +104,7 @@ impl Config {
                     .unwrap_or_default();
                 err(format!("{path}: {inner}{line}"))
             })?;
-        validate(raw)
+        validate(raw, text)
     }
 
     /// Every secret the process holds, for redaction.
@@ -159,7 +173,7 @@ fn apply_env(
     Ok(())
 }
 
-fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
+pub(super) fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
     let path = match std::env::var_os("CREDENTIALS_DIRECTORY") {
         Some(dir) if path.is_relative() => Path::new(&dir).join(path),
         _ => path.to_path_buf(),
@@ -169,7 +183,94 @@ fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
     Ok(Secret::new(text.trim_end_matches(['\n', '\r'])))
 }
 
-fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+/// Checks a provider's `chains` (present, each configured) and `max_concurrency`.
+fn check_provider_chains(
+    name: &str,
+    chains: &[String],
+    configured: &BTreeMap<String, sections::RawChain>,
+) -> Result<(), ConfigError> {
+    for chain in chains {
+        if !configured.contains_key(chain) {
+            return Err(err(format!(
+                "providers.{name}.chains: chain {chain:?} has no [chains.{chain}] table"
+            )));
+        }
+    }
+    if chains.is_empty() {
+        return Err(err(format!(
+            "providers.{name}.chains: at least one chain is required"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads one provider table through serde, naming `providers.<name>.<key>` (and the line).
+fn provider_table<T: serde::de::DeserializeOwned>(
+    name: &str,
+    table: toml::Table,
+    text: &str,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = format!("providers.{name}.{}", e.path());
+        let inner = one_line(&e.into_inner().to_string());
+        let line = line_of(text, &path)
+            .map(|l| format!(" (line {l})"))
+            .unwrap_or_default();
+        err(format!("{path}: {inner}{line}"))
+    })
+}
+
+fn chaingateway(
+    name: &str,
+    table: toml::Table,
+    chains: &BTreeMap<String, sections::RawChain>,
+    text: &str,
+    decimals: &std::collections::HashMap<String, u8>,
+) -> Result<(ProviderKind, std::time::Duration), ConfigError> {
+    let p: sections::RawProvider = provider_table(name, table, text)?;
+    let key = |k: &str| format!("providers.{name}.{k}");
+    check_provider_chains(name, &p.chains, chains)?;
+    if p.max_concurrency == 0 {
+        return Err(err(format!(
+            "{}: must be at least 1",
+            key("max_concurrency")
+        )));
+    }
+    let api_key = match (p.api_key, p.api_key_file) {
+        (Some(_), Some(_)) => {
+            return Err(err(format!(
+                "{}: set api_key or api_key_file, not both",
+                key("api_key")
+            )))
+        }
+        (Some(k), None) => k,
+        (None, Some(f)) => read_secret_file(&key("api_key_file"), &f)?,
+        (None, None) => {
+            return Err(err(format!(
+                "{}: required (or api_key_file)",
+                key("api_key")
+            )))
+        }
+    };
+    let base_url = p
+        .base_url
+        .unwrap_or_else(|| "https://api.chaingateway.io/api/v2".into());
+    let settings = ChaingatewaySettings {
+        name: name.to_string(),
+        base_url: base_url.trim_end_matches('/').to_string(),
+        api_key,
+        network: p.network,
+        timeout: p.timeout,
+        max_concurrency: p.max_concurrency,
+        max_retries: p.max_retries,
+        backoff: p.backoff,
+        chains: p.chains,
+        decimals: decimals.clone(),
+    };
+    Ok((ProviderKind::Chaingateway(settings), p.retry_window))
+}
+
+fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
     croner::Cron::new(&raw.schedule.cron)
         .with_seconds_required()
         .parse()
@@ -271,74 +372,33 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         decimals.insert(format!("{chain}:{asset}"), a.decimals);
     }
     let mut providers = Vec::new();
-    for (name, p) in raw.providers {
-        let key = |k: &str| format!("providers.{name}.{k}");
-        for chain in &p.chains {
-            if !raw.chains.contains_key(chain) {
-                return Err(err(format!(
-                    "{}: chain {chain:?} has no [chains.{chain}] table",
-                    key("chains")
-                )));
-            }
-        }
-        if p.chains.is_empty() {
-            return Err(err(format!(
-                "{}: at least one chain is required",
-                key("chains")
-            )));
-        }
-        if p.max_concurrency == 0 {
-            return Err(err(format!(
-                "{}: must be at least 1",
-                key("max_concurrency")
-            )));
-        }
-        let api_key = match (p.api_key, p.api_key_file) {
-            (Some(_), Some(_)) => {
-                return Err(err(format!(
-                    "{}: set api_key or api_key_file, not both",
-                    key("api_key")
-                )))
-            }
-            (Some(k), None) => k,
-            (None, Some(f)) => read_secret_file(&key("api_key_file"), &f)?,
-            (None, None) => {
-                return Err(err(format!(
-                    "{}: required (or api_key_file)",
-                    key("api_key")
-                )))
-            }
-        };
-        match p.kind.as_str() {
-            "chaingateway" => {
-                let base_url = p
-                    .base_url
-                    .unwrap_or_else(|| "https://api.chaingateway.io/api/v2".into());
-                providers.push(ProviderConfig::Chaingateway(ChaingatewaySettings {
-                    name: name.clone(),
-                    base_url: base_url.trim_end_matches('/').to_string(),
-                    api_key,
-                    network: p.network,
-                    timeout: p.timeout,
-                    max_concurrency: p.max_concurrency,
-                    max_retries: p.max_retries,
-                    backoff: p.backoff,
-                    chains: p.chains,
-                    decimals: decimals.clone(),
-                }));
-            }
-            other => {
-                return Err(err(format!(
-                    "{}: unknown provider kind {other:?} (known: \"chaingateway\")",
-                    key("kind")
-                )))
-            }
-        }
+    for (name, mut table) in raw.providers {
         if name == "chain" {
             return Err(err(
                 "providers.chain: the name \"chain\" is reserved for the chain sweep",
             ));
         }
+        let kind = match table.get("kind") {
+            Some(toml::Value::String(k)) => k.clone(),
+            Some(_) => return Err(err(format!("providers.{name}.kind: must be a string"))),
+            None => return Err(err(format!("providers.{name}.kind: required"))),
+        };
+        let implied = match kind.as_str() {
+            "chaingateway" => Some("chaingateway"),
+            _ => None,
+        };
+        let webhook = webhook::take(&name, &mut table, implied)?;
+        let (kind, retry_window) = match kind.as_str() {
+            "chaingateway" => chaingateway(&name, table, &raw.chains, text, &decimals)?,
+            other => return Err(err(format!(
+                "providers.{name}.kind: unknown provider kind {other:?} (known: \"chaingateway\")"
+            ))),
+        };
+        providers.push(ProviderConfig {
+            kind,
+            retry_window,
+            webhook,
+        });
     }
     Ok(Config {
         database: raw.database,

@@ -5,6 +5,9 @@ use std::time::Duration;
 /// Parses one or more `<integer><unit>` parts; units `ms`, `s`, `m`, `h`, `d`, `w`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
     if s.is_empty() {
         return Err("empty duration".into());
     }
@@ -65,6 +68,20 @@ pub mod serde_duration {
     }
 }
 
+/// An optional duration key.
+pub mod serde_opt_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s = String::deserialize(d)?;
+        super::parse_duration(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +99,7 @@ mod tests {
         );
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         for bad in ["", "10", "ten", "5y", "h", "99999999999999999999d", "-5s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

@@ -148,6 +148,7 @@ pub struct AssetConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawProvider {
+    #[allow(dead_code)] // checked by `validate` before the table is read
     pub(super) kind: String,
     pub(super) base_url: Option<String>,
     pub(super) api_key: Option<Secret>,
@@ -164,6 +165,9 @@ pub(super) struct RawProvider {
     pub(super) max_retries: u32,
     #[serde(default = "default_backoff", with = "duration::serde_duration")]
     pub(super) backoff: Duration,
+    /// Chaingateway never retries a notification: 0 (resend at once).
+    #[serde(default, with = "duration::serde_duration")]
+    pub(super) retry_window: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -181,6 +185,7 @@ pub(super) struct RawConfig {
     pub(super) chains: BTreeMap<String, RawChain>,
     #[serde(default)]
     pub(super) assets: BTreeMap<String, AssetConfig>,
+    /// Read per kind in `validate` (each kind has its own keys).
     #[serde(default)]
-    pub(super) providers: BTreeMap<String, RawProvider>,
+    pub(super) providers: BTreeMap<String, toml::Table>,
 }

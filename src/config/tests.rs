@@ -45,7 +45,7 @@ fn defaults_fill_in_everything_not_given() {
         (eth.confirmations, eth.final_depth, eth.finality),
         (12, 64, Finality::Finalized)
     );
-    let ProviderConfig::Chaingateway(cg) = &c.providers[0];
+    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind;
     assert_eq!(cg.base_url, "https://api.chaingateway.io/api/v2");
     assert_eq!(cg.network, "mainnet");
     assert_eq!(
@@ -72,7 +72,7 @@ fn env_overrides_any_key() {
     assert_eq!(c.database.url.expose(), "postgres://u:pw@h/db");
     assert_eq!(c.database.max_connections, 3);
     assert_eq!(c.schedule.lookback, Duration::from_secs(7 * 86400));
-    let ProviderConfig::Chaingateway(cg) = &c.providers[0];
+    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind;
     assert_eq!(cg.api_key.expose(), "from-env");
 }
 
@@ -86,7 +86,7 @@ fn secrets_come_from_files_with_the_newline_stripped() {
         &format!("api_key_file = {:?}", f.display().to_string()),
     );
     let c = load(&text, &[]).unwrap();
-    let ProviderConfig::Chaingateway(cg) = &c.providers[0];
+    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind;
     assert_eq!(cg.api_key.expose(), "file-key");
     let missing = BASE.replace(
         "api_key = \"k-123456\"",

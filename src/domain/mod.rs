@@ -2,13 +2,17 @@
 //! the diff that turns observations and a ledger view into a plan.
 
 pub mod amount;
+pub mod by_ref;
 pub mod model;
 pub mod reconcile;
 pub mod reorg;
 
 #[cfg(test)]
+mod by_ref_tests;
+#[cfg(test)]
 mod reconcile_tests;
 
+pub use by_ref::{reconcile_claims, Claim};
 pub use model::*;
 pub use reconcile::*;
 pub use reorg::{moved_detail, place, Placement, Receipt};

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
 use super::model::{Address, Asset, BlockRef, GapKind, PaymentKey, State, TxHash, U256};
 use super::reorg::{moved_holder, moved_row_detail};
 
@@ -41,6 +42,14 @@ pub struct Observation {
     pub notification_id: Option<String>,
     /// The provider reports this notification's delivery as failed.
     pub failed: bool,
+    /// The merchant's order id, when the provider echoes it: that order is preferred when
+    /// the payment is unattached and goes to its address and asset.
+    pub order_ref: Option<String>,
+    /// The provider has no failed-notifications list (Qvard): a record whose ledger row was
+    /// behind is taken as a notification that did not arrive (a `failed_notification`, resent).
+    pub infer_failed: bool,
+    /// When the provider created or last updated the record (retry windows count from it).
+    pub record_time: Option<jiff::Timestamp>,
     pub verdict: ChainVerdict,
 }
 
@@ -63,6 +72,8 @@ pub struct LedgerRow {
 #[derive(Debug, Default, Clone)]
 pub struct LedgerView {
     pub by_key: HashMap<PaymentKey, LedgerRow>,
+    /// Orders named by `order_ref` in the batch's records, whatever their state.
+    pub by_ref: HashMap<String, LedgerRow>,
     /// Unpaid orders with no payment key, per `(chain, pay_to, asset)`, oldest first.
     pub unpaid: HashMap<(String, String, String), Vec<LedgerRow>>,
 }
@@ -151,6 +162,8 @@ pub struct Finding {
 pub struct ResendRequest {
     pub chain: String,
     pub notification_id: String,
+    /// The record's time, when known: no resend before the provider's retry window has passed.
+    pub record_time: Option<jiff::Timestamp>,
 }
 
 /// A refused transition: the observed state is behind the ledger.
@@ -169,6 +182,25 @@ pub struct Plan {
     pub refused_backwards: Vec<Refusal>,
 }
 
+impl Plan {
+    /// Appends another plan of the same batch, renumbering its outcomes' indices.
+    pub fn append(&mut self, other: Plan) {
+        let (nt, nr) = (self.transitions.len(), self.resends.len());
+        self.transitions.extend(other.transitions);
+        self.resends.extend(other.resends);
+        self.refused_backwards.extend(other.refused_backwards);
+        self.findings
+            .extend(other.findings.into_iter().map(|mut f| {
+                f.outcome = match f.outcome {
+                    Outcome::Transition(i) => Outcome::Transition(i + nt),
+                    Outcome::Resend(i) => Outcome::Resend(i + nr),
+                    o => o,
+                };
+                f
+            }));
+    }
+}
+
 /// Decides, for a batch of observations, which forward transitions to apply, which gaps to
 /// report and which resends to request. The same payment is never attached to two orders,
 /// and an order is never given two payments in one plan.
@@ -180,21 +212,11 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
 
     for obs in observations {
         if obs.failed {
-            let outcome = match &obs.notification_id {
-                Some(id) => {
-                    plan.resends.push(ResendRequest {
-                        chain: obs.chain.clone(),
-                        notification_id: id.clone(),
-                    });
-                    Outcome::Resend(plan.resends.len() - 1)
-                }
-                None => Outcome::Nothing,
-            };
             let (log_index, observed_state) = match &obs.verdict {
                 ChainVerdict::Transfer(t) => (Some(t.key.log_index), Some(t.state)),
                 _ => (None, None),
             };
-            plan.findings.push(Finding {
+            let f = Finding {
                 provider: obs.provider.clone(),
                 kind: GapKind::FailedNotification,
                 chain: obs.chain.clone(),
@@ -203,12 +225,18 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
                 order_ref: keyed_row(&obs.verdict, ledger).map(|r| r.order_ref.clone()),
                 local_state: keyed_row(&obs.verdict, ledger).map(|r| r.state),
                 observed_state,
-                outcome,
+                outcome: Outcome::Nothing,
                 detail: format!(
                     "provider reports notification {} as undelivered",
                     obs.notification_id.as_deref().unwrap_or("?")
                 ),
-            });
+            };
+            push_failed(
+                &mut plan,
+                f,
+                obs.notification_id.as_deref(),
+                obs.record_time,
+            );
         }
         let transfer = match &obs.verdict {
             ChainVerdict::Transfer(t) => t,
@@ -230,8 +258,12 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
         if !seen_keys.insert(transfer.key.clone()) {
             continue;
         }
+        let planned = plan.transitions.len();
         if let Some(row) = ledger.by_key.get(&transfer.key) {
             plan_keyed(&mut plan, obs, transfer, row, &mut claimed_orders);
+        } else if let Some(row) = by_ref_candidate(obs, transfer, ledger, &claimed_orders) {
+            claimed_orders.insert(row.id);
+            plan_attach_by_ref(&mut plan, obs, transfer, row);
         } else if let Some(row) = moved_holder(obs, transfer, ledger) {
             // The ledger holds this payment at its pre-reorg position: never attach it to
             // another order. The chain sweep re-keys the row.
@@ -244,10 +276,89 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
         } else {
             plan_unkeyed(&mut plan, obs, transfer, ledger, &mut claimed_orders);
         }
+        if obs.infer_failed && !obs.failed {
+            infer_failed(&mut plan, planned, obs);
+        }
     }
     // A failed notification's finding names the order once the payment is matched.
     fill_failed_order_refs(&mut plan);
     plan
+}
+
+/// A failed notification's finding, with its resend when the provider gave an id.
+pub(super) fn push_failed(
+    plan: &mut Plan,
+    mut f: Finding,
+    id: Option<&str>,
+    record_time: Option<jiff::Timestamp>,
+) {
+    if let Some(id) = id {
+        plan.resends.push(ResendRequest {
+            chain: f.chain.clone(),
+            notification_id: id.to_string(),
+            record_time,
+        });
+        f.outcome = Outcome::Resend(plan.resends.len() - 1);
+    }
+    plan.findings.push(f);
+}
+
+/// A provider without a failed list (Qvard): when its record moved the ledger forward (a
+/// transition planned since `planned`), its notification evidently did not arrive.
+pub(super) fn infer_failed(plan: &mut Plan, planned: usize, obs: &Observation) {
+    let (log_index, observed_state) = match &obs.verdict {
+        ChainVerdict::Transfer(tr) => (Some(tr.key.log_index), Some(tr.state)),
+        _ => (None, None),
+    };
+    let src = FailedSource {
+        provider: &obs.provider,
+        chain: &obs.chain,
+        tx_hash: Some(obs.tx_hash.to_string()),
+        log_index,
+        observed_state,
+        notification_id: obs.notification_id.as_deref(),
+        record_time: obs.record_time,
+    };
+    infer_failed_from(plan, planned, src);
+}
+
+/// Where an inferred failed notification comes from.
+pub(super) struct FailedSource<'a> {
+    pub provider: &'a str,
+    pub chain: &'a str,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub observed_state: Option<State>,
+    pub notification_id: Option<&'a str>,
+    pub record_time: Option<jiff::Timestamp>,
+}
+
+pub(super) fn infer_failed_from(plan: &mut Plan, planned: usize, src: FailedSource<'_>) {
+    let Some(t) = plan
+        .transitions
+        .get(planned..)
+        .and_then(|t| t.first())
+        .cloned()
+    else {
+        return;
+    };
+    let f = Finding {
+        provider: src.provider.to_string(),
+        kind: GapKind::FailedNotification,
+        chain: src.chain.to_string(),
+        tx_hash: src.tx_hash,
+        log_index: src.log_index,
+        order_ref: Some(t.order_ref.clone()),
+        local_state: Some(t.from),
+        observed_state: src.observed_state.or(Some(t.to)),
+        outcome: Outcome::Nothing,
+        detail: format!(
+            "the ledger had {} although the provider reports the payment: its notification \
+             did not arrive",
+            t.from
+        ),
+    };
+    push_failed(plan, f, src.notification_id, src.record_time);
 }
 
 fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerRow> {
@@ -311,7 +422,12 @@ fn unknown(obs: &Observation, t: Option<&ChainTransfer>, detail: String) -> Find
     }
 }
 
-fn finding(obs: &Observation, t: &ChainTransfer, row: &LedgerRow, kind: GapKind) -> Finding {
+pub(super) fn finding(
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    kind: GapKind,
+) -> Finding {
     Finding {
         provider: obs.provider.clone(),
         kind,
@@ -419,7 +535,7 @@ fn plan_unkeyed(
     }
 }
 
-fn push_mismatch(
+pub(super) fn push_mismatch(
     plan: &mut Plan,
     obs: &Observation,
     t: &ChainTransfer,

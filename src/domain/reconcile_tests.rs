@@ -38,6 +38,9 @@ fn obs(verdict: ChainVerdict, failed: bool) -> Observation {
         tx_hash,
         notification_id: Some("n1".into()),
         failed,
+        order_ref: None,
+        infer_failed: false,
+        record_time: None,
         verdict,
     }
 }
@@ -216,7 +219,8 @@ fn failed_notification_requests_a_resend_and_still_applies() {
         plan.resends,
         [ResendRequest {
             chain: "ethereum".into(),
-            notification_id: "n1".into()
+            notification_id: "n1".into(),
+            record_time: None,
         }]
     );
     assert_eq!(plan.findings[0].outcome, Outcome::Resend(0));

@@ -120,6 +120,9 @@ fn provider_path_never_attaches_a_moved_held_payment_to_another_unpaid_order() {
         tx_hash: moved.key.tx_hash.clone(),
         notification_id: Some("n1".into()),
         failed: false,
+        order_ref: None,
+        infer_failed: false,
+        record_time: None,
         verdict: ChainVerdict::Transfer(moved),
     };
     let plan = reconcile(&[obs], &view);

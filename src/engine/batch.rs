@@ -7,8 +7,8 @@ use jiff::Timestamp;
 
 use super::{Engine, Provider, RunCtx};
 use crate::domain::{
-    reconcile, Action, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome,
-    ResendRequest,
+    reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerRow,
+    LedgerView, Observation, Outcome, ResendRequest,
 };
 use crate::metrics::{
     GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
@@ -58,9 +58,10 @@ impl BatchAcc {
     }
 }
 
-/// Where a resend goes: the provider client and the chain path.
+/// Where a resend goes: the provider client, and how long the provider retries by itself.
 pub(crate) struct Resender<'a> {
     pub provider: &'a Provider,
+    pub retry_window: Duration,
 }
 
 impl Engine {
@@ -72,6 +73,7 @@ impl Engine {
         acc: &mut BatchAcc,
         resender: Option<Resender<'_>>,
         observations: &[Observation],
+        claims: &[Claim],
         view: &LedgerView,
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
@@ -84,6 +86,9 @@ impl Engine {
             view
         };
         let mut plan = reconcile(observations, view);
+        if !claims.is_empty() {
+            plan.append(reconcile_claims(claims, view));
+        }
         plan.findings.extend(extra);
         if !ctx.apply {
             remember(&mut acc.simulated, view, &plan.transitions);
@@ -91,7 +96,7 @@ impl Engine {
 
         let outcomes = if ctx.apply && !plan.transitions.is_empty() {
             let actx = ApplyContext {
-                source: Source::Reconcile,
+                source: ctx.source,
                 provider: provider.clone(),
                 run_id: ctx.run_id.clone(),
             };
@@ -111,6 +116,9 @@ impl Engine {
                     self.metrics.applied.get_or_create(&l).inc();
                     tracing::info!(provider = %provider, order_ref = %t.order_ref, from = %from, to = %t.to, "Transition applied.");
                 }
+                ApplyOutcome::Attached => {
+                    tracing::info!(provider = %provider, order_ref = %t.order_ref, "Payment key attached.");
+                }
                 ApplyOutcome::Backwards => self.count_refused(acc, RefuseReason::backwards, 1),
                 ApplyOutcome::Duplicate => self.count_refused(acc, RefuseReason::duplicate, 1),
             }
@@ -124,13 +132,20 @@ impl Engine {
         let resend_actions = self
             .resends(ctx, acc, resender.as_ref(), &plan.resends)
             .await?;
+        if ctx.source == Source::Webhook {
+            // A delivery is the webhook path working: its transitions are audited and
+            // counted, but it records no findings and counts no gaps.
+            return Ok(());
+        }
 
         let mut rows = Vec::with_capacity(plan.findings.len());
         for f in &plan.findings {
             let (action, note) = match f.outcome {
                 Outcome::Nothing => (Action::None, None),
                 Outcome::Transition(i) => match (ctx.apply, outcomes.get(i)) {
-                    (true, Some(ApplyOutcome::Applied { .. })) => (Action::Applied, None),
+                    (true, Some(ApplyOutcome::Applied { .. } | ApplyOutcome::Attached)) => {
+                        (Action::Applied, None)
+                    }
                     (true, Some(ApplyOutcome::Backwards)) => {
                         (Action::None, Some("the ledger was already there"))
                     }
@@ -140,7 +155,9 @@ impl Engine {
                     ),
                     (false, _) => (Action::WouldApply, None),
                 },
-                Outcome::Resend(i) => (resend_actions[i], None),
+                Outcome::Resend(i) => match &resend_actions[i] {
+                    (a, note) => (*a, note.as_deref()),
+                },
                 Outcome::Decided(a) => (a, None),
             };
             acc.report.gaps.add(f.kind, 1);
@@ -207,9 +224,9 @@ impl Engine {
         acc: &mut BatchAcc,
         resender: Option<&Resender<'_>>,
         requests: &[ResendRequest],
-    ) -> Result<Vec<Action>, StoreError> {
+    ) -> Result<Vec<(Action, Option<String>)>, StoreError> {
         let (true, Some(r)) = (ctx.resend, resender) else {
-            return Ok(vec![Action::None; requests.len()]);
+            return Ok(vec![(Action::None, None); requests.len()]);
         };
         let provider = acc.report.provider.clone();
         let cooldown = self.settings.resend_cooldown;
@@ -225,19 +242,21 @@ impl Engine {
         for (q, result) in requests.iter().zip(results) {
             let id = &q.notification_id;
             let outcome = match result? {
-                None => {
+                Resend::Skipped(why) => {
                     acc.report.resends.skipped += 1;
-                    (ResendOutcome::skipped, Action::ResendSkipped)
+                    tracing::info!(provider = %provider, notification = %id, reason = %why, "Resend skipped.");
+                    (ResendOutcome::skipped, (Action::ResendSkipped, Some(why)))
                 }
-                Some(Ok(())) => {
+                Resend::Requested => {
                     acc.report.resends.requested += 1;
                     tracing::info!(provider = %provider, notification = %id, "Resend requested.");
-                    (ResendOutcome::requested, Action::ResendRequested)
+                    (ResendOutcome::requested, (Action::ResendRequested, None))
                 }
-                Some(Err(error)) => {
+                Resend::Failed(error) => {
                     acc.report.resends.failed += 1;
                     tracing::warn!(provider = %provider, notification = %id, error = %error, "Resend request failed.");
-                    (ResendOutcome::failed, Action::None)
+                    let note = format!("resend request failed: {error}");
+                    (ResendOutcome::failed, (Action::None, Some(note)))
                 }
             };
             self.metrics
@@ -252,25 +271,37 @@ impl Engine {
         Ok(actions)
     }
 
-    /// Claims one resend; when claimed, requests it. `None` = within the cooldown (skipped).
+    /// Claims one resend; when claimed, requests it. Skipped while the provider still
+    /// retries by itself (record younger than its retry window) and within the cooldown.
     async fn claim_and_resend(
         &self,
         r: &Resender<'_>,
         provider: &str,
         q: &ResendRequest,
         cooldown: Duration,
-    ) -> Result<Option<Result<(), String>>, StoreError> {
+    ) -> Result<Resend, StoreError> {
+        let now = Timestamp::now();
+        if let Some(why) =
+            super::retry_window::within_retry_window(q.record_time, now, r.retry_window)
+        {
+            return Ok(Resend::Skipped(why));
+        }
         let claimed = self
             .store
-            .claim_resend(provider, &q.notification_id, Timestamp::now(), cooldown)
+            .claim_resend(provider, &q.notification_id, now, cooldown)
             .await?;
         if !claimed {
-            return Ok(None);
+            return Ok(Resend::Skipped(format!(
+                "a resend was requested within the cooldown ({})",
+                crate::config::format_duration(cooldown)
+            )));
         }
-        let result = match r.provider {
-            Provider::Chaingateway(c) => c.retry(&q.chain, &q.notification_id).await,
-        };
-        Ok(Some(result.map_err(|e| self.redact(&e.to_string()))))
+        Ok(
+            match r.provider.resend(&q.chain, &q.notification_id).await {
+                Ok(()) => Resend::Requested,
+                Err(e) => Resend::Failed(self.redact(&e.to_string())),
+            },
+        )
     }
 
     /// Counts a record as checked once per run; false when it was already examined.
@@ -294,6 +325,13 @@ impl Engine {
         };
         self.metrics.rejected.get_or_create(&l).inc_by(n);
     }
+}
+
+/// What became of one resend request.
+enum Resend {
+    Requested,
+    Skipped(String),
+    Failed(String),
 }
 
 /// The view as this run's earlier batches would have left it had they been applied: orders

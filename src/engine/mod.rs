@@ -5,6 +5,7 @@
 mod batch;
 mod provider_run;
 mod reorg;
+mod retry_window;
 mod sweep;
 
 use std::collections::BTreeMap;
@@ -19,9 +20,11 @@ use crate::config::ReconcileConfig;
 use crate::domain::ChainHead;
 use crate::metrics::{Metrics, ProviderL, RunL, RunOutcome};
 use crate::providers::chaingateway::ChaingatewayClient;
+use crate::providers::{ListKind, Page, ProviderError};
 use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
 use crate::secret::Secret;
-use crate::store::{RunRow, RunTotals, Store, StoreError};
+use crate::store::{RunRow, RunTotals, Source, Store, StoreError};
+use futures::stream::BoxStream;
 
 pub use batch::BatchAcc;
 
@@ -31,6 +34,44 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The lists a run reads, failed notifications first: per chain for Chaingateway.
+    pub fn lists(&self, chains: &[String]) -> Vec<(Option<String>, ListKind)> {
+        match self {
+            Provider::Chaingateway(_) => [ListKind::Failed, ListKind::All]
+                .into_iter()
+                .flat_map(|l| chains.iter().map(move |c| (Some(c.clone()), l)))
+                .collect(),
+        }
+    }
+
+    /// The pages of one list (`chain` for per-chain APIs), in the run's window.
+    pub fn pages(
+        &self,
+        chain: Option<&str>,
+        list: ListKind,
+        window: (Timestamp, Timestamp),
+    ) -> BoxStream<'_, Result<Page, ProviderError>> {
+        let _ = window;
+        match self {
+            Provider::Chaingateway(c) => c.pages(chain.unwrap_or_default(), list),
+        }
+    }
+
+    /// No failed-notifications list: a record that moves the ledger is taken as a
+    /// notification that did not arrive (and is resent once the retry window has passed).
+    pub fn infers_failed(&self) -> bool {
+        match self {
+            Provider::Chaingateway(_) => false,
+        }
+    }
+
+    /// Asks the provider to deliver a notification again.
+    pub async fn resend(&self, chain: &str, id: &str) -> Result<(), ProviderError> {
+        match self {
+            Provider::Chaingateway(c) => c.retry(chain, id).await,
+        }
+    }
+
     pub fn name(&self) -> &str {
         match self {
             Provider::Chaingateway(c) => c.name(),
@@ -46,6 +87,8 @@ impl Provider {
 pub struct ProviderEntry {
     pub provider: Arc<Provider>,
     pub chains: Vec<String>,
+    /// How long the provider keeps retrying a notification on its own: no resend before.
+    pub retry_window: std::time::Duration,
 }
 
 /// What started a run (`payrecon_runs.trigger`).
@@ -100,6 +143,9 @@ pub(crate) struct RunCtx {
     pub resend: bool,
     pub heads: BTreeMap<String, Result<ChainHead, String>>,
     pub progress: Option<indicatif::ProgressBar>,
+    /// `reconcile` for runs, `webhook` for deliveries (audit rows; no findings are recorded
+    /// for deliveries: they are the webhook path working, not gaps).
+    pub source: Source,
 }
 
 impl Engine {
@@ -150,6 +196,7 @@ impl Engine {
             resend: !opts.dry_run && !opts.no_resend && self.settings.resend,
             heads: self.read_heads().await,
             progress: opts.progress.then(progress_bar),
+            source: Source::Reconcile,
         };
         tracing::info!(run_id = %run_id, since = %opts.since, until = %opts.until, dry_run = opts.dry_run, "Run started.");
 

@@ -1,7 +1,7 @@
 //! One provider's part of a run: its lists, page by page (fetched ahead on a task, bounded
 //! channel), in batches through chain resolution, ledger lookup and settle.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -11,85 +11,94 @@ use tokio::sync::mpsc;
 use super::batch::{BatchAcc, Resender};
 use super::{Engine, Provider, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};
-use crate::domain::{pick_transfer, ChainHead, ChainVerdict, Observation, PaymentKey, TxHash};
+use crate::domain::{
+    pick_transfer, ChainHead, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
+};
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord};
 
 impl Engine {
     pub(crate) async fn run_provider(&self, ctx: &RunCtx, e: &ProviderEntry) -> BatchAcc {
         let mut acc = BatchAcc::new(e.provider.name(), e.provider.kind());
-        for chain in &e.chains {
-            if let Err(err) = self.run_provider_chain(ctx, e, chain, &mut acc).await {
+        // Failed notifications first: they are few, and their resends should not wait.
+        for (chain, list) in e.provider.lists(&e.chains) {
+            if let Some(chain) = &chain {
+                // A Chaingateway list is per chain: a chain that cannot be read fails it.
+                if let Err(err) = self.chain_ready(ctx, chain) {
+                    acc.fail(self.redact(&err));
+                    continue;
+                }
+            }
+            let pages = spawn_pages(
+                e.provider.clone(),
+                chain,
+                list,
+                (ctx.since, ctx.until),
+                self.settings.batch_size,
+            );
+            if let Err(err) = self.run_list(ctx, e, list, pages, &mut acc).await {
                 acc.fail(self.redact(&err));
             }
         }
         acc
     }
 
-    async fn run_provider_chain(
+    fn chain_ready(&self, ctx: &RunCtx, chain: &str) -> Result<(), String> {
+        match ctx.heads.get(chain) {
+            Some(Ok(_)) if self.chains.contains_key(chain) => Ok(()),
+            Some(Err(err)) => Err(err.clone()),
+            _ => Err(format!("chain {chain} is not configured")),
+        }
+    }
+
+    /// One list, page chunks in, batches through chain resolution and settle.
+    async fn run_list(
         &self,
         ctx: &RunCtx,
         e: &ProviderEntry,
-        chain: &str,
+        list: ListKind,
+        mut pages: mpsc::Receiver<Result<Page, ProviderError>>,
         acc: &mut BatchAcc,
     ) -> Result<(), String> {
-        let head = match ctx.heads.get(chain) {
-            Some(Ok(h)) => *h,
-            Some(Err(err)) => return Err(err.clone()),
-            None => return Err(format!("chain {chain} is not configured")),
-        };
-        let client = self
-            .chains
-            .get(chain)
-            .ok_or_else(|| format!("chain {chain} is not configured"))?;
-        // Failed notifications first: they are few, and their resends should not wait.
-        for list in [ListKind::Failed, ListKind::All] {
-            let batch_size = self.settings.batch_size;
-            let mut pages = spawn_pages(e.provider.clone(), chain.to_string(), list, batch_size);
-            let mut pending: Vec<ProviderRecord> = Vec::new();
-            // Batch k's ledger lookup and settle run while batch k+1 is resolved on chain
-            // (resolution reads only the chain), and the page task keeps fetching meanwhile.
-            let mut resolved: Option<Resolved> = None;
-            let mut done = false;
-            while !done {
-                match pages.recv().await {
-                    Some(page) => {
-                        let page = page.map_err(|err| err.to_string());
-                        let page = match page {
-                            Ok(p) => p,
-                            Err(err) => {
-                                if let Some(r) = resolved.take() {
-                                    self.settle_resolved(ctx, acc, &e.provider, r).await?;
-                                }
-                                return Err(err);
-                            }
-                        };
-                        self.take_page(ctx, acc, page, list, &mut pending);
+        let batch_size = self.settings.batch_size;
+        let mut pending: Vec<ProviderRecord> = Vec::new();
+        // Batch k's ledger lookup and settle run while batch k+1 is resolved on chain
+        // (resolution reads only the chain), and the page task keeps fetching meanwhile.
+        let mut resolved: Option<Resolved> = None;
+        let mut done = false;
+        let infer = list == ListKind::All && e.provider.infers_failed();
+        while !done {
+            match pages.recv().await {
+                Some(Ok(page)) => self.take_page(ctx, acc, page, list, &mut pending),
+                Some(Err(err)) => {
+                    if let Some(r) = resolved.take() {
+                        self.settle_resolved(ctx, acc, e, r).await?;
                     }
-                    None => done = true,
+                    return Err(err.to_string());
                 }
-                while pending.len() >= batch_size || (done && !pending.is_empty()) {
-                    let rest = pending.split_off(batch_size.min(pending.len()));
-                    let batch = std::mem::replace(&mut pending, rest);
-                    if let Some(pb) = &ctx.progress {
-                        pb.inc(batch.len() as u64);
-                    }
-                    let previous = resolved.take();
-                    let (settled, next) = futures::join!(
-                        async {
-                            match previous {
-                                Some(r) => self.settle_resolved(ctx, acc, &e.provider, r).await,
-                                None => Ok(()),
-                            }
-                        },
-                        resolve(client, &head, batch)
-                    );
-                    settled?;
-                    resolved = Some(next?);
+                None => done = true,
+            }
+            while pending.len() >= batch_size || (done && !pending.is_empty()) {
+                let rest = pending.split_off(batch_size.min(pending.len()));
+                let batch = std::mem::replace(&mut pending, rest);
+                if let Some(pb) = &ctx.progress {
+                    pb.inc(batch.len() as u64);
                 }
+                let previous = resolved.take();
+                let (settled, next) = futures::join!(
+                    async {
+                        match previous {
+                            Some(r) => self.settle_resolved(ctx, acc, e, r).await,
+                            None => Ok(()),
+                        }
+                    },
+                    self.resolve(ctx, e, batch, infer)
+                );
+                settled?;
+                resolved = Some(next?);
             }
-            if let Some(r) = resolved.take() {
-                self.settle_resolved(ctx, acc, &e.provider, r).await?;
-            }
+        }
+        if let Some(r) = resolved.take() {
+            self.settle_resolved(ctx, acc, e, r).await?;
         }
         Ok(())
     }
@@ -107,10 +116,6 @@ impl Engine {
             self.count_rejected(acc, page.rejected.len() as u64);
         }
         for r in page.records {
-            if r.tx_hash.is_none() {
-                // Status-only records (matched by order_ref) are settled by the claims path.
-                continue;
-            }
             if list == ListKind::All && (r.created_at < ctx.since || r.created_at > ctx.until) {
                 continue;
             }
@@ -120,15 +125,38 @@ impl Engine {
         }
     }
 
+    /// Applies records outside a run (webhook deliveries): the same resolution, plan and
+    /// conditional apply as a run, with `ctx.source` in the audit rows.
+    #[allow(dead_code)] // webhook deliveries use it once ingest lands
+    pub(crate) async fn settle_records(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut BatchAcc,
+        e: &ProviderEntry,
+        records: Vec<ProviderRecord>,
+    ) -> Result<(), String> {
+        let resolved = self.resolve(ctx, e, records, false).await?;
+        self.settle_resolved(ctx, acc, e, resolved).await
+    }
+
     /// One batched ledger lookup (plus one for ambiguous receipts), then settle.
     async fn settle_resolved(
         &self,
         ctx: &RunCtx,
         acc: &mut BatchAcc,
-        provider: &Provider,
+        e: &ProviderEntry,
         resolved: Resolved,
     ) -> Result<(), String> {
-        let Resolved { records, lookups } = resolved;
+        let Resolved {
+            records,
+            lookups,
+            claims,
+            unresolved,
+            infer,
+        } = resolved;
+        for err in unresolved {
+            acc.fail(self.redact(&err));
+        }
         let ambiguous: Vec<PaymentKey> = lookups
             .iter()
             .filter_map(|l| match l {
@@ -148,6 +176,7 @@ impl Engine {
         let mut observations = Vec::with_capacity(records.len());
         let mut keys = Vec::new();
         let mut slots = Vec::new();
+        let mut refs: Vec<String> = claims.iter().map(|c| c.order_ref.clone()).collect();
         for (r, l) in records.iter().zip(lookups) {
             let Some(tx_hash) = r.tx_hash.clone() else {
                 continue;
@@ -165,22 +194,38 @@ impl Engine {
                 keys.push(t.key.clone());
                 slots.push((t.key.chain.clone(), t.to.to_string(), t.asset.to_string()));
             }
+            refs.extend(r.order_ref.clone());
             observations.push(Observation {
                 provider: acc.report.provider.clone(),
                 chain: r.chain.clone(),
                 tx_hash,
                 notification_id: Some(r.id.clone()),
                 failed: r.failed,
+                order_ref: r.order_ref.clone(),
+                infer_failed: infer,
+                record_time: Some(r.created_at),
                 verdict,
             });
         }
         slots.sort();
         slots.dedup();
+        refs.sort();
+        refs.dedup();
         let mut view = self
             .store
             .load_view(&keys, &slots)
             .await
             .map_err(|e| e.to_string())?;
+        if !refs.is_empty() {
+            for row in self
+                .store
+                .orders_by_ref(&refs)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                view.by_ref.insert(row.order_ref.clone(), row);
+            }
+        }
         // Transactions the chain lost or that revert, and payments no row holds by key (a
         // reorg may have moved a held one to another log index): does a row hold the tx?
         let lost: Vec<(String, TxHash)> = observations
@@ -200,36 +245,97 @@ impl Engine {
                 .map_err(|e| e.to_string())?;
             held.into_iter().for_each(|r| view.insert_keyed(r));
         }
+        let resender = Resender {
+            provider: &e.provider,
+            retry_window: e.retry_window,
+        };
         self.settle(
             ctx,
             acc,
-            Some(Resender { provider }),
+            Some(resender),
             &observations,
+            &claims,
             &view,
             Vec::new(),
         )
         .await
         .map_err(|e| e.to_string())
     }
+
+    /// Chain resolution of a batch: receipts in JSON-RPC batches per chain; no ledger access.
+    /// Records that name no transaction become claims (matched by `order_ref`); records on a
+    /// chain whose head could not be read are left for the next run (and fail the provider).
+    async fn resolve(
+        &self,
+        ctx: &RunCtx,
+        e: &ProviderEntry,
+        batch: Vec<ProviderRecord>,
+        infer: bool,
+    ) -> Result<Resolved, String> {
+        let mut out = Resolved {
+            infer,
+            ..Resolved::default()
+        };
+        let mut by_chain: BTreeMap<String, Vec<ProviderRecord>> = BTreeMap::new();
+        for r in batch {
+            if r.tx_hash.is_some() {
+                by_chain.entry(r.chain.clone()).or_default().push(r);
+                continue;
+            }
+            match (&r.order_ref, r.status) {
+                (Some(order_ref), Some(state)) => out.claims.push(Claim {
+                    provider: e.provider.name().to_string(),
+                    chain: r.chain.clone(),
+                    order_ref: order_ref.clone(),
+                    state,
+                    notification_id: Some(r.id.clone()),
+                    failed: r.failed,
+                    infer_failed: infer,
+                    record_time: Some(r.created_at),
+                }),
+                _ => {
+                    tracing::warn!(id = %r.id, "A record names neither a transaction nor an order with a status; skipped.")
+                }
+            }
+        }
+        for (chain, records) in by_chain {
+            let (client, head) = match (self.chains.get(&chain), ctx.heads.get(&chain)) {
+                (Some(c), Some(Ok(h))) => (c, *h),
+                (_, Some(Err(err))) => {
+                    out.unresolved.push(format!("chain {chain}: {err}"));
+                    continue;
+                }
+                _ => {
+                    out.unresolved
+                        .push(format!("chain {chain} is not configured"));
+                    continue;
+                }
+            };
+            let lookups = lookup(client, &head, &records).await?;
+            out.records.extend(records);
+            out.lookups.extend(lookups);
+        }
+        Ok(out)
+    }
 }
 
-/// A batch of records and the chain's answer for each, in order.
+/// A batch of records and the chain's answer for each, in order, plus its status-only claims.
+#[derive(Default)]
 struct Resolved {
     records: Vec<ProviderRecord>,
     lookups: Vec<Lookup>,
+    claims: Vec<Claim>,
+    /// Chains that could not be read (their records wait for the next run).
+    unresolved: Vec<String>,
+    /// The records' notifications count as failed when they move the ledger (no failed list).
+    infer: bool,
 }
 
-/// Chain resolution of a batch: receipts in JSON-RPC batches; no ledger access.
-async fn resolve(
+async fn lookup(
     client: &ChainClient,
     head: &ChainHead,
-    records: Vec<ProviderRecord>,
-) -> Result<Resolved, String> {
-    // Only records that name a transaction reach resolution (take_page).
-    let records: Vec<ProviderRecord> = records
-        .into_iter()
-        .filter(|r| r.tx_hash.is_some())
-        .collect();
+    records: &[ProviderRecord],
+) -> Result<Vec<Lookup>, String> {
     let queries: Vec<TransferQuery> = records
         .iter()
         .filter_map(|r| {
@@ -241,17 +347,19 @@ async fn resolve(
             })
         })
         .collect();
-    let lookups = client
+    client
         .lookup(head, &queries)
         .await
-        .map_err(|e| e.to_string())?;
-    Ok(Resolved { records, lookups })
+        .map_err(|e| e.to_string())
 }
 
 /// Identity of a record for "examined once per run": the list it came from does not matter.
 fn fingerprint(r: &ProviderRecord) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (&r.chain, &r.tx_hash, &r.asset, &r.to).hash(&mut h);
+    (&r.chain, &r.tx_hash, &r.log_index, &r.asset, &r.to).hash(&mut h);
+    if r.tx_hash.is_none() {
+        (&r.order_ref, &r.id).hash(&mut h);
+    }
     h.finish()
 }
 
@@ -262,15 +370,14 @@ fn fingerprint(r: &ProviderRecord) -> u64 {
 /// over single pages through a 2-page channel stalled the fetch while a batch was settled.)
 fn spawn_pages(
     provider: Arc<Provider>,
-    chain: String,
+    chain: Option<String>,
     list: ListKind,
+    window: (jiff::Timestamp, jiff::Timestamp),
     chunk: usize,
 ) -> mpsc::Receiver<Result<Page, ProviderError>> {
     let (tx, rx) = mpsc::channel(1);
     tokio::spawn(async move {
-        let mut pages = match &*provider {
-            Provider::Chaingateway(c) => c.pages(&chain, list),
-        };
+        let mut pages = provider.pages(chain.as_deref(), list, window);
         let mut merged = Page::default();
         let size = |p: &Page| p.records.len() + p.rejected.len();
         while let Some(p) = pages.next().await {

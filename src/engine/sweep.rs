@@ -170,7 +170,7 @@ impl Engine {
             observations.push(observe(chain, &transfer));
             view.insert_keyed(row);
         }
-        self.settle(ctx, acc, None, &observations, &view, reorged)
+        self.settle(ctx, acc, None, &observations, &[], &view, reorged)
             .await
             .map_err(|e| e.to_string())
     }
@@ -201,6 +201,9 @@ fn observe(chain: &str, t: &crate::domain::ChainTransfer) -> Observation {
         tx_hash: t.key.tx_hash.clone(),
         notification_id: None,
         failed: false,
+        order_ref: None,
+        infer_failed: false,
+        record_time: None,
         verdict: ChainVerdict::Transfer(t.clone()),
     }
 }

@@ -2,6 +2,7 @@
 //! Lookups are batched (one query per page of records); a transition is one conditional
 //! UPDATE plus its audit row in the same transaction.
 
+mod attach;
 mod inspect;
 mod postgres;
 mod rows;
@@ -70,6 +71,8 @@ pub enum ApplyOutcome {
     Backwards,
     /// The audit row for `(order, to_state)` exists, or the payment key is taken by another row.
     Duplicate,
+    /// The payment key was attached to an order already in the target state (no transition).
+    Attached,
 }
 
 /// A finding as stored in `payrecon_findings` (and listed in the run report).

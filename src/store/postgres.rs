@@ -177,6 +177,13 @@ async fn apply_one(
         tracing::warn!(order_ref = %t.order_ref, "The order to update no longer exists.");
         return Ok(ApplyOutcome::Duplicate);
     };
+    if let (Some(a), true) = (&t.attach, t.from == t.to) {
+        // Attach only: the order is already in this state (no transition, no audit row).
+        if from.as_ref().is_ok_and(|s| *s == t.to) {
+            return super::attach::pg_attach_only(tx, t.order_id, a).await;
+        }
+        return Ok(ApplyOutcome::Backwards);
+    }
     let from = match from {
         Ok(s) if s >= t.to => return Ok(ApplyOutcome::Backwards),
         Ok(s) => s,

@@ -1,0 +1,187 @@
+//! Records matched by the merchant's `order_ref`: payments a provider attributes to an order
+//! (attached to that order when they go to its address and asset), and status-only records
+//! that name no transaction (the provider's status applied, SPEC §9).
+
+use std::collections::HashSet;
+
+use super::model::{GapKind, State};
+use super::reconcile::{
+    finding, infer_failed_from, push_failed, push_mismatch, Attach, ChainTransfer, FailedSource,
+    Finding, LedgerRow, LedgerView, Observation, Outcome, Plan, PlannedTransition, Refusal,
+};
+
+/// The order the record names, when it can take this payment: no payment key yet, same
+/// chain, deposit address and asset, and not already given a payment in this plan.
+pub(super) fn by_ref_candidate<'a>(
+    obs: &Observation,
+    t: &ChainTransfer,
+    ledger: &'a LedgerView,
+    claimed: &HashSet<i64>,
+) -> Option<&'a LedgerRow> {
+    let row = ledger.by_ref.get(obs.order_ref.as_deref()?)?;
+    let fits = row.key.is_none()
+        && !claimed.contains(&row.id)
+        && row.chain == t.key.chain
+        && row.pay_to == t.to.as_str()
+        && row.asset == t.asset.to_string();
+    fits.then_some(row)
+}
+
+/// Attaches the payment to the order the provider named. An unpaid order is a `missing` gap;
+/// an order already advanced from the provider's status (no key yet) gets its key, and moves
+/// forward only when the chain is ahead of it.
+pub(super) fn plan_attach_by_ref(
+    plan: &mut Plan,
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+) {
+    let to = row.state.max(t.state);
+    plan.transitions.push(PlannedTransition {
+        order_id: row.id,
+        order_ref: row.order_ref.clone(),
+        from: row.state,
+        to,
+        attach: Some(Attach {
+            key: t.key.clone(),
+            amount: t.amount,
+            block: t.block.clone(),
+        }),
+    });
+    let idx = plan.transitions.len() - 1;
+    if row.state == State::Unpaid {
+        let mut f = finding(obs, t, row, GapKind::Missing);
+        f.outcome = Outcome::Transition(idx);
+        f.detail = format!(
+            "payment of {} found on chain for unpaid order {} (named by the provider)",
+            t.amount, row.order_ref
+        );
+        plan.findings.push(f);
+    } else if to > row.state {
+        let mut f = finding(obs, t, row, GapKind::Lagging);
+        f.outcome = Outcome::Transition(idx);
+        f.detail = format!(
+            "ledger has {} from the provider's status without a payment key, chain shows {}",
+            row.state, t.state
+        );
+        plan.findings.push(f);
+    }
+    if t.amount != row.amount_due {
+        push_mismatch(plan, obs, t, row, idx);
+    }
+}
+
+/// A record that names no transaction: the provider's status (after its status map) for the
+/// order it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub provider: String,
+    pub chain: String,
+    pub order_ref: String,
+    pub state: State,
+    pub notification_id: Option<String>,
+    pub failed: bool,
+    pub infer_failed: bool,
+    pub record_time: Option<jiff::Timestamp>,
+}
+
+/// Plans the provider's statuses: forward transitions of the named orders (never backwards,
+/// each order once per plan); a name no order has is an `unknown_payment`.
+pub fn reconcile_claims(claims: &[Claim], ledger: &LedgerView) -> Plan {
+    let mut plan = Plan::default();
+    let mut claimed: HashSet<i64> = HashSet::new();
+    for c in claims {
+        let row = ledger.by_ref.get(&c.order_ref);
+        if c.failed {
+            let f = Finding {
+                provider: c.provider.clone(),
+                kind: GapKind::FailedNotification,
+                chain: c.chain.clone(),
+                tx_hash: None,
+                log_index: None,
+                order_ref: Some(c.order_ref.clone()),
+                local_state: row.map(|r| r.state),
+                observed_state: Some(c.state),
+                outcome: Outcome::Nothing,
+                detail: format!(
+                    "provider reports notification {} as undelivered",
+                    c.notification_id.as_deref().unwrap_or("?")
+                ),
+            };
+            push_failed(&mut plan, f, c.notification_id.as_deref(), c.record_time);
+        }
+        let Some(row) = row else {
+            plan.findings.push(Finding {
+                provider: c.provider.clone(),
+                kind: GapKind::UnknownPayment,
+                chain: c.chain.clone(),
+                tx_hash: None,
+                log_index: None,
+                order_ref: Some(c.order_ref.clone()),
+                local_state: None,
+                observed_state: Some(c.state),
+                outcome: Outcome::Nothing,
+                detail: format!(
+                    "the provider reports order {:?}, which the ledger does not have",
+                    c.order_ref
+                ),
+            });
+            continue;
+        };
+        if !claimed.insert(row.id) {
+            continue;
+        }
+        if c.state < row.state {
+            plan.refused_backwards.push(Refusal {
+                order_ref: row.order_ref.clone(),
+                local: row.state,
+                observed: c.state,
+            });
+            continue;
+        }
+        if c.state == row.state {
+            continue;
+        }
+        let planned = plan.transitions.len();
+        plan.transitions.push(PlannedTransition {
+            order_id: row.id,
+            order_ref: row.order_ref.clone(),
+            from: row.state,
+            to: c.state,
+            attach: None,
+        });
+        let kind = if row.state == State::Unpaid {
+            GapKind::Missing
+        } else {
+            GapKind::Lagging
+        };
+        plan.findings.push(Finding {
+            provider: c.provider.clone(),
+            kind,
+            chain: c.chain.clone(),
+            tx_hash: None,
+            log_index: None,
+            order_ref: Some(row.order_ref.clone()),
+            local_state: Some(row.state),
+            observed_state: Some(c.state),
+            outcome: Outcome::Transition(planned),
+            detail: format!(
+                "the provider reports {} for the order and names no transaction: its status applies",
+                c.state
+            ),
+        });
+        if c.infer_failed && !c.failed {
+            let src = FailedSource {
+                provider: &c.provider,
+                chain: &c.chain,
+                tx_hash: None,
+                log_index: None,
+                observed_state: Some(c.state),
+                notification_id: c.notification_id.as_deref(),
+                record_time: c.record_time,
+            };
+            infer_failed_from(&mut plan, planned, src);
+        }
+    }
+    plan
+}
