@@ -390,9 +390,11 @@ fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
         let webhook = webhook::take(&name, &mut table, implied)?;
         let (kind, retry_window) = match kind.as_str() {
             "chaingateway" => chaingateway(&name, table, &raw.chains, text, &decimals)?,
-            other => return Err(err(format!(
+            other => {
+                return Err(err(format!(
                 "providers.{name}.kind: unknown provider kind {other:?} (known: \"chaingateway\")"
-            ))),
+            )))
+            }
         };
         providers.push(ProviderConfig {
             kind,

@@ -58,6 +58,12 @@ impl BatchAcc {
     }
 }
 
+/// What a batch observed: chain-verified records, and status-only claims.
+pub(crate) struct Seen<'a> {
+    pub observations: &'a [Observation],
+    pub claims: &'a [Claim],
+}
+
 /// Where a resend goes: the provider client, and how long the provider retries by itself.
 pub(crate) struct Resender<'a> {
     pub provider: &'a Provider,
@@ -72,11 +78,14 @@ impl Engine {
         ctx: &RunCtx,
         acc: &mut BatchAcc,
         resender: Option<Resender<'_>>,
-        observations: &[Observation],
-        claims: &[Claim],
+        seen: Seen<'_>,
         view: &LedgerView,
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
+        let Seen {
+            observations,
+            claims,
+        } = seen;
         let provider = acc.report.provider.clone();
         let simulated_view;
         let view = if !ctx.apply && !acc.simulated.is_empty() {
@@ -155,9 +164,7 @@ impl Engine {
                     ),
                     (false, _) => (Action::WouldApply, None),
                 },
-                Outcome::Resend(i) => match &resend_actions[i] {
-                    (a, note) => (*a, note.as_deref()),
-                },
+                Outcome::Resend(i) => (resend_actions[i].0, resend_actions[i].1.as_deref()),
                 Outcome::Decided(a) => (a, None),
             };
             acc.report.gaps.add(f.kind, 1);

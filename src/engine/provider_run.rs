@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::batch::{BatchAcc, Resender};
+use super::batch::{BatchAcc, Resender, Seen};
 use super::{Engine, Provider, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};
 use crate::domain::{
@@ -249,17 +249,13 @@ impl Engine {
             provider: &e.provider,
             retry_window: e.retry_window,
         };
-        self.settle(
-            ctx,
-            acc,
-            Some(resender),
-            &observations,
-            &claims,
-            &view,
-            Vec::new(),
-        )
-        .await
-        .map_err(|e| e.to_string())
+        let seen = Seen {
+            observations: &observations,
+            claims: &claims,
+        };
+        self.settle(ctx, acc, Some(resender), seen, &view, Vec::new())
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Chain resolution of a batch: receipts in JSON-RPC batches per chain; no ledger access.

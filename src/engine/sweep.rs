@@ -170,7 +170,11 @@ impl Engine {
             observations.push(observe(chain, &transfer));
             view.insert_keyed(row);
         }
-        self.settle(ctx, acc, None, &observations, &[], &view, reorged)
+        let seen = super::batch::Seen {
+            observations: &observations,
+            claims: &[],
+        };
+        self.settle(ctx, acc, None, seen, &view, reorged)
             .await
             .map_err(|e| e.to_string())
     }
