@@ -18,7 +18,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use self::http::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
-use super::{ListKind, Page, ProviderError, RequestObserver, StatusClass};
+use super::{ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass};
 use crate::secret::Secret;
 
 #[derive(Clone)]
@@ -102,6 +102,30 @@ impl ChaingatewayClient {
 
     pub fn name(&self) -> &str {
         &self.settings.name
+    }
+
+    /// A webhook delivery's body (one notification) as a record. Its chain is the body's
+    /// `blockchain` when that is one of this provider's chains, else the only chain.
+    pub fn webhook_record(&self, body: &serde_json::Value) -> Result<ProviderRecord, Rejected> {
+        let chains = &self.settings.chains;
+        let named = body
+            .get("blockchain")
+            .and_then(serde_json::Value::as_str)
+            .map(|b| b.trim().to_ascii_lowercase());
+        let chain = match named {
+            Some(b) if chains.iter().any(|c| *c == b) => b,
+            _ if chains.len() == 1 => chains[0].clone(),
+            other => {
+                return Err(Rejected {
+                    id: None,
+                    reason: format!(
+                        "blockchain: {:?} is not one of this provider's chains",
+                        other.unwrap_or_default()
+                    ),
+                })
+            }
+        };
+        record::read_record(body, &chain, false, &self.settings.decimals)
     }
 
     /// The pages of a list for one chain: page 1 first (it tells `last_page`), then the rest
