@@ -2,6 +2,7 @@
 //! Lookups are batched (one query per page of records); a transition is one conditional
 //! UPDATE plus its audit row in the same transaction.
 
+mod inbox;
 mod inspect;
 mod postgres;
 mod rows;
@@ -14,6 +15,7 @@ use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
 
+pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use sweep::{Rekey, RekeyOutcome};
 
