@@ -16,7 +16,8 @@ use crate::secret::Secret;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// Longest event id accepted (it is a key of the inbox table).
+/// Longest event id accepted (it is a key of the inbox table); an id with a control
+/// character is refused too.
 pub const MAX_EVENT_ID_LEN: usize = 256;
 
 /// How a signature header spells the MAC.
@@ -210,7 +211,8 @@ pub fn event_id(scheme: &Scheme, headers: &HeaderMap, body: &Value) -> Result<St
             scalar_at(body, event_id).ok_or_else(|| VerifyError::MissingField(event_id.clone()))?
         }
     };
-    if id.is_empty() || id.len() > MAX_EVENT_ID_LEN {
+    // Control characters (NUL above all: PostgreSQL text refuses it) make no event id.
+    if id.is_empty() || id.len() > MAX_EVENT_ID_LEN || id.chars().any(char::is_control) {
         return Err(VerifyError::MissingField("event id".into()));
     }
     Ok(id)

@@ -306,6 +306,12 @@ fn event_ids_are_bounded_and_present() {
     let long = json!({"id": "x".repeat(MAX_EVENT_ID_LEN + 1)});
     assert!(event_id(&Scheme::Chaingateway, &h, &long).is_err());
     assert!(event_id(&Scheme::Chaingateway, &h, &json!([1, 2])).is_err());
+    for id in ["a\u{0}b", "line\nbreak"] {
+        assert!(
+            event_id(&Scheme::Chaingateway, &h, &json!({ "id": id })).is_err(),
+            "{id:?}"
+        );
+    }
 }
 
 #[test]

@@ -209,6 +209,9 @@ async fn webhook_valid_delivery_is_stored_once_and_answered_200_empty() {
     }
 }
 
+/// Valid JSON whose id PostgreSQL could not store: refused as unreadable, not a 503.
+const NUL_ID: &str = r#"{"id":"a\u0000b","status":"completed"}"#;
+
 #[tokio::test]
 async fn webhook_refused_deliveries_store_nothing() {
     let (_dir, urls) = support::backends().await;
@@ -232,6 +235,7 @@ async fn webhook_refused_deliveries_store_nothing() {
             ("re-serialised", qvard(BODY), reserialised.into()),
             ("invalid JSON", qvard("{\"id\":"), "{\"id\":".into()),
             ("no status", qvard(r#"{"id":"x"}"#), r#"{"id":"x"}"#.into()),
+            ("NUL in the id", qvard(NUL_ID), NUL_ID.into()),
         ];
         for (what, headers, body) in &cases {
             let (status, _) = hook.post("qvard", headers, body.clone()).await;
@@ -248,7 +252,7 @@ async fn webhook_refused_deliveries_store_nothing() {
         assert_eq!(hook.stored("qvard").await, 0, "{url}");
         assert!(hook.drain_sink().is_empty());
         assert_eq!(hook.counted("qvard", "bad_signature"), 5.0);
-        assert_eq!(hook.counted("qvard", "bad_request"), 3.0);
+        assert_eq!(hook.counted("qvard", "bad_request"), 4.0);
         assert_eq!(hook.counted("qvard", "accepted"), 0.0);
     }
 }
