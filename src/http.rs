@@ -1,4 +1,5 @@
-//! serve's HTTP side (axum): `/metrics`, `/healthz`, `/readyz`.
+//! serve's HTTP side (axum): `/metrics`, `/healthz`, `/readyz`, and the webhook ingest
+//! routes (`crate::webhook::router`) when given.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,12 +12,17 @@ use axum::Router;
 
 use crate::engine::Engine;
 
-pub fn router(engine: Arc<Engine>) -> Router {
-    Router::new()
+/// The listener's routes; `webhooks` (`POST /webhooks/{provider}`) is merged in when given.
+pub fn router(engine: Arc<Engine>, webhooks: Option<Router>) -> Router {
+    let router = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
-        .with_state(engine)
+        .with_state(engine);
+    match webhooks {
+        Some(w) => router.merge(w),
+        None => router,
+    }
 }
 
 async fn metrics(State(engine): State<Arc<Engine>>) -> impl IntoResponse {

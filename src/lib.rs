@@ -8,6 +8,7 @@
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
 //! - `schedule`, `serve`, `http`: the daemon.
+//! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 
@@ -27,3 +28,4 @@ pub mod secret;
 pub mod serve;
 pub mod store;
 pub mod telemetry;
+pub mod webhook;

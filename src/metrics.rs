@@ -76,6 +76,31 @@ pub enum ResendOutcome {
     failed,
 }
 
+/// What `POST /webhooks/{provider}` did with a delivery.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum WebhookOutcome {
+    accepted,
+    duplicate,
+    bad_signature,
+    bad_request,
+    too_large,
+    unknown_provider,
+    error,
+}
+
+impl WebhookOutcome {
+    pub const ALL: [WebhookOutcome; 7] = [
+        WebhookOutcome::accepted,
+        WebhookOutcome::duplicate,
+        WebhookOutcome::bad_signature,
+        WebhookOutcome::bad_request,
+        WebhookOutcome::too_large,
+        WebhookOutcome::unknown_provider,
+        WebhookOutcome::error,
+    ];
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub enum HttpStatus {
     S2xx,
@@ -153,6 +178,13 @@ pub struct RequestL {
     pub status: HttpStatus,
 }
 
+/// `provider` is a configured webhook provider, or `unknown` (never the request's path).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WebhookL {
+    pub provider: String,
+    pub outcome: WebhookOutcome,
+}
+
 #[derive(Clone)]
 pub struct DurationHistogram;
 
@@ -180,6 +212,8 @@ pub struct Metrics {
     pub chain_head: Family<ChainL, Gauge>,
     /// Rows the last chain sweep found reorganised away and not re-keyable (per chain).
     pub reorged_open: Family<ChainL, Gauge>,
+    /// Webhook deliveries by provider and outcome (series created by `init_webhooks`).
+    pub webhooks: Family<WebhookL, Counter>,
 }
 
 impl Metrics {
@@ -201,6 +235,7 @@ impl Metrics {
             rejected: Family::default(),
             chain_head: Family::default(),
             reorged_open: Family::default(),
+            webhooks: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -260,6 +295,11 @@ impl Metrics {
             "Ledger payments the last chain sweep found reorganised away (receipt gone, \
              replaced, reverted or not re-keyable), per chain",
             m.reorged_open.clone(),
+        );
+        r.register(
+            "webhooks",
+            "Webhook deliveries by provider and outcome",
+            m.webhooks.clone(),
         );
 
         let mut all: Vec<(String, Vec<String>)> = providers.to_vec();
@@ -342,6 +382,33 @@ impl Metrics {
         }
     }
 
+    /// Creates every webhook series at 0: each outcome of each provider with an endpoint,
+    /// and `{provider="unknown", outcome="unknown_provider"}`.
+    pub fn init_webhooks(&self, providers: &[String]) {
+        for p in providers {
+            for outcome in WebhookOutcome::ALL {
+                let _ = self.webhooks.get_or_create(&WebhookL {
+                    provider: p.clone(),
+                    outcome,
+                });
+            }
+        }
+        let _ = self.webhooks.get_or_create(&WebhookL {
+            provider: "unknown".into(),
+            outcome: WebhookOutcome::unknown_provider,
+        });
+    }
+
+    /// Counts one webhook delivery.
+    pub fn webhook(&self, provider: &str, outcome: WebhookOutcome) {
+        self.webhooks
+            .get_or_create(&WebhookL {
+                provider: provider.to_string(),
+                outcome,
+            })
+            .inc();
+    }
+
     /// Prometheus text format.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -394,6 +461,16 @@ mod tests {
             "payrecon_records_rejected_total{provider=\"cg\"} 0",
             "payrecon_chain_head_block{chain=\"ethereum\"} 0",
             "payrecon_reorged_open{chain=\"ethereum\"} 0",
+        ] {
+            assert!(text.contains(name), "missing {name} in\n{text}");
+        }
+        assert!(!text.contains("payrecon_webhooks_total{"), "{text}");
+        m.init_webhooks(&["qvard".into()]);
+        let text = m.encode();
+        for name in [
+            "payrecon_webhooks_total{provider=\"qvard\",outcome=\"accepted\"} 0",
+            "payrecon_webhooks_total{provider=\"qvard\",outcome=\"too_large\"} 0",
+            "payrecon_webhooks_total{provider=\"unknown\",outcome=\"unknown_provider\"} 0",
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }

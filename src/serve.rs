@@ -23,7 +23,7 @@ pub async fn serve(
     let cron = parse_cron(&app.config.schedule.cron).map_err(AppError)?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
-    let router = crate::http::router(app.engine.clone());
+    let router = crate::http::router(app.engine.clone(), None);
     let mut http_stop = stop_rx.clone();
     let http = tokio::spawn(async move {
         let graceful = async move {

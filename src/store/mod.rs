@@ -3,6 +3,7 @@
 //! UPDATE plus its audit row in the same transaction.
 
 mod attach;
+mod inbox;
 mod inspect;
 mod postgres;
 mod rows;
@@ -15,6 +16,7 @@ use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
 
+pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use sweep::{Rekey, RekeyOutcome};
 

@@ -11,3 +11,4 @@ mod rpc;
 mod serve;
 mod store;
 mod support;
+mod webhook;

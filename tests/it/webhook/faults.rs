@@ -1,0 +1,99 @@
+//! Deliveries racing each other, a sink that cannot take more, a database that fails.
+
+use super::{client, endpoint, qvard, Hook, BODY};
+use crate::support;
+
+use payrecon::store::Store;
+use payrecon::webhook::Scheme;
+
+#[tokio::test]
+async fn webhook_concurrent_deliveries_of_one_event_store_it_once() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let mut hook = Hook::start(url, vec![endpoint("qvard", Scheme::Qvard)], 128).await;
+        let hook_base = hook.base.clone();
+        let tasks: Vec<_> = (0..50)
+            .map(|_| {
+                let url = format!("{hook_base}/webhooks/qvard");
+                tokio::spawn(async move {
+                    let (k, v) = qvard(BODY).remove(0);
+                    let resp = client()
+                        .post(url)
+                        .header(k, v)
+                        .body(BODY)
+                        .send()
+                        .await
+                        .unwrap();
+                    (resp.status().as_u16(), resp.text().await.unwrap())
+                })
+            })
+            .collect();
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), (200, String::new()), "{url}");
+        }
+        assert_eq!(hook.stored("qvard").await, 1, "{url}");
+        assert_eq!(hook.drain_sink().len(), 1, "{url}");
+        assert_eq!(hook.counted("qvard", "accepted"), 1.0);
+        assert_eq!(hook.counted("qvard", "duplicate"), 49.0);
+    }
+}
+
+#[tokio::test]
+async fn webhook_a_full_or_closed_sink_does_not_block_the_answer() {
+    let (dir, url) = support::sqlite_url();
+    let mut hook = Hook::start(&url, vec![endpoint("qvard", Scheme::Qvard)], 1).await;
+    for n in 0..3 {
+        let body = format!(r#"{{"id":"o-{n}","status":"completed"}}"#);
+        assert_eq!(
+            hook.post("qvard", &qvard(&body), body.clone()).await,
+            (200, String::new())
+        );
+    }
+    assert_eq!(hook.drain_sink().len(), 1);
+    hook.rx.close();
+    let body = r#"{"id":"o-9","status":"completed"}"#;
+    assert_eq!(hook.post("qvard", &qvard(body), body).await.0, 200);
+    // Every event is in the inbox, unprocessed, for the next run.
+    let waiting = hook
+        .store
+        .unprocessed_webhook_events(None, 10)
+        .await
+        .unwrap();
+    assert_eq!(waiting.len(), 4);
+    drop(dir);
+}
+
+#[tokio::test]
+async fn webhook_database_failure_is_503_without_secrets() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let mut hook = Hook::start(url, vec![endpoint("qvard", Scheme::Qvard)], 16).await;
+        // The table goes away: storing fails, the provider is told to retry.
+        crate::store::exec(&hook.store, "DROP TABLE payrecon_webhook_events").await;
+        let (status, text) = hook.post("qvard", &qvard(BODY), BODY).await;
+        assert_eq!(status, 503, "{url}");
+        assert!(
+            !text.contains("api-key-never-shown") && !text.contains("payrecon_webhook_events"),
+            "{text}"
+        );
+        assert!(hook.drain_sink().is_empty());
+        assert_eq!(hook.counted("qvard", "error"), 1.0);
+        assert_eq!(hook.counted("qvard", "accepted"), 0.0);
+        // Back again: the retried delivery is stored.
+        let sql = migration("0003_webhook_events.sql", url.starts_with("sqlite"));
+        match &hook.store {
+            Store::Sqlite(p) => sqlx::raw_sql(&sql).execute(p).await.map(|_| ()),
+            Store::Postgres(p) => sqlx::raw_sql(&sql).execute(p).await.map(|_| ()),
+        }
+        .expect("re-create the inbox");
+        assert_eq!(hook.post("qvard", &qvard(BODY), BODY).await.0, 200, "{url}");
+        assert_eq!(hook.drain_sink().len(), 1);
+    }
+}
+
+/// The text of a migration file (re-creating a dropped table).
+fn migration(name: &str, sqlite: bool) -> String {
+    let dir = if sqlite { "sqlite" } else { "postgres" };
+    let path = format!("{}/migrations/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).unwrap()
+}
