@@ -19,6 +19,8 @@ pub struct AppError(pub String);
 pub struct App {
     pub config: Config,
     pub engine: Arc<Engine>,
+    /// `POST /webhooks/<name>` of each provider with a webhook secret.
+    pub webhooks: std::collections::HashMap<String, crate::webhook::Endpoint>,
 }
 
 impl App {
@@ -122,9 +124,19 @@ impl App {
             settings: config.reconcile.clone(),
             secrets,
         };
+        let webhooks = config
+            .providers
+            .iter()
+            .filter_map(|p| {
+                let w = p.webhook.as_ref()?;
+                let endpoint = crate::webhook::endpoint(p.name(), w, p.event_id_pointer());
+                Some((p.name().to_string(), endpoint))
+            })
+            .collect();
         Ok(App {
             config,
             engine: Arc::new(engine),
+            webhooks,
         })
     }
 

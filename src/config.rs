@@ -57,6 +57,12 @@ impl ProviderConfig {
             ProviderKind::Chaingateway(s) => &s.chains,
         }
     }
+    /// The JSON pointer to a record's event id (generic providers).
+    pub fn event_id_pointer(&self) -> Option<&str> {
+        match &self.kind {
+            ProviderKind::Chaingateway(_) => None,
+        }
+    }
     pub fn secrets(&self) -> Vec<&Secret> {
         let mut v = match &self.kind {
             ProviderKind::Chaingateway(s) => vec![&s.api_key],

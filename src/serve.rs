@@ -23,7 +23,18 @@ pub async fn serve(
     let cron = parse_cron(&app.config.schedule.cron).map_err(AppError)?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
-    let router = crate::http::router(app.engine.clone(), None);
+    // Webhook deliveries: stored by the route, applied by one consumer task in batches.
+    let (sink, deliveries) = tokio::sync::mpsc::channel(DELIVERY_QUEUE);
+    let ingest = crate::webhook::Ingest {
+        endpoints: app.webhooks.clone(),
+        store: app.engine.store.clone(),
+        sink,
+        secrets: app.engine.secrets.clone(),
+        metrics: app.engine.metrics.clone(),
+    };
+    let webhooks = crate::webhook::router(Arc::new(ingest));
+    let consumer = tokio::spawn(apply_deliveries(app.engine.clone(), deliveries));
+    let router = crate::http::router(app.engine.clone(), Some(webhooks));
     let mut http_stop = stop_rx.clone();
     let http = tokio::spawn(async move {
         let graceful = async move {
@@ -57,8 +68,34 @@ pub async fn serve(
         tracing::warn!(grace = ?grace, "The current run did not finish within the grace period; exiting anyway (the next run completes its work).");
     }
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
+    // The route is gone, so the queue is closed: the consumer finishes what it holds (what it
+    // cannot finish in time stays in the inbox for the next run).
+    let _ = tokio::time::timeout(grace, consumer).await;
     tracing::info!("payrecon stopped.");
     Ok(())
+}
+
+/// Deliveries queued for the consumer; beyond that they wait in the inbox for the next run.
+const DELIVERY_QUEUE: usize = 1024;
+/// Deliveries applied together (one chain lookup, one ledger transaction).
+const DELIVERY_BATCH: usize = 200;
+
+/// Applies stored deliveries as they come, in batches of what has queued up meanwhile.
+async fn apply_deliveries(
+    engine: Arc<crate::engine::Engine>,
+    mut deliveries: tokio::sync::mpsc::Receiver<crate::store::StoredEvent>,
+) {
+    while let Some(first) = deliveries.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < DELIVERY_BATCH {
+            match deliveries.try_recv() {
+                Ok(e) => batch.push(e),
+                Err(_) => break,
+            }
+        }
+        let tally = engine.process_webhook_events(batch).await;
+        tracing::debug!(?tally, "Webhook deliveries applied.");
+    }
 }
 
 async fn scheduled_run(engine: Arc<crate::engine::Engine>, lookback: std::time::Duration) {

@@ -7,6 +7,7 @@ mod provider_run;
 mod reorg;
 mod retry_window;
 mod sweep;
+mod webhooks;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,13 +21,14 @@ use crate::config::ReconcileConfig;
 use crate::domain::ChainHead;
 use crate::metrics::{Metrics, ProviderL, RunL, RunOutcome};
 use crate::providers::chaingateway::ChaingatewayClient;
-use crate::providers::{ListKind, Page, ProviderError};
+use crate::providers::{ListKind, Page, ProviderError, ProviderRecord, Rejected};
 use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
 use crate::secret::Secret;
 use crate::store::{RunRow, RunTotals, Source, Store, StoreError};
 use futures::stream::BoxStream;
 
 pub use batch::BatchAcc;
+pub use webhooks::InboxTally;
 
 /// A provider client, by kind.
 pub enum Provider {
@@ -62,6 +64,19 @@ impl Provider {
     pub fn infers_failed(&self) -> bool {
         match self {
             Provider::Chaingateway(_) => false,
+        }
+    }
+
+    /// A webhook delivery's body as a record: `Ok(None)` when its status is one to ignore.
+    /// `received_at` stands in for a time the body does not carry.
+    pub fn webhook_record(
+        &self,
+        body: &serde_json::Value,
+        received_at: Timestamp,
+    ) -> Result<Option<ProviderRecord>, Rejected> {
+        let _ = received_at;
+        match self {
+            Provider::Chaingateway(c) => c.webhook_record(body).map(Some),
         }
     }
 
@@ -199,6 +214,13 @@ impl Engine {
             source: Source::Reconcile,
         };
         tracing::info!(run_id = %run_id, since = %opts.since, until = %opts.until, dry_run = opts.dry_run, "Run started.");
+        // Deliveries stored but not applied (a process stopped in between, a chain that could
+        // not be read) go first, through the same apply path.
+        if !opts.dry_run {
+            if let Err(e) = self.drain_webhook_inbox().await {
+                tracing::warn!(error = %self.redact(&e.to_string()), "The webhook inbox could not be read; its deliveries wait for the next run.");
+            }
+        }
 
         let mut accs: Vec<BatchAcc> = join_all(selected.iter().map(|e| self.timed(&ctx, e))).await;
         // The chain sweep runs when every provider is selected (a --provider run is scoped).

@@ -127,7 +127,6 @@ impl Engine {
 
     /// Applies records outside a run (webhook deliveries): the same resolution, plan and
     /// conditional apply as a run, with `ctx.source` in the audit rows.
-    #[allow(dead_code)] // webhook deliveries use it once ingest lands
     pub(crate) async fn settle_records(
         &self,
         ctx: &RunCtx,

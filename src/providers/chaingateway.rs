@@ -18,7 +18,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use self::http::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
-use super::{ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass};
+use super::{
+    ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
+};
 use crate::secret::Secret;
 
 #[derive(Clone)]
@@ -113,7 +115,7 @@ impl ChaingatewayClient {
             .and_then(serde_json::Value::as_str)
             .map(|b| b.trim().to_ascii_lowercase());
         let chain = match named {
-            Some(b) if chains.iter().any(|c| *c == b) => b,
+            Some(b) if chains.contains(&b) => b,
             _ if chains.len() == 1 => chains[0].clone(),
             other => {
                 return Err(Rejected {

@@ -4,8 +4,9 @@
 //! for a new and a duplicate event alike. A new event is then offered to `sink` without
 //! waiting; one the sink cannot take stays unprocessed in the table for the next run.
 //!
-//! Applying the event is not this module's job.
+//! Applying the event is the engine's job (`Engine::process_webhook_events`).
 
+mod endpoint;
 mod verify;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use crate::metrics::{Metrics, WebhookOutcome};
 use crate::secret::{redact, Secret};
 use crate::store::{Store, StoredEvent};
 
+pub use endpoint::endpoint;
 pub use verify::{
     event_id, sign, verify, verify_at, Encoding, Endpoint, Scheme, Signed, VerifyError,
     DEFAULT_TOLERANCE, MAX_EVENT_ID_LEN,

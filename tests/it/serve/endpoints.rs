@@ -47,6 +47,13 @@ fn assert_bounded_labels(text: &str) {
         "4xx",
         "5xx",
         "error",
+        // payrecon_webhooks_total: outcomes, and "unknown" for a provider not configured.
+        "unknown",
+        "accepted",
+        "bad_signature",
+        "bad_request",
+        "too_large",
+        "unknown_provider",
     ];
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         assert!(
