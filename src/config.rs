@@ -10,10 +10,8 @@ use crate::providers::chaingateway::ChaingatewaySettings;
 use crate::secret::Secret;
 
 mod duration;
-// `http_provider::parse` is called by `validate` for `kind = "http"` (wired in by the
-// integration of the webhook-ingest work).
-#[cfg_attr(not(test), allow(dead_code))]
 mod http_provider;
+pub use http_provider::http_settings_from_toml;
 mod sections;
 pub use duration::{format_duration, parse_duration, parse_time_arg};
 use sections::RawConfig;

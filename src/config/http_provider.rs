@@ -4,139 +4,14 @@
 //! table by the caller before this runs.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
-use std::time::Duration;
 
-use serde::Deserialize;
-
+use self::raw::{RawFields, RawHttp, RawList, RawResend, Style};
 use super::{err, one_line, read_secret_file, ConfigError};
 use crate::providers::http::presets::{preset_toml, PRESETS};
 use crate::providers::http::{
-    AmountUnit, FieldPointers, HttpSettings, ListSpec, Pagination, ResendSpec, StatusAction,
-    TimeFormat,
+    FieldPointers, HttpSettings, ListSpec, Pagination, ResendSpec, TimeFormat,
 };
 use crate::secret::Secret;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHttp {
-    kind: String,
-    /// Read from the table before the merge; here so that it is a known key.
-    #[serde(rename = "preset")]
-    _preset: Option<String>,
-    base_url: Option<String>,
-    api_key: Option<Secret>,
-    api_key_file: Option<PathBuf>,
-    #[serde(default = "default_auth_header")]
-    auth_header: String,
-    #[serde(default = "default_auth_scheme")]
-    auth_scheme: String,
-    #[serde(default)]
-    chains: Vec<String>,
-    #[serde(default = "default_timeout", with = "duration_or_zero")]
-    timeout: Duration,
-    #[serde(default = "default_retries")]
-    max_retries: u32,
-    #[serde(default = "default_backoff", with = "duration_or_zero")]
-    backoff: Duration,
-    #[serde(default = "default_concurrency")]
-    max_concurrency: usize,
-    #[serde(default, with = "duration_or_zero")]
-    retry_window: Duration,
-    #[serde(default = "default_amount_unit")]
-    amount_unit: AmountUnit,
-    #[serde(default)]
-    status_map: BTreeMap<String, StatusAction>,
-    payments: Option<RawList>,
-    failed: Option<RawList>,
-    #[serde(default)]
-    fields: RawFields,
-    resend: Option<RawResend>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawList {
-    path: Option<String>,
-    time_format: Option<TimeFormat>,
-    pagination: Option<Style>,
-    items: Option<String>,
-    cursor: Option<String>,
-    has_more: Option<String>,
-    first_page: Option<u64>,
-    limit: Option<u64>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Style {
-    Page,
-    Cursor,
-    Offset,
-    Link,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawFields {
-    event_id: Option<String>,
-    order_ref: Option<String>,
-    chain: Option<String>,
-    tx_hash: Option<String>,
-    log_index: Option<String>,
-    amount: Option<String>,
-    asset: Option<String>,
-    status: Option<String>,
-    updated_at: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawResend {
-    #[serde(default = "default_method")]
-    method: String,
-    path: Option<String>,
-}
-
-fn default_auth_header() -> String {
-    "Authorization".into()
-}
-fn default_auth_scheme() -> String {
-    "Bearer".into()
-}
-fn default_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-fn default_retries() -> u32 {
-    4
-}
-fn default_backoff() -> Duration {
-    Duration::from_millis(200)
-}
-fn default_concurrency() -> usize {
-    4
-}
-fn default_amount_unit() -> AmountUnit {
-    AmountUnit::Base
-}
-fn default_method() -> String {
-    "POST".into()
-}
-
-/// Durations as elsewhere (`6m`, `16h`), and `"0"` for none.
-mod duration_or_zero {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer};
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let s = String::deserialize(d)?;
-        if s.trim() == "0" {
-            return Ok(Duration::ZERO);
-        }
-        super::super::parse_duration(&s).map_err(serde::de::Error::custom)
-    }
-}
 
 /// Reads the `[providers.<name>]` table of a `kind = "http"` provider. `known_chains` are the
 /// `[chains.*]` tables; `decimals` is the `"chain:asset"` map built from `[assets.*]`.
@@ -196,6 +71,21 @@ pub(super) fn parse<V>(
             }
         })?;
     build(name, raw, known_chains, decimals, preset)
+}
+
+/// A `kind = "http"` provider's settings from the TOML text of its table alone (for the
+/// sandbox and tests; `chains` are the configured chain names).
+pub fn http_settings_from_toml(
+    name: &str,
+    text: &str,
+    chains: &[String],
+    decimals: &HashMap<String, u8>,
+) -> Result<HttpSettings, ConfigError> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        err(format!("providers.{name}: {}", one_line(&e.to_string())))
+    })?;
+    let known: BTreeMap<String, ()> = chains.iter().map(|c| (c.clone(), ())).collect();
+    parse(name, table, &known, decimals)
 }
 
 /// Puts every key of `base` that `table` lacks into it; tables present in both merge the
@@ -410,5 +300,6 @@ fn resend(key: &str, raw: RawResend) -> Result<ResendSpec, ConfigError> {
     Ok(ResendSpec { method, path })
 }
 
+mod raw;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use super::*;
+use crate::providers::http::{AmountUnit, StatusAction};
 
 const QVARD: &str = r#"
 kind = "http"
