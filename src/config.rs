@@ -10,6 +10,8 @@ use crate::providers::chaingateway::ChaingatewaySettings;
 use crate::secret::Secret;
 
 mod duration;
+mod http_provider;
+pub use http_provider::http_settings_from_toml;
 mod sections;
 mod webhook;
 pub use duration::{format_duration, parse_duration, parse_time_arg};

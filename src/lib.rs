@@ -4,7 +4,7 @@
 //! - `domain`: the pure core (keys, states, amounts, the diff). No IO.
 //! - `store`: SQLite and PostgreSQL; the only module with SQL.
 //! - `chain`: EVM JSON-RPC via alloy.
-//! - `providers`: provider HTTP APIs (Chaingateway).
+//! - `providers`: provider HTTP APIs (Chaingateway, generic `kind = "http"` with presets).
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
 //! - `schedule`, `serve`, `http`: the daemon.

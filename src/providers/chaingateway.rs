@@ -5,7 +5,6 @@
 //! (5xx, 429 with `Retry-After`, timeouts, connection errors, unreadable bodies); a resend is
 //! retried only when it certainly did not take effect (see [`ChaingatewayClient::retry`]).
 
-mod http;
 mod record;
 
 use std::collections::HashMap;
@@ -17,7 +16,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use self::http::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
+use super::retry::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
 use super::{
     ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
 };

@@ -2,6 +2,8 @@
 //! One file per upstream; knows nothing of SQL or the chain.
 
 pub mod chaingateway;
+pub mod http;
+mod retry;
 
 use std::sync::Arc;
 

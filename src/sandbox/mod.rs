@@ -1,9 +1,14 @@
-//! In-process stand-ins for the outside world, served over real HTTP on loopback: a fake
-//! Chaingateway API and an EVM JSON-RPC node. Used by `payrecon demo`, the benchmark and the
-//! tests; nothing here is used by `serve` or `run`.
+//! In-process stand-ins for the outside world, served over real HTTP on loopback: fake
+//! Chaingateway, Qvard and Paymos APIs and an EVM JSON-RPC node. Used by `payrecon demo`, the
+//! benchmark and the tests; nothing here is used by `serve` or `run`.
 
 pub mod chain;
 pub mod chaingateway;
+mod gate;
+pub mod paymos;
+pub mod qvard;
+
+pub use gate::HttpFault;
 
 /// The token contract the sandbox pretends is USDT (6 decimals).
 pub const SANDBOX_TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";

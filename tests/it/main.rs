@@ -5,6 +5,7 @@ mod chain;
 mod chaingateway;
 mod cli;
 mod evm;
+mod http_provider;
 mod reconcile;
 mod reorg;
 mod rpc;

@@ -1,5 +1,6 @@
-//! One HTTP exchange with retries: exponential backoff with jitter, `Retry-After` on 429,
-//! the observer called once per attempt, and error text that never carries the API key.
+//! One HTTP exchange with retries, shared by the provider clients: exponential backoff with
+//! jitter, `Retry-After` on 429, the observer called once per attempt (by the callers), and
+//! error text that never carries the API key.
 
 use std::future::Future;
 use std::time::Duration;

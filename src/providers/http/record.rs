@@ -1,0 +1,293 @@
+//! One JSON item (a list item or a webhook body) read through the field pointers: a record,
+//! nothing (its status maps to `ignore`), or a rejection whose reason names the field.
+
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use super::settings::{AmountUnit, HttpSettings, StatusAction};
+use crate::domain::amount::decimal_to_base_units;
+use crate::domain::{parse_base_units, Asset, TxHash, U256};
+use crate::providers::{ProviderRecord, Rejected};
+
+/// Native coins' decimals when `decimals` has no `"chain:native"` entry.
+const NATIVE_DECIMALS: u8 = 18;
+
+/// Reads `item`; `fallback_time` stands in for a missing `updated_at` (webhook bodies that
+/// carry none), else a missing `updated_at` is a rejection.
+pub(super) fn read_item(
+    settings: &HttpSettings,
+    item: &Value,
+    failed: bool,
+    fallback_time: Option<jiff::Timestamp>,
+) -> Result<Option<ProviderRecord>, Rejected> {
+    let f = &settings.fields;
+    let id = match item.pointer(&f.event_id) {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
+        other => {
+            return Err(Rejected {
+                id: None,
+                reason: format!(
+                    "event_id ({}): missing or not a string or integer ({})",
+                    f.event_id,
+                    kind(other)
+                ),
+            })
+        }
+    };
+    let reject = |reason: String| Rejected {
+        id: Some(id.clone()),
+        reason,
+    };
+    let status = read_status(settings, item).map_err(&reject)?;
+    let Some(status) = status.state() else {
+        return Ok(None);
+    };
+    let chain = read_chain(settings, item).map_err(&reject)?;
+    let order_ref = match opt(item, f.order_ref.as_deref()) {
+        None => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(s.trim().to_string()),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Some(n.to_string()),
+        Some(other) => {
+            return Err(reject(field_error(
+                "order_ref",
+                f.order_ref.as_deref(),
+                other,
+            )))
+        }
+    };
+    let tx_hash = match opt(item, f.tx_hash.as_deref()) {
+        None => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(
+            TxHash::parse(s.trim())
+                .map_err(|e| reject(format!("tx_hash ({}): {}", ptr(&f.tx_hash), e.reason)))?,
+        ),
+        Some(other) => return Err(reject(field_error("tx_hash", f.tx_hash.as_deref(), other))),
+    };
+    if tx_hash.is_none() && order_ref.is_none() {
+        return Err(reject(
+            "neither tx_hash nor order_ref is given: the record cannot be matched".into(),
+        ));
+    }
+    let log_index = match opt(item, f.log_index.as_deref()) {
+        None => None,
+        Some(v) => Some(
+            integer(v)
+                .filter(|&n| n >= -1)
+                .ok_or_else(|| reject(field_error("log_index", f.log_index.as_deref(), v)))?,
+        ),
+    };
+    let asset = match opt(item, f.asset.as_deref()) {
+        None => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(
+            Asset::parse(s.trim())
+                .map_err(|e| reject(format!("asset ({}): {}", ptr(&f.asset), e.reason)))?,
+        ),
+        Some(other) => return Err(reject(field_error("asset", f.asset.as_deref(), other))),
+    };
+    let amount_hint = match opt(item, f.amount.as_deref()) {
+        None => None,
+        Some(v) => read_amount(settings, v, &chain, asset.as_ref())
+            .map_err(|e| reject(format!("amount ({}): {e}", ptr(&f.amount))))?,
+    };
+    let created_at = match (item.pointer(&f.updated_at), fallback_time) {
+        (None | Some(Value::Null), Some(t)) => t,
+        (v, _) => read_time(v).ok_or_else(|| {
+            reject(format!(
+                "updated_at ({}): {}",
+                f.updated_at,
+                describe_time(v)
+            ))
+        })?,
+    };
+    Ok(Some(ProviderRecord {
+        id,
+        chain,
+        tx_hash,
+        log_index,
+        asset,
+        to: None,
+        order_ref,
+        amount_hint,
+        status: Some(status),
+        created_at,
+        failed,
+    }))
+}
+
+fn read_status(settings: &HttpSettings, item: &Value) -> Result<StatusAction, String> {
+    let p = &settings.fields.status;
+    let text = match item.pointer(p) {
+        Some(Value::String(s)) => s.trim().to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        other => {
+            return Err(format!(
+                "status ({p}): missing or not a string ({})",
+                kind(other)
+            ))
+        }
+    };
+    let map = &settings.status_map;
+    map.get(&text)
+        .or_else(|| {
+            map.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(&text))
+                .map(|(_, v)| v)
+        })
+        .copied()
+        .ok_or_else(|| {
+            format!("status {text:?} is not in status_map; the record is ignored and counted")
+        })
+}
+
+/// The configured chain the item names (case-insensitively), or the provider's only chain
+/// when the item names none.
+fn read_chain(settings: &HttpSettings, item: &Value) -> Result<String, String> {
+    let only = || match settings.chains.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    };
+    let p = settings.fields.chain.as_deref();
+    match opt(item, p) {
+        None => only().ok_or_else(|| {
+            format!(
+                "chain ({}): missing, and the provider has several chains",
+                ptr(&settings.fields.chain)
+            )
+        }),
+        Some(Value::String(s)) => settings
+            .chains
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(s.trim()))
+            .cloned()
+            .ok_or_else(|| format!("unknown chain {s:?} (not among this provider's chains)")),
+        Some(other) => Err(field_error("chain", p, other)),
+    }
+}
+
+/// `Ok(None)`: a well-formed amount whose base units cannot be known (no asset, or no
+/// configured decimals). `Err`: not an amount, or not exactly representable.
+fn read_amount(
+    settings: &HttpSettings,
+    v: &Value,
+    chain: &str,
+    asset: Option<&Asset>,
+) -> Result<Option<U256>, String> {
+    let text = match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Number(n) => n.to_string(),
+        other => {
+            return Err(format!(
+                "not a number or numeric string ({})",
+                kind(Some(other))
+            ))
+        }
+    };
+    match settings.amount_unit {
+        AmountUnit::Base => parse_base_units(&text).map(Some).map_err(|e| e.reason),
+        AmountUnit::Decimal => {
+            let places = asset.and_then(|a| {
+                let key = format!("{chain}:{}", a.as_str());
+                match (settings.decimals.get(&key), a) {
+                    (Some(d), _) => Some(*d),
+                    (None, Asset::Native) => Some(NATIVE_DECIMALS),
+                    (None, Asset::Token(_)) => None,
+                }
+            });
+            match places {
+                Some(d) => decimal_to_base_units(&text, d)
+                    .map(Some)
+                    .map_err(|e| e.reason),
+                None => check_decimal(&text).map(|()| None),
+            }
+        }
+    }
+}
+
+/// A non-negative decimal number, whatever its scale.
+fn check_decimal(text: &str) -> Result<(), String> {
+    let d = rust_decimal::Decimal::from_str_exact(text)
+        .or_else(|_| rust_decimal::Decimal::from_scientific(text))
+        .or_else(|_| rust_decimal::Decimal::from_str(text))
+        .map_err(|e| format!("not a decimal amount {text:?}: {e}"))?;
+    if d.is_sign_negative() && !d.is_zero() {
+        return Err(format!("negative amount {text:?}"));
+    }
+    Ok(())
+}
+
+/// RFC 3339 text, or Unix seconds (an integer or a numeric string).
+pub(super) fn read_time(v: Option<&Value>) -> Option<jiff::Timestamp> {
+    match v? {
+        Value::String(s) => {
+            let s = s.trim();
+            s.parse::<jiff::Timestamp>().ok().or_else(|| {
+                s.parse::<i64>()
+                    .ok()
+                    .and_then(|n| jiff::Timestamp::from_second(n).ok())
+            })
+        }
+        Value::Number(n) => n
+            .as_i64()
+            .and_then(|n| jiff::Timestamp::from_second(n).ok()),
+        _ => None,
+    }
+}
+
+fn describe_time(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "missing".into(),
+        Some(v) => format!("not an RFC 3339 time or Unix seconds: {v}"),
+    }
+}
+
+/// An integer, or a string holding one.
+fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// The value at an optional pointer; `None` also for a missing or null value.
+fn opt<'v>(item: &'v Value, pointer: Option<&str>) -> Option<&'v Value> {
+    item.pointer(pointer?).filter(|v| !v.is_null())
+}
+
+fn ptr(p: &Option<String>) -> &str {
+    p.as_deref().unwrap_or("-")
+}
+
+fn field_error(field: &str, pointer: Option<&str>, v: &Value) -> String {
+    format!(
+        "{field} ({}): malformed value {}",
+        pointer.unwrap_or("-"),
+        snippet(v)
+    )
+}
+
+fn snippet(v: &Value) -> String {
+    let text = v.to_string();
+    let mut cut: String = text.chars().take(80).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+fn kind(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "absent",
+        Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Array(_)) => "array",
+        Some(Value::Object(_)) => "object",
+    }
+}
