@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::StreamExt as _;
+
 use crate::chain::{ChainClient, ChainError, Finality, Preflight};
 use crate::config::{Config, ProviderKind};
 use crate::engine::{Engine, Provider, ProviderEntry};
@@ -106,6 +108,13 @@ impl App {
                     let observer = metrics.request_observer(&s.name);
                     Provider::Chaingateway(
                         ChaingatewayClient::new(s.clone(), observer)
+                            .map_err(|e| AppError(e.to_string()))?,
+                    )
+                }
+                ProviderKind::Http(s) => {
+                    let observer = metrics.request_observer(&s.name);
+                    Provider::Http(
+                        crate::providers::http::HttpClient::new(s.clone(), observer)
                             .map_err(|e| AppError(e.to_string()))?,
                     )
                 }
@@ -223,9 +232,32 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
         }
     }
     for p in &e.providers {
+        if let Provider::Http(c) = &*p.provider {
+            // One page of each configured list, over the last hour.
+            for (_, list) in p.provider.lists(&p.chains) {
+                let until = jiff::Timestamp::now();
+                let since = until - jiff::SignedDuration::from_hours(1);
+                let what = format!("provider {} ({list:?} list)", c.name());
+                match c.pages(list, since, until).next().await {
+                    Some(Ok(page)) => line(
+                        true,
+                        format!(
+                            "{what}: {} records on the first page",
+                            page.records.len() + page.rejected.len()
+                        ),
+                    ),
+                    Some(Err(err)) => {
+                        line(false, format!("{what}: {}", e.redact(&err.to_string())))
+                    }
+                    None => line(true, format!("{what}: empty")),
+                }
+            }
+            continue;
+        }
         for chain in &p.chains {
             let r = match &*p.provider {
                 Provider::Chaingateway(c) => c.block_number(chain).await,
+                Provider::Http(_) => continue,
             };
             let what = format!("provider {} on {chain}", p.provider.name());
             match r {

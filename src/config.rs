@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::chain::{ChainSettings, Finality};
 use crate::providers::chaingateway::ChaingatewaySettings;
+use crate::providers::http::{preset_webhook_scheme, HttpSettings};
 use crate::secret::Secret;
 
 mod duration;
@@ -29,8 +30,10 @@ fn err(msg: impl Into<String>) -> ConfigError {
 
 /// A provider's settings, by kind.
 #[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // a handful per process, never in a hot path
 pub enum ProviderKind {
     Chaingateway(ChaingatewaySettings),
+    Http(HttpSettings),
 }
 
 /// A configured provider: its kind's settings, and what every kind has.
@@ -47,27 +50,32 @@ impl ProviderConfig {
     pub fn name(&self) -> &str {
         match &self.kind {
             ProviderKind::Chaingateway(s) => &s.name,
+            ProviderKind::Http(s) => &s.name,
         }
     }
     pub fn kind(&self) -> &'static str {
         match &self.kind {
             ProviderKind::Chaingateway(_) => "chaingateway",
+            ProviderKind::Http(_) => "http",
         }
     }
     pub fn chains(&self) -> &[String] {
         match &self.kind {
             ProviderKind::Chaingateway(s) => &s.chains,
+            ProviderKind::Http(s) => &s.chains,
         }
     }
     /// The JSON pointer to a record's event id (generic providers).
     pub fn event_id_pointer(&self) -> Option<&str> {
         match &self.kind {
             ProviderKind::Chaingateway(_) => None,
+            ProviderKind::Http(s) => Some(&s.fields.event_id),
         }
     }
     pub fn secrets(&self) -> Vec<&Secret> {
         let mut v = match &self.kind {
             ProviderKind::Chaingateway(s) => vec![&s.api_key],
+            ProviderKind::Http(s) => s.api_key.iter().collect(),
         };
         v.extend(self.webhook.as_ref().map(|w| &w.secret));
         v
@@ -391,17 +399,23 @@ fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
             Some(_) => return Err(err(format!("providers.{name}.kind: must be a string"))),
             None => return Err(err(format!("providers.{name}.kind: required"))),
         };
-        let implied = match kind.as_str() {
-            "chaingateway" => Some("chaingateway"),
+        let implied = match (kind.as_str(), table.get("preset")) {
+            ("chaingateway", _) => Some("chaingateway"),
+            ("http", Some(toml::Value::String(p))) => preset_webhook_scheme(p),
             _ => None,
         };
         let webhook = webhook::take(&name, &mut table, implied)?;
         let (kind, retry_window) = match kind.as_str() {
             "chaingateway" => chaingateway(&name, table, &raw.chains, text, &decimals)?,
+            "http" => {
+                let s = http_provider::parse(&name, table, &raw.chains, &decimals)?;
+                let window = s.retry_window;
+                (ProviderKind::Http(s), window)
+            }
             other => {
                 return Err(err(format!(
-                "providers.{name}.kind: unknown provider kind {other:?} (known: \"chaingateway\")"
-            )))
+                    "providers.{name}.kind: unknown provider kind {other:?} (known: \"chaingateway\", \"http\")"
+                )))
             }
         };
         providers.push(ProviderConfig {

@@ -45,7 +45,9 @@ fn defaults_fill_in_everything_not_given() {
         (eth.confirmations, eth.final_depth, eth.finality),
         (12, 64, Finality::Finalized)
     );
-    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind;
+    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind else {
+        panic!("not chaingateway")
+    };
     assert_eq!(cg.base_url, "https://api.chaingateway.io/api/v2");
     assert_eq!(cg.network, "mainnet");
     assert_eq!(
@@ -72,7 +74,9 @@ fn env_overrides_any_key() {
     assert_eq!(c.database.url.expose(), "postgres://u:pw@h/db");
     assert_eq!(c.database.max_connections, 3);
     assert_eq!(c.schedule.lookback, Duration::from_secs(7 * 86400));
-    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind;
+    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind else {
+        panic!("not chaingateway")
+    };
     assert_eq!(cg.api_key.expose(), "from-env");
 }
 
@@ -86,7 +90,9 @@ fn secrets_come_from_files_with_the_newline_stripped() {
         &format!("api_key_file = {:?}", f.display().to_string()),
     );
     let c = load(&text, &[]).unwrap();
-    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind;
+    let ProviderKind::Chaingateway(cg) = &c.providers[0].kind else {
+        panic!("not chaingateway")
+    };
     assert_eq!(cg.api_key.expose(), "file-key");
     let missing = BASE.replace(
         "api_key = \"k-123456\"",
@@ -279,4 +285,63 @@ fn shipped_config_toml_example_chains_are_valid() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn an_http_provider_from_a_preset_with_its_webhook_and_retry_window() {
+    let text = format!(
+        "{BASE}\n[providers.qvard]\nkind = \"http\"\npreset = \"qvard\"\n\
+         base_url = \"https://api.qvard.example\"\napi_key = \"qv-key-1\"\n\
+         webhook_secret = \"qv-hook-secret\"\nchains = [\"ethereum\"]\n\
+         \n[providers.paymos]\nkind = \"http\"\npreset = \"paymos\"\n\
+         base_url = \"https://api.paymos.example\"\nchains = [\"ethereum\"]\n"
+    );
+    let c = load(&text, &[]).unwrap();
+    let q = c.providers.iter().find(|p| p.name() == "qvard").unwrap();
+    assert_eq!(q.kind(), "http");
+    assert_eq!(q.retry_window, Duration::from_secs(360));
+    let w = q.webhook.as_ref().unwrap();
+    assert_eq!(w.scheme, "qvard");
+    let secrets: Vec<&str> = c.secrets().iter().map(|s| s.expose()).collect();
+    assert!(secrets.contains(&"qv-hook-secret") && secrets.contains(&"qv-key-1"));
+    let p = c.providers.iter().find(|p| p.name() == "paymos").unwrap();
+    assert_eq!(p.retry_window, Duration::from_secs(16 * 3600));
+    assert!(p.webhook.is_none(), "no secret: ingest not enabled");
+    let cg = c.providers.iter().find(|p| p.name() == "cg").unwrap();
+    assert_eq!(cg.retry_window, Duration::ZERO);
+}
+
+#[test]
+fn webhook_and_http_provider_errors_name_the_key() {
+    let http = |extra: &str| {
+        format!(
+            "{BASE}\n[providers.x]\nkind = \"http\"\npreset = \"qvard\"\n\
+             base_url = \"https://q.example\"\nchains = [\"ethereum\"]\n{extra}"
+        )
+    };
+    let e = error_of(&http("[providers.x.fields]\ntx_hsh = \"/t\"\n"), &[]);
+    assert!(e.contains("providers.x.fields.tx_hsh"), "{e}");
+    let e = error_of(
+        &http("webhook_secret = \"s\"\nwebhook_secret_file = \"/f\"\n"),
+        &[],
+    );
+    assert!(e.contains("providers.x.webhook_secret"), "{e}");
+    let e = error_of(
+        &http("webhook_secret = \"s\"\n[providers.x.webhook]\nscheme = \"rot13\"\n"),
+        &[],
+    );
+    assert!(e.contains("providers.x.webhook.scheme"), "{e}");
+    let generic = format!(
+        "{BASE}\n[providers.g]\nkind = \"http\"\nbase_url = \"https://g.example\"\n\
+         chains = [\"ethereum\"]\nwebhook_secret = \"s\"\nstatus_map = {{ paid = \"final\" }}\n\
+         [providers.g.payments]\npath = \"/p?page={{page}}\"\npagination = \"page\"\nitems = \"/items\"\n\
+         [providers.g.fields]\nevent_id = \"/id\"\nstatus = \"/status\"\nupdated_at = \"/at\"\norder_ref = \"/ref\"\n"
+    );
+    let e = error_of(&generic, &[]);
+    assert!(e.contains("providers.g.webhook.header"), "{e}");
+    let no_status = generic
+        .replace("status = \"/status\"\n", "")
+        .replace("webhook_secret = \"s\"\n", "");
+    let e = error_of(&no_status, &[]);
+    assert!(e.contains("providers.g.fields.status"), "{e}");
 }

@@ -21,6 +21,7 @@ use crate::config::ReconcileConfig;
 use crate::domain::ChainHead;
 use crate::metrics::{Metrics, ProviderL, RunL, RunOutcome};
 use crate::providers::chaingateway::ChaingatewayClient;
+use crate::providers::http::HttpClient;
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord, Rejected};
 use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
 use crate::secret::Secret;
@@ -31,8 +32,10 @@ pub use batch::BatchAcc;
 pub use webhooks::InboxTally;
 
 /// A provider client, by kind.
+#[allow(clippy::large_enum_variant)] // a handful per process, never in a hot path
 pub enum Provider {
     Chaingateway(ChaingatewayClient),
+    Http(HttpClient),
 }
 
 impl Provider {
@@ -42,6 +45,12 @@ impl Provider {
             Provider::Chaingateway(_) => [ListKind::Failed, ListKind::All]
                 .into_iter()
                 .flat_map(|l| chains.iter().map(move |c| (Some(c.clone()), l)))
+                .collect(),
+            // One list for every chain: the records carry their chain.
+            Provider::Http(c) => [ListKind::Failed, ListKind::All]
+                .into_iter()
+                .filter(|l| c.has_list(*l))
+                .map(|l| (None, l))
                 .collect(),
         }
     }
@@ -53,9 +62,9 @@ impl Provider {
         list: ListKind,
         window: (Timestamp, Timestamp),
     ) -> BoxStream<'_, Result<Page, ProviderError>> {
-        let _ = window;
         match self {
             Provider::Chaingateway(c) => c.pages(chain.unwrap_or_default(), list),
+            Provider::Http(c) => c.pages(list, window.0, window.1),
         }
     }
 
@@ -64,6 +73,7 @@ impl Provider {
     pub fn infers_failed(&self) -> bool {
         match self {
             Provider::Chaingateway(_) => false,
+            Provider::Http(c) => !c.has_list(ListKind::Failed),
         }
     }
 
@@ -74,9 +84,9 @@ impl Provider {
         body: &serde_json::Value,
         received_at: Timestamp,
     ) -> Result<Option<ProviderRecord>, Rejected> {
-        let _ = received_at;
         match self {
             Provider::Chaingateway(c) => c.webhook_record(body).map(Some),
+            Provider::Http(c) => c.record_from_webhook(body, received_at),
         }
     }
 
@@ -84,17 +94,20 @@ impl Provider {
     pub async fn resend(&self, chain: &str, id: &str) -> Result<(), ProviderError> {
         match self {
             Provider::Chaingateway(c) => c.retry(chain, id).await,
+            Provider::Http(c) => c.resend(id).await,
         }
     }
 
     pub fn name(&self) -> &str {
         match self {
             Provider::Chaingateway(c) => c.name(),
+            Provider::Http(c) => c.name(),
         }
     }
     pub fn kind(&self) -> &'static str {
         match self {
             Provider::Chaingateway(_) => "chaingateway",
+            Provider::Http(_) => "http",
         }
     }
 }
