@@ -345,3 +345,59 @@ fn webhook_and_http_provider_errors_name_the_key() {
     let e = error_of(&no_status, &[]);
     assert!(e.contains("providers.g.fields.status"), "{e}");
 }
+
+#[test]
+fn shipped_config_toml_example_providers_are_valid() {
+    // Uncomment the webhook keys of [providers.cg] and the commented provider tables, with
+    // inline secrets instead of credential files.
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    let mut out = String::new();
+    let mut in_examples = false;
+    for line in text.lines() {
+        if line.starts_with("# webhook_secret = ") || line.starts_with("# [providers.") {
+            in_examples = true;
+        }
+        let uncommented = line
+            .strip_prefix("# ")
+            .filter(|l| in_examples && !l.starts_with(' ') && !l.contains("\"cg_hook\""));
+        match uncommented {
+            Some(l) if l.starts_with("api_key_file") => out.push_str("api_key = \"k\""),
+            Some(l) if l.starts_with("webhook_secret_file") => {
+                out.push_str("webhook_secret = \"whsec\"")
+            }
+            Some(l) if l.starts_with("webhook_secret") => {
+                out.push_str("webhook_secret = \"whsec\"")
+            }
+            Some(l) if is_toml_line(l) => out.push_str(l.split(" #").next().unwrap()),
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    let c = load(&out, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
+    let names: Vec<(&str, &str)> = c.providers.iter().map(|p| (p.name(), p.kind())).collect();
+    assert_eq!(
+        names,
+        [
+            ("acme", "http"),
+            ("cg", "chaingateway"),
+            ("paymos", "http"),
+            ("qvard", "http")
+        ]
+    );
+    for p in &c.providers {
+        assert!(p.webhook.is_some(), "{} has a webhook", p.name());
+    }
+    let acme = c.providers.iter().find(|p| p.name() == "acme").unwrap();
+    let w = acme.webhook.as_ref().unwrap();
+    assert_eq!(w.header.as_deref(), Some("X-Acme-Signature"));
+    assert_eq!(w.tolerance, Some(Duration::from_secs(300)));
+}
+
+/// `key = …` or `[table]`: a commented-out line of TOML, not prose.
+fn is_toml_line(l: &str) -> bool {
+    l.starts_with('[')
+        || l.split_once(" = ").is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        })
+}
