@@ -6,6 +6,7 @@ mod chaingateway;
 mod cli;
 mod evm;
 mod http_provider;
+mod ingest;
 mod presets;
 mod reconcile;
 mod reorg;
