@@ -218,3 +218,16 @@ fn appended_plans_keep_their_outcomes_pointing_at_their_own_entries() {
         .collect();
     assert_eq!(failed, [Outcome::Resend(0), Outcome::Resend(1)]);
 }
+
+#[test]
+fn attaching_a_key_infers_no_undelivered_notification() {
+    // The order is already final (its webhook arrived): the list's record only attaches the key.
+    let t = transfer(1, 25, State::Final);
+    let plan = reconcile(
+        &[obs(&t, Some("A-1"), true)],
+        &view(vec![order(1, TO, State::Final)]),
+    );
+    assert_eq!(plan.transitions.len(), 1);
+    assert!(plan.findings.is_empty(), "{:?}", plan.findings);
+    assert!(plan.resends.is_empty());
+}

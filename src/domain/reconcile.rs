@@ -342,6 +342,10 @@ pub(super) fn infer_failed_from(plan: &mut Plan, planned: usize, src: FailedSour
     else {
         return;
     };
+    // Attaching a key to an order already in that state (from == to) moved nothing.
+    if t.to <= t.from {
+        return;
+    }
     let f = Finding {
         provider: src.provider.to_string(),
         kind: GapKind::FailedNotification,

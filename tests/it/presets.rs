@@ -13,6 +13,7 @@ use payrecon::sandbox::qvard::{FakeQvard, QvardPayment};
 
 use crate::reconcile::{entry, World};
 
+mod key_attach;
 mod paymos;
 mod qvard;
 mod secrets;
