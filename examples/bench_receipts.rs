@@ -79,6 +79,8 @@ fn settings(url: &str, batch_size: usize) -> ChainSettings {
         timeout: Duration::from_secs(30),
         max_retries: 2,
         recheck_final: Duration::from_secs(3600),
+        scan_unpaid: false,
+        log_range: 2000,
     }
 }
 

@@ -352,9 +352,9 @@ fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
                 )))
             }
         };
-        if c.final_depth == 0 || c.rpc_batch_size == 0 {
+        if c.final_depth == 0 || c.rpc_batch_size == 0 || c.log_range == 0 {
             return Err(err(format!(
-                "chains.{name}: final_depth and rpc_batch_size must be at least 1"
+                "chains.{name}: final_depth, rpc_batch_size and log_range must be at least 1"
             )));
         }
         chains.push(ChainSettings {
@@ -369,6 +369,8 @@ fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
             timeout: c.timeout,
             max_retries: c.max_retries,
             recheck_final: c.recheck_final,
+            scan_unpaid: c.scan_unpaid,
+            log_range: c.log_range,
         });
     }
     let mut decimals = std::collections::HashMap::new();

@@ -236,7 +236,7 @@ fn transfer(
     }
 }
 
-fn domain_address(a: EvmAddress) -> Address {
+pub(super) fn domain_address(a: EvmAddress) -> Address {
     Address::parse(&format!("0x{}", hex::encode(a.as_slice())))
         .expect("20 bytes always make an address")
 }

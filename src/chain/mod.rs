@@ -2,6 +2,8 @@
 //! Turns transaction hashes into `domain` transfers; knows nothing of providers or SQL.
 
 mod decode;
+mod scan;
+pub use scan::MAX_FILTER_ADDRESSES;
 mod preflight;
 mod rpc;
 
@@ -59,6 +61,11 @@ pub struct ChainSettings {
     /// How long after it became final a payment is still checked by the sweep (catches a
     /// wrong finality setting). Zero: final rows are not rechecked.
     pub recheck_final: Duration,
+    /// Each run also looks on chain for token payments to unpaid orders' deposit addresses
+    /// (`eth_getLogs` over the run's window): payments no provider reported (see `scan.rs`).
+    pub scan_unpaid: bool,
+    /// Blocks per `eth_getLogs` request of that scan (many providers cap the range).
+    pub log_range: u64,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -105,6 +105,17 @@ pub(super) struct RawChain {
     pub(super) max_retries: u32,
     #[serde(default = "default_recheck_final", with = "duration::serde_duration")]
     pub(super) recheck_final: Duration,
+    #[serde(default = "default_true")]
+    pub(super) scan_unpaid: bool,
+    #[serde(default = "default_log_range")]
+    pub(super) log_range: u64,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_log_range() -> u64 {
+    2000
 }
 
 fn default_confirmations() -> u64 {

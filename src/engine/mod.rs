@@ -6,6 +6,7 @@ mod batch;
 mod provider_run;
 mod reorg;
 mod retry_window;
+mod scan;
 mod sweep;
 mod webhooks;
 

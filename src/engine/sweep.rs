@@ -70,6 +70,8 @@ impl Engine {
                 }
             }
         }
+        // Payments to unpaid orders' deposit addresses that no provider reported.
+        self.scan_unpaid(ctx, &mut acc).await;
         // The gauge: rows this sweep found reorganised away, per configured chain it swept.
         for chain in self.chains.keys().filter(|c| !tally.failed.contains(*c)) {
             let open = tally.open.get(chain).copied().unwrap_or(0);

@@ -32,6 +32,8 @@ listen = "127.0.0.1:9187"
 rpc_url = "{rpc_url}"
 confirmations = 12
 finality = "finalized"
+# The sandbox node serves no eth_getLogs: no deposit scan.
+scan_unpaid = false
 
 [assets."ethereum:{SANDBOX_TOKEN}"]
 symbol = "USDT"

@@ -9,6 +9,7 @@ mod postgres;
 mod rows;
 mod sqlite;
 mod sweep;
+mod unpaid;
 
 use std::collections::{BTreeSet, HashSet};
 

@@ -26,6 +26,8 @@ fn settings(url: &str) -> ChainSettings {
         timeout: Duration::from_secs(5),
         max_retries: 2,
         recheck_final: Duration::from_secs(3600),
+        scan_unpaid: false,
+        log_range: 2000,
     }
 }
 

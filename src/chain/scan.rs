@@ -1,0 +1,131 @@
+//! The deposit scan: ERC-20 `Transfer` logs to the deposit addresses of unpaid orders,
+//! read with `eth_getLogs` over the blocks of a run's window. It finds payments no provider
+//! reported (Qvard never lists underpaid ones). Native-coin payments emit no log and are not
+//! found this way.
+
+use alloy::primitives::{Address as EvmAddress, Bytes, B256, U64};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::decode::{domain_address, TRANSFER_TOPIC};
+use super::{ChainClient, ChainError};
+use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TxHash, U256};
+
+/// Addresses (tokens, recipients) per `eth_getLogs` filter.
+pub const MAX_FILTER_ADDRESSES: usize = 100;
+
+#[derive(Debug, Deserialize)]
+struct BlockTime {
+    timestamp: U64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLog {
+    address: EvmAddress,
+    #[serde(default)]
+    topics: Vec<B256>,
+    data: Bytes,
+    block_number: Option<U64>,
+    block_hash: Option<B256>,
+    transaction_hash: Option<B256>,
+    log_index: Option<U64>,
+    #[serde(default)]
+    removed: bool,
+}
+
+impl ChainClient {
+    /// The first block whose timestamp is at or after `since` (binary search over block
+    /// timestamps, about log2(head) requests); `head + 1` when there is none.
+    pub async fn first_block_since(&self, since: jiff::Timestamp, head: u64) -> Result<u64, ChainError> {
+        let want = u64::try_from(since.as_second()).unwrap_or(0);
+        if self.block_time(head).await? < want {
+            return Ok(head + 1);
+        }
+        let (mut lo, mut hi) = (0u64, head);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.block_time(mid).await? < want {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    async fn block_time(&self, n: u64) -> Result<u64, ChainError> {
+        let b: Option<BlockTime> = self
+            .rpc
+            .call("block timestamp", "eth_getBlockByNumber", (format!("{n:#x}"), false))
+            .await?;
+        Ok(b.map_or(0, |b| b.timestamp.to()))
+    }
+
+    /// Three-topic `Transfer` logs emitted by any of `tokens` to any of `recipients`, in
+    /// blocks `from..=head`, in requests of `log_range` blocks; each a transfer whose state
+    /// follows from `head`. Malformed or removed logs are skipped.
+    #[tracing::instrument(skip_all, fields(chain = %self.settings.name, tokens = tokens.len(), recipients = recipients.len()))]
+    pub async fn transfers_to(
+        &self,
+        head: &ChainHead,
+        tokens: &[Address],
+        recipients: &[Address],
+        from: u64,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        let mut out = Vec::new();
+        if tokens.is_empty() || recipients.is_empty() || from > head.number {
+            return Ok(out);
+        }
+        let range = self.settings.log_range.max(1);
+        let topics: Vec<String> = recipients
+            .iter()
+            .map(|a| format!("0x000000000000000000000000{}", &a.as_str()[2..]))
+            .collect();
+        let addresses: Vec<&str> = tokens.iter().map(Address::as_str).collect();
+        let mut start = from;
+        while start <= head.number {
+            let end = start.saturating_add(range - 1).min(head.number);
+            let filter = json!({
+                "fromBlock": format!("{start:#x}"),
+                "toBlock": format!("{end:#x}"),
+                "address": addresses,
+                "topics": [format!("{TRANSFER_TOPIC:#x}"), Value::Null, topics],
+            });
+            let logs: Vec<Value> = self.rpc.call("logs", "eth_getLogs", (filter,)).await?;
+            out.extend(logs.into_iter().filter_map(|l| self.transfer(head, l)));
+            start = end + 1;
+        }
+        out.sort_by(|a, b| (a.block.number, a.key.log_index).cmp(&(b.block.number, b.key.log_index)));
+        out.dedup_by(|a, b| a.key == b.key);
+        Ok(out)
+    }
+
+    fn transfer(&self, head: &ChainHead, raw: Value) -> Option<ChainTransfer> {
+        let log = RawLog::deserialize(raw).ok()?;
+        if log.removed || log.topics.len() != 3 || log.topics[0] != TRANSFER_TOPIC {
+            return None;
+        }
+        let word = log.topics[2];
+        if word[..12].iter().any(|b| *b != 0) || log.data.len() != 32 {
+            return None;
+        }
+        let number: u64 = log.block_number?.to();
+        let tx_hash = TxHash::parse(&format!("{:#x}", log.transaction_hash?)).ok()?;
+        Some(ChainTransfer {
+            key: PaymentKey {
+                chain: self.settings.name.clone(),
+                tx_hash,
+                log_index: i64::try_from(log.log_index?.to::<u64>()).ok()?,
+            },
+            to: domain_address(EvmAddress::from_slice(&word[12..])),
+            asset: Asset::Token(domain_address(log.address)),
+            amount: U256::from_be_slice(&log.data),
+            block: BlockRef {
+                number,
+                hash: format!("{:#x}", log.block_hash?),
+            },
+            state: head.state_of(number),
+        })
+    }
+}
