@@ -37,7 +37,11 @@ struct RawLog {
 impl ChainClient {
     /// The first block whose timestamp is at or after `since` (binary search over block
     /// timestamps, about log2(head) requests); `head + 1` when there is none.
-    pub async fn first_block_since(&self, since: jiff::Timestamp, head: u64) -> Result<u64, ChainError> {
+    pub async fn first_block_since(
+        &self,
+        since: jiff::Timestamp,
+        head: u64,
+    ) -> Result<u64, ChainError> {
         let want = u64::try_from(since.as_second()).unwrap_or(0);
         if self.block_time(head).await? < want {
             return Ok(head + 1);
@@ -57,7 +61,11 @@ impl ChainClient {
     async fn block_time(&self, n: u64) -> Result<u64, ChainError> {
         let b: Option<BlockTime> = self
             .rpc
-            .call("block timestamp", "eth_getBlockByNumber", (format!("{n:#x}"), false))
+            .call(
+                "block timestamp",
+                "eth_getBlockByNumber",
+                (format!("{n:#x}"), false),
+            )
             .await?;
         Ok(b.map_or(0, |b| b.timestamp.to()))
     }
@@ -96,7 +104,9 @@ impl ChainClient {
             out.extend(logs.into_iter().filter_map(|l| self.transfer(head, l)));
             start = end + 1;
         }
-        out.sort_by(|a, b| (a.block.number, a.key.log_index).cmp(&(b.block.number, b.key.log_index)));
+        out.sort_by(|a, b| {
+            (a.block.number, a.key.log_index).cmp(&(b.block.number, b.key.log_index))
+        });
         out.dedup_by(|a, b| a.key == b.key);
         Ok(out)
     }

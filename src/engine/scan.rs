@@ -6,10 +6,10 @@
 use std::collections::BTreeSet;
 
 use super::batch::{BatchAcc, Seen};
+use super::sweep::SWEEP;
 use super::{Engine, RunCtx};
 use crate::chain::{ChainClient, MAX_FILTER_ADDRESSES};
 use crate::domain::{Address, Asset, ChainHead, ChainVerdict, Observation};
-use super::sweep::SWEEP;
 
 impl Engine {
     /// Scans every chain with `scan_unpaid` whose head was read; a chain that fails fails the

@@ -2,7 +2,9 @@
 
 use sqlx::{PgPool, SqlitePool};
 
-use super::rows::{counted, db_error, decode_raw_row, valid_rows, PG_ROW_COLUMNS, SQLITE_ROW_COLUMNS};
+use super::rows::{
+    counted, db_error, decode_raw_row, valid_rows, PG_ROW_COLUMNS, SQLITE_ROW_COLUMNS,
+};
 use super::{Store, StoreError};
 use crate::domain::LedgerRow;
 
@@ -40,7 +42,9 @@ async fn sqlite_page(
         .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("read unpaid orders", e))?;
-    let last = rows.last().and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
+    let last = rows
+        .last()
+        .and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
     Ok((valid_rows(rows.iter().map(|r| decode_raw_row!(r))), last))
 }
 
@@ -61,6 +65,8 @@ async fn pg_page(
         .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("read unpaid orders", e))?;
-    let last = rows.last().and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
+    let last = rows
+        .last()
+        .and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
     Ok((valid_rows(rows.iter().map(|r| decode_raw_row!(r))), last))
 }
