@@ -132,6 +132,7 @@ impl App {
             metrics,
             settings: config.reconcile.clone(),
             secrets,
+            instance: instance_name(),
         };
         let webhooks = config
             .providers
@@ -176,6 +177,15 @@ impl App {
         let app = Self::with_store(config, store)?;
         Ok(check_items(&app.engine, db).await)
     }
+}
+
+/// A lease holder name unique to this process: host, pid and a random suffix.
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "host".into());
+    let suffix: u32 = rand::random();
+    format!("{host}:{}:{suffix:08x}", std::process::id())
 }
 
 /// Every secret of `config` scrubbed from `e`.

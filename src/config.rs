@@ -300,6 +300,9 @@ fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
     if raw.database.max_connections == 0 {
         return Err(err("database.max_connections: must be at least 1"));
     }
+    if raw.reconcile.lease_ttl < std::time::Duration::from_secs(1) {
+        return Err(err("reconcile.lease_ttl: must be at least 1s"));
+    }
     if raw.reconcile.batch_size == 0 {
         return Err(err("reconcile.batch_size: must be at least 1"));
     }

@@ -16,6 +16,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
     on_ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), AppError> {
+    // One `serve` per SQLite file (several instances share PostgreSQL through leases).
+    let _exclusive = exclusive_sqlite(app.config.database.url.expose())?;
     let listener = tokio::net::TcpListener::bind(app.config.listen)
         .await
         .map_err(|e| AppError(format!("http.listen {}: {e}", app.config.listen)))?;
@@ -73,6 +75,42 @@ pub async fn serve(
     let _ = tokio::time::timeout(grace, consumer).await;
     tracing::info!("payrecon stopped.");
     Ok(())
+}
+
+/// On SQLite, an exclusive lock on `<database file>.serve.lock`, held while the returned file
+/// lives (the kernel drops it when the process dies): a second `serve` on the same file is
+/// refused. A manual `run` takes no such lock and stays allowed beside `serve` (SPEC §2).
+fn exclusive_sqlite(url: &str) -> Result<Option<std::fs::File>, AppError> {
+    let Some(db) = crate::store::sqlite_file(url) else {
+        return Ok(None);
+    };
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".serve.lock");
+    let path = db.with_file_name(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| {
+            AppError(format!(
+                "database: cannot open the lock file {}: {e}",
+                path.display()
+            ))
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(AppError(format!(
+            "another payrecon serve is already using the SQLite database {} (lock {}); run one \
+             serve per SQLite file, or use PostgreSQL for several instances",
+            db.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(AppError(format!(
+            "database: cannot lock {}: {e}",
+            path.display()
+        ))),
+    }
 }
 
 /// Deliveries queued for the consumer; beyond that they wait in the inbox for the next run.

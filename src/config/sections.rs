@@ -70,6 +70,10 @@ pub struct ReconcileConfig {
     /// How long SIGTERM waits for the current run to finish before exiting.
     #[serde(with = "duration::serde_duration")]
     pub shutdown_grace: Duration,
+    /// How long a `serve` instance's lease on a provider lasts without renewal (renewed every
+    /// third of it while it runs); another instance takes over once it has expired.
+    #[serde(with = "duration::serde_duration")]
+    pub lease_ttl: Duration,
 }
 
 impl Default for ReconcileConfig {
@@ -80,6 +84,7 @@ impl Default for ReconcileConfig {
             resend_cooldown: Duration::from_secs(3600),
             batch_size: 500,
             shutdown_grace: Duration::from_secs(30),
+            lease_ttl: Duration::from_secs(30),
         }
     }
 }

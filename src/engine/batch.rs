@@ -27,6 +27,8 @@ pub struct BatchAcc {
     pub elapsed: Duration,
     /// Fingerprints of records already examined in this run (distinct `checked`).
     pub(crate) seen: HashSet<u64>,
+    /// The lease this part runs under (scheduled runs): every write batch presents it.
+    pub(crate) fence: Option<crate::store::Fence>,
     /// When nothing is written (dry run, `apply = false`): the rows as earlier batches of
     /// this run would have left them, by order id, so that later batches plan on top of them.
     pub(crate) simulated: HashMap<i64, LedgerRow>,
@@ -40,6 +42,7 @@ impl BatchAcc {
             truncated: false,
             elapsed: Duration::ZERO,
             seen: HashSet::new(),
+            fence: None,
             simulated: HashMap::new(),
         }
     }
@@ -109,7 +112,9 @@ impl Engine {
                 provider: provider.clone(),
                 run_id: ctx.run_id.clone(),
             };
-            self.store.apply(&plan.transitions, &actx).await?
+            self.store
+                .apply_fenced(&plan.transitions, &actx, acc.fence.as_ref())
+                .await?
         } else {
             Vec::new()
         };

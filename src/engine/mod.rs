@@ -3,6 +3,7 @@
 //! run row, the report and the metrics of a run.
 
 mod batch;
+mod lease;
 mod provider_run;
 mod reorg;
 mod retry_window;
@@ -26,7 +27,7 @@ use crate::providers::http::HttpClient;
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord, Rejected};
 use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
 use crate::secret::Secret;
-use crate::store::{RunRow, RunTotals, Source, Store, StoreError};
+use crate::store::{Fence, RunRow, RunTotals, Source, Store, StoreError};
 use futures::stream::BoxStream;
 
 pub use batch::BatchAcc;
@@ -156,6 +157,8 @@ pub struct Engine {
     pub settings: ReconcileConfig,
     /// Every configured secret, to scrub from error text that reaches reports and logs.
     pub secrets: Vec<Secret>,
+    /// This process's name as a lease holder (host, pid, a random suffix).
+    pub instance: String,
 }
 
 /// Per-run context shared by the stages.
@@ -236,13 +239,23 @@ impl Engine {
             }
         }
 
-        let mut accs: Vec<BatchAcc> = join_all(selected.iter().map(|e| self.timed(&ctx, e))).await;
+        // Scheduled runs take a lease per provider (several instances on one database).
+        let leased = opts.trigger == Trigger::Schedule && !opts.dry_run;
+        let parts = selected.iter().map(|e| {
+            self.under_lease(leased, e.provider.name(), |fence| {
+                self.timed(&ctx, e, fence)
+            })
+        });
+        let mut accs: Vec<BatchAcc> = join_all(parts).await.into_iter().flatten().collect();
         // The chain sweep runs when every provider is selected (a --provider run is scoped).
         if opts.providers.is_empty() {
-            let t0 = Instant::now();
-            let mut acc = self.sweep(&ctx).await;
-            acc.elapsed = t0.elapsed();
-            accs.push(acc);
+            let sweep = self.under_lease(leased, sweep::SWEEP, |fence| async {
+                let t0 = Instant::now();
+                let mut acc = self.sweep(&ctx, fence).await;
+                acc.elapsed = t0.elapsed();
+                acc
+            });
+            accs.extend(sweep.await);
         }
         if let Some(pb) = &ctx.progress {
             pb.finish_and_clear();
@@ -252,9 +265,9 @@ impl Engine {
         Ok(report)
     }
 
-    async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry) -> BatchAcc {
+    async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry, fence: Option<Fence>) -> BatchAcc {
         let t0 = Instant::now();
-        let mut acc = self.run_provider(ctx, e).await;
+        let mut acc = self.run_provider(ctx, e, fence).await;
         acc.elapsed = t0.elapsed();
         acc
     }

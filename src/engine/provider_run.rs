@@ -17,8 +17,14 @@ use crate::domain::{
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord};
 
 impl Engine {
-    pub(crate) async fn run_provider(&self, ctx: &RunCtx, e: &ProviderEntry) -> BatchAcc {
+    pub(crate) async fn run_provider(
+        &self,
+        ctx: &RunCtx,
+        e: &ProviderEntry,
+        fence: Option<crate::store::Fence>,
+    ) -> BatchAcc {
         let mut acc = BatchAcc::new(e.provider.name(), e.provider.kind());
+        acc.fence = fence;
         // Failed notifications first: they are few, and their resends should not wait.
         for (chain, list) in e.provider.lists(&e.chains) {
             if let Some(chain) = &chain {

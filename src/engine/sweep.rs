@@ -27,8 +27,9 @@ pub(crate) struct Tally {
 }
 
 impl Engine {
-    pub(crate) async fn sweep(&self, ctx: &RunCtx) -> BatchAcc {
+    pub(crate) async fn sweep(&self, ctx: &RunCtx, fence: Option<crate::store::Fence>) -> BatchAcc {
         let mut acc = BatchAcc::new(SWEEP, SWEEP);
+        acc.fence = fence;
         let mut tally = Tally::default();
         // Final rows made final within `recheck_final` before this run; those this run made
         // final were just read on chain.

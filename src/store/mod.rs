@@ -5,6 +5,7 @@
 mod attach;
 mod inbox;
 mod inspect;
+mod lease;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -19,6 +20,7 @@ use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State,
 
 pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
+pub use lease::{Fence, LeaseRow};
 pub use sweep::{Rekey, RekeyOutcome};
 
 /// SQL statements this process has sent to either backend so far (BEGIN, COMMIT, SAVEPOINT
@@ -63,6 +65,17 @@ impl ApplyContext {
     fn run_id_or_null(&self) -> Option<&str> {
         Some(self.run_id.as_str()).filter(|s| !s.is_empty())
     }
+}
+
+/// The database file of a SQLite URL (`None`: PostgreSQL, in-memory, or not a URL we read).
+pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    use std::str::FromStr;
+    if !url.starts_with("sqlite:") || url.contains(":memory:") || url.contains("mode=memory") {
+        return None;
+    }
+    let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
+    let path = opts.get_filename();
+    (!path.as_os_str().is_empty()).then(|| path.to_path_buf())
 }
 
 /// What happened to one planned transition.
@@ -230,6 +243,17 @@ impl Store {
         batch: &[PlannedTransition],
         ctx: &ApplyContext,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
+        self.apply_fenced(batch, ctx, None).await
+    }
+
+    /// `apply`, after checking in the same transaction that `fence` (a lease) still holds;
+    /// a lost lease fails the batch and writes nothing.
+    pub async fn apply_fenced(
+        &self,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        fence: Option<&Fence>,
+    ) -> Result<Vec<ApplyOutcome>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -241,14 +265,20 @@ impl Store {
         loop {
             attempt += 1;
             let res = match self {
-                Store::Sqlite(p) => sqlite::apply(p, &sorted, ctx).await,
-                Store::Postgres(p) => postgres::apply(p, &sorted, ctx).await,
+                Store::Sqlite(p) => sqlite::apply(p, &sorted, ctx, fence).await,
+                Store::Postgres(p) => postgres::apply(p, &sorted, ctx, fence).await,
             };
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
                     let jitter = rand::random::<u64>() % (25 << attempt);
                     tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;
+                }
+                Err(sqlx::Error::Protocol(m)) if m == lease::FENCED => {
+                    return Err(StoreError::Db(format!(
+                        "the lease on {} was lost (another instance took over): nothing applied",
+                        ctx.provider
+                    )))
                 }
                 other => {
                     let outcomes = other.map_err(|e| rows::db_error("apply transitions", e))?;

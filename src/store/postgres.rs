@@ -148,9 +148,13 @@ pub(super) async fn apply(
     pool: &PgPool,
     batch: &[PlannedTransition],
     ctx: &ApplyContext,
+    fence: Option<&super::Fence>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = Timestamp::now().to_string();
     let mut tx = counted(pool).begin().await?;
+    if let Some(f) = fence {
+        super::lease::pg_check(&mut tx, f).await?;
+    }
     let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
     let rows: Vec<(i64, String)> =
         sqlx::query_as("SELECT id, state FROM orders WHERE id = ANY($1) ORDER BY id FOR UPDATE")

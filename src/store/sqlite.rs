@@ -159,9 +159,13 @@ pub(super) async fn apply(
     pool: &SqlitePool,
     batch: &[PlannedTransition],
     ctx: &ApplyContext,
+    fence: Option<&super::Fence>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin_with("BEGIN IMMEDIATE").await?;
+    if let Some(f) = fence {
+        super::lease::sqlite_check(&mut tx, f).await?;
+    }
     let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
     let rows: Vec<(i64, String)> = sqlx::query_as(
         "SELECT id, state FROM orders WHERE id IN (SELECT value FROM json_each(?1))",
