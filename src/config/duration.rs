@@ -50,7 +50,7 @@ pub fn format_duration(d: Duration) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if ms >= per && ms % per == 0 {
+        if ms >= per && ms.is_multiple_of(per) {
             return format!("{}{unit}", ms / per);
         }
     }

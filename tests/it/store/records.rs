@@ -62,7 +62,7 @@ fn finding(n: usize) -> FindingRow {
         log_index: Some(n as i64),
         order_ref: Some(format!("A-{n}")),
         local_state: Some("unpaid".into()),
-        observed_state: (n % 2 == 0).then(|| "final".into()),
+        observed_state: n.is_multiple_of(2).then(|| "final".into()),
         action: "applied".into(),
         detail: format!("finding {n}"),
     }
