@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use futures::future::join_all;
 use jiff::Timestamp;
+use tracing::Instrument as _;
 
 use crate::chain::ChainClient;
 use crate::config::ReconcileConfig;
@@ -191,8 +192,14 @@ impl Engine {
                 return Err(EngineError::UnknownProvider(p.clone()));
             }
         }
-        let started = Timestamp::now();
         let run_id = uuid::Uuid::new_v4().to_string();
+        // Every log line of the run carries its id (JSON logs: the `span` fields).
+        let span = tracing::info_span!("run", run_id = %run_id);
+        self.run_with_id(opts, run_id).instrument(span).await
+    }
+
+    async fn run_with_id(&self, opts: &RunOptions, run_id: String) -> Result<Report, EngineError> {
+        let started = Timestamp::now();
         if !opts.dry_run {
             let trigger = match opts.trigger {
                 Trigger::Schedule => "schedule",
@@ -240,7 +247,8 @@ impl Engine {
         // The chain sweep runs when every provider is selected (a --provider run is scoped).
         if opts.providers.is_empty() {
             let t0 = Instant::now();
-            let mut acc = self.sweep(&ctx).await;
+            let span = tracing::info_span!("provider", provider = "chain");
+            let mut acc = self.sweep(&ctx).instrument(span).await;
             acc.elapsed = t0.elapsed();
             accs.push(acc);
         }
@@ -254,7 +262,8 @@ impl Engine {
 
     async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry) -> BatchAcc {
         let t0 = Instant::now();
-        let mut acc = self.run_provider(ctx, e).await;
+        let span = tracing::info_span!("provider", provider = %e.provider.name());
+        let mut acc = self.run_provider(ctx, e).instrument(span).await;
         acc.elapsed = t0.elapsed();
         acc
     }
