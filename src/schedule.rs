@@ -280,7 +280,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_idle_loop_and_a_long_healthy_run_keep_feeding_the_watchdog() {
+    async fn sdnotify_watchdog_is_fed_by_an_idle_loop_and_through_a_long_healthy_run() {
         // The first run (at +60 s) takes 20 minutes.
         let (feeds, handle, tx) = fed_loop(|| tokio::time::sleep(Duration::from_secs(1200)));
         assert_eq!(
@@ -303,7 +303,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_stuck_loop_stops_feeding_the_watchdog() {
+    async fn sdnotify_watchdog_is_no_longer_fed_by_a_stuck_loop() {
         // The first run never returns (an await nothing will wake).
         let (feeds, handle, _tx) = fed_loop(std::future::pending::<()>);
         // Fed while the run is young (it starts at +60 s)...
