@@ -7,7 +7,7 @@
 //! - `providers`: provider HTTP APIs (Chaingateway, generic `kind = "http"` with presets).
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
-//! - `schedule`, `serve`, `http`: the daemon.
+//! - `schedule`, `serve`, `http`: the daemon; `sdnotify`: readiness and watchdog for systemd.
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
@@ -24,6 +24,7 @@ pub mod providers;
 pub mod report;
 pub mod sandbox;
 pub mod schedule;
+pub mod sdnotify;
 pub mod secret;
 pub mod serve;
 pub mod store;

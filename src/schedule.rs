@@ -1,12 +1,15 @@
 //! The serve loop: sleep until the next cron tick, run, repeat. Single-flight by construction
 //! (the run is awaited inline): ticks that pass while a run is going are skipped and logged,
 //! never queued. Time comes from a `Clock`, so tests drive it with `tokio::time::pause()`.
+//! The loop feeds systemd's watchdog itself (see `sdnotify::Watchdog` for when it stops).
 
 use std::future::Future;
 
 use chrono::{DateTime, Utc};
 use croner::Cron;
 use tokio::sync::watch;
+
+use crate::sdnotify::Watchdog;
 
 /// Wall-clock source for cron arithmetic.
 pub trait Clock: Send + Sync {
@@ -46,7 +49,24 @@ pub fn parse_cron(expr: &str) -> Result<Cron, String> {
 pub async fn run_loop<C, F, Fut>(
     cron: &Cron,
     clock: &C,
+    shutdown: watch::Receiver<bool>,
+    job: F,
+) -> u64
+where
+    C: Clock,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    run_loop_fed(cron, clock, shutdown, None, job).await
+}
+
+/// `run_loop`, feeding `watchdog` from the loop itself: while it sleeps until the next tick,
+/// and while it awaits a run for up to `watchdog.stuck_after`.
+pub async fn run_loop_fed<C, F, Fut>(
+    cron: &Cron,
+    clock: &C,
     mut shutdown: watch::Receiver<bool>,
+    watchdog: Option<&Watchdog>,
     mut job: F,
 ) -> u64
 where
@@ -54,6 +74,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = ()>,
 {
+    let mut feeder = Feeder::new(watchdog);
     let mut runs = 0u64;
     let mut next = match cron.find_next_occurrence(&clock.now(), false) {
         Ok(t) => t,
@@ -70,13 +91,22 @@ where
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.changed() => continue,
+            _ = feeder.tick(None) => continue,
         }
         if clock.now() < next {
             continue;
         }
         runs += 1;
         tracing::info!(tick = %next, "Scheduled run starting.");
-        job().await;
+        let run = job();
+        tokio::pin!(run);
+        let started = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = &mut run => break,
+                _ = feeder.tick(Some(started)) => {}
+            }
+        }
         // Ticks that passed during the run are skipped, not queued.
         let now = clock.now();
         let mut skipped = 0u64;
@@ -102,6 +132,46 @@ where
                 skipped,
                 "Ticks came while a run was still going; they were skipped, not queued."
             );
+        }
+    }
+}
+
+/// The loop's side of the watchdog: a ticker that feeds at each tick, unless the run in
+/// progress has lasted longer than `stuck_after`.
+struct Feeder<'a> {
+    watchdog: Option<(&'a Watchdog, tokio::time::Interval)>,
+    /// The run that was found stuck (logged once).
+    stuck_logged: Option<tokio::time::Instant>,
+}
+
+impl<'a> Feeder<'a> {
+    fn new(watchdog: Option<&'a Watchdog>) -> Feeder<'a> {
+        let watchdog = watchdog.map(|w| {
+            let mut ticks = tokio::time::interval(w.interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            (w, ticks)
+        });
+        Feeder {
+            watchdog,
+            stuck_logged: None,
+        }
+    }
+
+    /// Waits for the next feeding time and feeds (never resolves without a watchdog).
+    /// `run_started`: when the run being awaited started, if one is.
+    async fn tick(&mut self, run_started: Option<tokio::time::Instant>) {
+        let Some((w, ticks)) = &mut self.watchdog else {
+            return std::future::pending().await;
+        };
+        ticks.tick().await;
+        match run_started {
+            Some(t0) if t0.elapsed() >= w.stuck_after => {
+                if self.stuck_logged != Some(t0) {
+                    self.stuck_logged = Some(t0);
+                    tracing::error!(stuck_after = ?w.stuck_after, "The run has not finished in time; it is considered stuck and the watchdog is no longer fed (systemd restarts payrecon).");
+                }
+            }
+            _ => w.feed(),
         }
     }
 }
@@ -170,5 +240,83 @@ mod tests {
         assert_eq!(max_in_flight.load(Ordering::SeqCst), 1);
         // Runs start at 10, 40 (next tick after 35), 70 s: three, not nine.
         assert_eq!(count.load(Ordering::SeqCst), 3);
+    }
+
+    /// The loop at each minute, a watchdog fed every 10 s that gives up on a run after
+    /// 30 min, and `job`; returns the feed counter and the loop's task.
+    fn fed_loop<Fut>(
+        job: impl FnMut() -> Fut + Send + 'static,
+    ) -> (
+        Arc<AtomicU64>,
+        tokio::task::JoinHandle<u64>,
+        watch::Sender<bool>,
+    )
+    where
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let feeds = Arc::new(AtomicU64::new(0));
+        let f = feeds.clone();
+        let watchdog = Watchdog::new(
+            Duration::from_secs(10),
+            Duration::from_secs(1800),
+            move || {
+                f.fetch_add(1, Ordering::SeqCst);
+            },
+        );
+        let cron = parse_cron("0 * * * * *").unwrap();
+        let (tx, rx) = watch::channel(false);
+        let clock = clock();
+        let handle =
+            tokio::spawn(
+                async move { run_loop_fed(&cron, &clock, rx, Some(&watchdog), job).await },
+            );
+        (feeds, handle, tx)
+    }
+
+    async fn feeds_during(feeds: &AtomicU64, secs: u64) -> u64 {
+        let before = feeds.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        feeds.load(Ordering::SeqCst) - before
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sdnotify_watchdog_is_fed_by_an_idle_loop_and_through_a_long_healthy_run() {
+        // The first run (at +60 s) takes 20 minutes.
+        let (feeds, handle, tx) = fed_loop(|| tokio::time::sleep(Duration::from_secs(1200)));
+        assert_eq!(
+            feeds_during(&feeds, 55).await,
+            6,
+            "idle: every 10 s from the start"
+        );
+        // Inside the run: still fed every 10 s.
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        assert_eq!(feeds_during(&feeds, 600).await, 60, "during a 20 min run");
+        tx.send(true).unwrap();
+        handle.await.unwrap();
+        let after = feeds.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(
+            feeds.load(Ordering::SeqCst),
+            after,
+            "a stopped loop feeds nothing"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sdnotify_watchdog_is_no_longer_fed_by_a_stuck_loop() {
+        // The first run never returns (an await nothing will wake).
+        let (feeds, handle, _tx) = fed_loop(std::future::pending::<()>);
+        // Fed while the run is young (it starts at +60 s)...
+        tokio::time::sleep(Duration::from_secs(605)).await;
+        assert_eq!(feeds_during(&feeds, 600).await, 60, "a young run is fed");
+        // ...and no longer once it has lasted 30 minutes: systemd then restarts payrecon.
+        tokio::time::sleep(Duration::from_secs(900)).await;
+        assert_eq!(
+            feeds_during(&feeds, 3600).await,
+            0,
+            "a stuck run is not fed"
+        );
+        assert!(!handle.is_finished());
+        handle.abort();
     }
 }

@@ -1,5 +1,8 @@
 //! `payrecon serve`: the HTTP listener and the schedule loop, until a shutdown signal; then
 //! stop scheduling, give the current run `reconcile.shutdown_grace` to finish, return.
+//! Under systemd (`Type=notify`) it reports `READY=1` once the listener is bound (the
+//! database is migrated before `serve` is called), `STOPPING=1` at shutdown, each scheduled
+//! run's outcome as `STATUS=`, and the schedule loop feeds the watchdog (`WatchdogSec=`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,7 +11,12 @@ use tokio::sync::watch;
 
 use crate::app::{App, AppError};
 use crate::engine::{RunOptions, Trigger};
-use crate::schedule::{parse_cron, run_loop, SystemClock};
+use crate::schedule::{parse_cron, run_loop_fed, SystemClock};
+use crate::sdnotify::{Notifier, Watchdog};
+
+/// A scheduled run that has not finished after this long is considered stuck: the loop
+/// stops feeding systemd's watchdog, which restarts payrecon.
+pub const RUN_STUCK_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Serves until `shutdown` resolves. `on_ready` is called once the listener is bound.
 pub async fn serve(
@@ -51,18 +59,22 @@ pub async fn serve(
     });
     tracing::info!(listen = %addr, cron = %app.config.schedule.cron, "payrecon is serving.");
     on_ready(addr);
+    let notifier = Arc::new(Notifier::from_env());
+    notifier.ready(&format!("Serving on {addr}; no run yet."));
 
     let engine = app.engine.clone();
     let lookback = app.config.schedule.lookback;
+    let watchdog = Watchdog::systemd(notifier.clone(), RUN_STUCK_AFTER);
+    let status = notifier.clone();
     let scheduler = tokio::spawn(async move {
-        run_loop(&cron, &SystemClock, stop_rx, || {
-            let engine = engine.clone();
-            scheduled_run(engine, lookback)
+        run_loop_fed(&cron, &SystemClock, stop_rx, watchdog.as_ref(), || {
+            scheduled_run(engine.clone(), lookback, status.clone())
         })
         .await
     });
 
     shutdown.await;
+    notifier.stopping("Shutting down: waiting for the current run.");
     tracing::info!("Shutdown requested: no new runs; waiting for the current one.");
     let _ = stop_tx.send(true);
     let grace = app.config.reconcile.shutdown_grace;
@@ -136,7 +148,11 @@ async fn apply_deliveries(
     }
 }
 
-async fn scheduled_run(engine: Arc<crate::engine::Engine>, lookback: std::time::Duration) {
+async fn scheduled_run(
+    engine: Arc<crate::engine::Engine>,
+    lookback: std::time::Duration,
+    notifier: Arc<Notifier>,
+) {
     let until = jiff::Timestamp::now();
     let since = jiff::SignedDuration::try_from(lookback)
         .ok()
@@ -151,14 +167,24 @@ async fn scheduled_run(engine: Arc<crate::engine::Engine>, lookback: std::time::
         trigger: Trigger::Schedule,
         progress: false,
     };
+    notifier.status(&format!("Run started at {until}."));
     match engine.run(&opts).await {
         Ok(report) if report.any_failed() => {
+            notifier.status(&format!(
+                "Last run {} at {until}: failed (a provider or chain failed).",
+                report.run_id
+            ));
             tracing::warn!(run_id = %report.run_id, "Scheduled run finished with a failed provider.")
         }
         Ok(report) => {
+            notifier.status(&format!(
+                "Last run {} at {until}: ok, {} checked, {} gaps, {} applied.",
+                report.run_id, report.totals.checked, report.totals.gaps, report.totals.applied
+            ));
             tracing::info!(run_id = %report.run_id, gaps = report.totals.gaps, applied = report.totals.applied, "Scheduled run finished.")
         }
         Err(e) => {
+            notifier.status(&format!("Last run at {until}: could not start."));
             tracing::error!(error = %engine.redact(&e.to_string()), "Scheduled run could not start.");
             for p in &engine.providers {
                 engine

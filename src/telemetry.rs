@@ -1,5 +1,8 @@
 //! Logging to stderr (never stdout): text, or JSON when `PAYRECON_LOG_FORMAT=json` (journald).
 //! Level from `PAYRECON_LOG` (or `RUST_LOG`), default `info`.
+//! A JSON line is one object: `timestamp`, `level`, `fields` (the message and the event's
+//! fields), `target`, `span` (the innermost span: a run's `run_id`, a provider's `provider`)
+//! and `spans` (every span it is in, outermost first).
 
 use tracing_subscriber::EnvFilter;
 
@@ -14,7 +17,11 @@ pub fn init() {
         .with_writer(std::io::stderr);
     let json = std::env::var("PAYRECON_LOG_FORMAT").is_ok_and(|v| v == "json");
     let _ = if json {
-        builder.json().try_init()
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init()
     } else {
         builder.with_ansi(false).try_init()
     };

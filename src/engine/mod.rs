@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use futures::future::join_all;
 use jiff::Timestamp;
+use tracing::Instrument as _;
 
 use crate::chain::ChainClient;
 use crate::config::ReconcileConfig;
@@ -194,8 +195,14 @@ impl Engine {
                 return Err(EngineError::UnknownProvider(p.clone()));
             }
         }
-        let started = Timestamp::now();
         let run_id = uuid::Uuid::new_v4().to_string();
+        // Every log line of the run carries its id (JSON logs: the `span` fields).
+        let span = tracing::info_span!("run", run_id = %run_id);
+        self.run_with_id(opts, run_id).instrument(span).await
+    }
+
+    async fn run_with_id(&self, opts: &RunOptions, run_id: String) -> Result<Report, EngineError> {
+        let started = Timestamp::now();
         if !opts.dry_run {
             let trigger = match opts.trigger {
                 Trigger::Schedule => "schedule",
@@ -251,7 +258,8 @@ impl Engine {
         if opts.providers.is_empty() {
             let sweep = self.under_lease(leased, sweep::SWEEP, |fence| async {
                 let t0 = Instant::now();
-                let mut acc = self.sweep(&ctx, fence).await;
+                let span = tracing::info_span!("provider", provider = "chain");
+                let mut acc = self.sweep(&ctx, fence).instrument(span).await;
                 acc.elapsed = t0.elapsed();
                 acc
             });
@@ -267,7 +275,8 @@ impl Engine {
 
     async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry, fence: Option<Fence>) -> BatchAcc {
         let t0 = Instant::now();
-        let mut acc = self.run_provider(ctx, e, fence).await;
+        let span = tracing::info_span!("provider", provider = %e.provider.name());
+        let mut acc = self.run_provider(ctx, e, fence).instrument(span).await;
         acc.elapsed = t0.elapsed();
         acc
     }

@@ -377,7 +377,8 @@ fn spawn_pages(
     chunk: usize,
 ) -> mpsc::Receiver<Result<Page, ProviderError>> {
     let (tx, rx) = mpsc::channel(1);
-    tokio::spawn(async move {
+    // The fetch logs in the provider's span.
+    tokio::spawn(tracing::Instrument::in_current_span(async move {
         let mut pages = provider.pages(chain.as_deref(), list, window);
         let mut merged = Page::default();
         let size = |p: &Page| p.records.len() + p.rejected.len();
@@ -405,6 +406,6 @@ fn spawn_pages(
         if size(&merged) > 0 {
             let _ = tx.send(Ok(merged)).await;
         }
-    });
+    }));
     rx
 }
