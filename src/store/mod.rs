@@ -6,8 +6,10 @@ mod attach;
 mod inbox;
 mod inspect;
 mod postgres;
+mod readonly;
 mod rows;
 mod sqlite;
+mod status;
 mod sweep;
 mod unpaid;
 
@@ -19,6 +21,9 @@ use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State,
 
 pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
+pub use status::{
+    LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,
+};
 pub use sweep::{Rekey, RekeyOutcome};
 
 /// SQL statements this process has sent to either backend so far (BEGIN, COMMIT, SAVEPOINT
