@@ -8,6 +8,7 @@
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
 //! - `schedule`, `serve`, `http`: the daemon; `sdnotify`: readiness and watchdog for systemd.
+//! - `status`: `payrecon status`, the operator's read-only view (text and JSON).
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
@@ -27,6 +28,7 @@ pub mod schedule;
 pub mod sdnotify;
 pub mod secret;
 pub mod serve;
+pub mod status;
 pub mod store;
 pub mod telemetry;
 pub mod webhook;

@@ -37,6 +37,11 @@ enum Command {
     Check,
     /// Self-contained sandbox: simulated provider + chain, SQLite, one run.
     Demo(DemoArgs),
+    /// Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases.
+    Status {
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
 }
 
 #[derive(clap::Args)]
@@ -134,6 +139,16 @@ async fn dispatch(cli: Cli) -> ExitCode {
             }
         }
         Command::Run(args) => run(config, args).await,
+        Command::Status { format } => match payrecon::status::collect(&config).await {
+            Ok(status) => {
+                match format {
+                    Format::Json => println!("{}", status.to_json()),
+                    Format::Text => print!("{}", status.to_text()),
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e.to_string()),
+        },
         Command::Serve => {
             // Before anything else, so that no signal finds the default handlers.
             let shutdown = shutdown_signal();

@@ -20,15 +20,6 @@ pub struct Fence {
     pub token: i64,
 }
 
-/// A lease row, for `payrecon status`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseRow {
-    pub provider: String,
-    pub holder: String,
-    pub token: i64,
-    pub expires_at: String,
-}
-
 /// The sentinel a fenced write batch fails with (mapped to a `StoreError`).
 pub(super) const FENCED: &str = "payrecon: lease lost";
 
@@ -158,35 +149,6 @@ impl Store {
             .map(|_| ()),
         };
         r.map_err(|e| db_error("release a lease", e))
-    }
-
-    /// Every lease row, by provider.
-    pub async fn leases(&self) -> Result<Vec<LeaseRow>, StoreError> {
-        let rows: Vec<(String, String, i64, String)> = match self {
-            Store::Sqlite(p) => sqlx::query_as(
-                "SELECT provider, holder, token, expires_at FROM payrecon_leases ORDER BY provider",
-            )
-            .fetch_all(counted(p))
-            .await,
-            Store::Postgres(p) => {
-                sqlx::query_as(
-                    "SELECT provider, holder, token, expires_at::text FROM payrecon_leases \
-                     ORDER BY provider",
-                )
-                .fetch_all(counted(p))
-                .await
-            }
-        }
-        .map_err(|e| db_error("read the leases", e))?;
-        Ok(rows
-            .into_iter()
-            .map(|(provider, holder, token, expires_at)| LeaseRow {
-                provider,
-                holder,
-                token,
-                expires_at,
-            })
-            .collect())
     }
 }
 

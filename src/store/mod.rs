@@ -7,8 +7,10 @@ mod inbox;
 mod inspect;
 mod lease;
 mod postgres;
+mod readonly;
 mod rows;
 mod sqlite;
+mod status;
 mod sweep;
 mod unpaid;
 
@@ -20,7 +22,10 @@ use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State,
 
 pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
-pub use lease::{Fence, LeaseRow};
+pub use lease::Fence;
+pub use status::{
+    LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,
+};
 pub use sweep::{Rekey, RekeyOutcome};
 
 /// SQL statements this process has sent to either backend so far (BEGIN, COMMIT, SAVEPOINT

@@ -14,6 +14,7 @@ mod reconcile;
 mod reorg;
 mod rpc;
 mod serve;
+mod status;
 mod store;
 mod support;
 mod systemd;

@@ -1,0 +1,156 @@
+//! Read-only access for `payrecon status`: a connection that can neither create nor write
+//! (SQLite: no `create_if_missing`, no journal-mode pragma, `PRAGMA query_only`; PostgreSQL:
+//! `default_transaction_read_only`), which of the status tables exist, and the lease table
+//! (`payrecon_leases`, added by a later migration), read only when it exists.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+use super::rows::{connect_error, counted, db_error, sqlite_ts};
+use super::status::{LeaseRow, LEASES, REQUIRED};
+use super::{Store, StoreError};
+
+impl Store {
+    /// Connects without creating or writing anything: a SQLite file that does not exist is
+    /// an error (not a new empty database), and every statement runs read-only.
+    pub async fn connect_read_only(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
+        let max = max_connections.clamp(1, 4);
+        match scheme {
+            "sqlite" => {
+                // No journal_mode pragma: setting it could convert (write) the file.
+                let options = SqliteConnectOptions::from_str(url)
+                    .map_err(|e| connect_error(url, e))?
+                    .create_if_missing(false)
+                    .pragma("query_only", "ON")
+                    .busy_timeout(Duration::from_secs(5));
+                SqlitePoolOptions::new()
+                    .max_connections(max)
+                    .connect_with(options)
+                    .await
+                    .map(Store::Sqlite)
+                    .map_err(|e| {
+                        let StoreError::Db(e) = connect_error(url, e);
+                        StoreError::Db(format!(
+                            "{e} (a read-only view never creates the SQLite file;                              `payrecon migrate` does)"
+                        ))
+                    })
+            }
+            "postgres" | "postgresql" => {
+                let options = PgConnectOptions::from_str(url)
+                    .map_err(|e| connect_error(url, e))?
+                    .options([("default_transaction_read_only", "on")]);
+                PgPoolOptions::new()
+                    .max_connections(max)
+                    .acquire_timeout(Duration::from_secs(5))
+                    .connect_with(options)
+                    .await
+                    .map(Store::Postgres)
+                    .map_err(|e| connect_error(url, e))
+            }
+            _ => Store::connect(url, 1).await,
+        }
+    }
+
+    /// Which of the status tables exist (one query).
+    pub(super) async fn payrecon_tables(&self) -> Result<Vec<String>, StoreError> {
+        let names: Vec<String> = REQUIRED
+            .iter()
+            .chain([&LEASES])
+            .map(|s| s.to_string())
+            .collect();
+        let rows = match self {
+            Store::Sqlite(p) => {
+                sqlx::query_as::<_, (String,)>(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name IN (SELECT value FROM json_each($1))",
+                )
+                .bind(serde_json::to_string(&names).unwrap_or_default())
+                .fetch_all(counted(p))
+                .await
+            }
+            Store::Postgres(p) => {
+                sqlx::query_as::<_, (String,)>(
+                    "SELECT t FROM UNNEST($1::text[]) AS t WHERE to_regclass(t) IS NOT NULL",
+                )
+                .bind(&names)
+                .fetch_all(counted(p))
+                .await
+            }
+        };
+        Ok(rows
+            .map_err(|e| db_error("list the payrecon tables", e))?
+            .into_iter()
+            .map(|(t,)| t)
+            .collect())
+    }
+
+    /// Every lease, by provider. `expires_at` is read as text whatever its type, then
+    /// spelled as RFC 3339 UTC when it reads as a timestamp.
+    pub(super) async fn leases(&self) -> Result<Vec<LeaseRow>, StoreError> {
+        let lite = "SELECT CAST(provider AS TEXT), CAST(holder AS TEXT), CAST(token AS INTEGER), \
+             CAST(expires_at AS TEXT) FROM payrecon_leases ORDER BY provider";
+        let pg = "SELECT provider::text, holder::text, token::bigint, expires_at::text \
+             FROM payrecon_leases ORDER BY provider";
+        type T = (String, Option<String>, Option<i64>, Option<String>);
+        let rows: Vec<T> = match self {
+            Store::Sqlite(p) => sqlx::query_as(lite).fetch_all(counted(p)).await,
+            Store::Postgres(p) => sqlx::query_as(pg).fetch_all(counted(p)).await,
+        }
+        .map_err(|e| db_error("read the leases", e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(provider, holder, token, expires_at)| LeaseRow {
+                provider,
+                holder,
+                token,
+                expires_at: expires_at.map(|t| normalize_ts(&t)),
+            })
+            .collect())
+    }
+}
+
+/// `2026-11-01 10:00:00.5+00` (PostgreSQL's text) as `2026-11-01T10:00:00.500Z`; text that
+/// is not a timestamp is kept as it is.
+fn normalize_ts(t: &str) -> String {
+    let spelled = if t.len() > 10 && t.as_bytes()[10] == b' ' {
+        format!("{}T{}", &t[..10], &t[11..])
+    } else {
+        t.to_string()
+    };
+    let with_minutes = match spelled.rfind(['+', '-']) {
+        // `+00` -> `+00:00` (an offset of hours only).
+        Some(i) if i > 10 && spelled.len() - i == 3 => format!("{spelled}:00"),
+        _ => spelled,
+    };
+    match Timestamp::from_str(&with_minutes) {
+        Ok(ts) => sqlite_ts(ts),
+        Err(_) => t.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_ts;
+
+    #[test]
+    fn lease_expiry_is_spelled_rfc3339() {
+        assert_eq!(
+            normalize_ts("2026-11-01 10:00:00.5+00"),
+            "2026-11-01T10:00:00.500Z"
+        );
+        assert_eq!(
+            normalize_ts("2026-11-01 12:00:00+02"),
+            "2026-11-01T10:00:00.000Z"
+        );
+        assert_eq!(
+            normalize_ts("2026-11-01T10:00:00.123Z"),
+            "2026-11-01T10:00:00.123Z"
+        );
+        assert_eq!(normalize_ts("1767225600"), "1767225600");
+    }
+}

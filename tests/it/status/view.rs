@@ -1,0 +1,301 @@
+//! The whole view after two runs (the second with a provider failing), on both backends.
+
+use alloy::primitives::U256 as EvmU256;
+use jiff::{SignedDuration, Timestamp};
+use payrecon::domain::{Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash};
+use payrecon::sandbox::chaingateway::{notification, FakeChaingateway, Fault};
+use payrecon::sandbox::{SANDBOX_API_KEY, SANDBOX_PROVIDER, SANDBOX_TOKEN};
+use payrecon::store::{ApplyContext, NewOrder, Source};
+use serde_json::Value;
+
+use super::{counts, exec, order_refs, provider, report_gaps, same_ms, status_json, KINDS};
+use crate::cli::harness::{addr, payrecon, usdt, World};
+
+fn backup_table(url: &str) -> String {
+    format!(
+        "[providers.backup]\nkind = \"chaingateway\"\nbase_url = \"{url}\"\n\
+         api_key = \"{SANDBOX_API_KEY}\"\nnetwork = \"mainnet\"\nchains = [\"ethereum\"]\n\
+         timeout = \"2s\"\nmax_retries = 1\nbackoff = \"10ms\"\n"
+    )
+}
+
+/// Order `P-<i>` due 30 USDT, paid 25 on chain and listed by the provider: underpaid.
+async fn underpaid(w: &World, i: u32) {
+    let order = NewOrder {
+        order_ref: format!("P-{i}"),
+        chain: "ethereum".into(),
+        pay_to: addr(i).to_string(),
+        asset: SANDBOX_TOKEN.into(),
+        amount_due: usdt(30),
+    };
+    w.store.insert_orders(&[order]).await.unwrap();
+    let token = Address::parse(SANDBOX_TOKEN).unwrap();
+    let payer = Address::parse("0x00000000000000000000000000000000000000fe").unwrap();
+    let (tx, _) = w
+        .chain
+        .add_token_transfer(&token, &payer, &addr(i), EvmU256::from(usdt(25)));
+    w.chain.mine_block();
+    w.chain.mine(70);
+    let at = Timestamp::now() - SignedDuration::from_mins(30);
+    let n = notification(
+        &format!("n-{i}"),
+        tx.as_str(),
+        SANDBOX_TOKEN,
+        addr(i).as_str(),
+        Some("25"),
+        at,
+    );
+    w.cg.add_notification("ethereum", n);
+}
+
+/// Order `P-<i>` held `pending` with a payment the chain does not have: the sweep's `reorged`.
+async fn lost_payment(w: &World, i: u32) {
+    let order = NewOrder {
+        order_ref: format!("P-{i}"),
+        chain: "ethereum".into(),
+        pay_to: addr(i).to_string(),
+        asset: SANDBOX_TOKEN.into(),
+        amount_due: usdt(25),
+    };
+    w.store.insert_orders(&[order]).await.unwrap();
+    let snap = w
+        .store
+        .order_by_ref(&format!("P-{i}"))
+        .await
+        .unwrap()
+        .unwrap();
+    let t = PlannedTransition {
+        order_id: snap.id,
+        order_ref: snap.order_ref.clone(),
+        from: State::Unpaid,
+        to: State::Pending,
+        attach: Some(Attach {
+            key: PaymentKey {
+                chain: "ethereum".into(),
+                tx_hash: TxHash::parse(&format!("0x{:064x}", 0xdead_0000u64 + u64::from(i)))
+                    .unwrap(),
+                log_index: 0,
+            },
+            amount: usdt(25),
+            block: BlockRef {
+                number: 2,
+                hash: format!("0x{:064x}", 0xb10c_u64),
+            },
+        }),
+    };
+    let ctx = ApplyContext {
+        source: Source::Webhook,
+        provider: "merchant".into(),
+        run_id: String::new(),
+    };
+    w.store.apply(&[t], &ctx).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
+    let (_guard, urls) = crate::support::backends().await;
+    for url in urls {
+        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let (backup, backup_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
+        let config = w.config(&backup_table(&backup_url));
+        // Before any run: every provider listed, no run, zeros.
+        let s = status_json(&payrecon(&config, &["status", "--format", "json"]).await);
+        assert!(provider(&s, "chain")["last_run"].is_null(), "{s}");
+        assert_eq!(s["gaps_24h"]["total"]["missing"], 0);
+
+        w.missing_payments(1, 2).await;
+        w.failed_notification(3).await;
+        underpaid(&w, 4).await;
+        lost_payment(&w, 5).await;
+        let r1 = payrecon(&config, &["run", "--format", "json"]).await;
+        let r1 = {
+            r1.assert_code(0);
+            r1.json()
+        };
+        backup.push_fault(Fault::MalformedJson, 100);
+        w.missing_payments(6, 1).await;
+        // A mismatch is flagged by the run that finds it: P-4's stays with the first run.
+        underpaid(&w, 7).await;
+        let r2 = payrecon(&config, &["run", "--format", "json"]).await;
+        let r2 = {
+            r2.assert_code(1);
+            r2.json()
+        };
+        let received = Timestamp::now() - SignedDuration::from_mins(5);
+        w.store
+            .insert_webhook_event(SANDBOX_PROVIDER, "ev-1", "{}", received)
+            .await
+            .unwrap();
+        let old = Timestamp::now() - SignedDuration::from_hours(2);
+        let cooldown = std::time::Duration::from_secs(3600);
+        assert!(w
+            .store
+            .claim_resend(SANDBOX_PROVIDER, "old-1", old, cooldown)
+            .await
+            .unwrap());
+
+        let before = counts(&w).await;
+        let s = status_json(&payrecon(&config, &["status", "--format", "json"]).await);
+        assert_eq!(counts(&w).await, before, "{url}: status wrote");
+
+        // Last run per provider: the second run; backup failed in it, the others did not.
+        for (name, want) in [
+            (SANDBOX_PROVIDER, "ok"),
+            ("backup", "failed"),
+            ("chain", "ok"),
+        ] {
+            let run = &provider(&s, name)["last_run"];
+            assert_eq!(run["run_id"], r2["run_id"], "{url}: {s}");
+            assert_eq!(
+                (run["status"].as_str(), run["trigger"].as_str()),
+                (Some(want), Some("cli")),
+                "{url} {name}: {s}"
+            );
+            same_ms(&run["started_at"], &r2["started_at"]);
+            same_ms(&run["finished_at"], &r2["finished_at"]);
+            assert!(run["duration_seconds"].as_f64().unwrap() >= 0.0);
+        }
+        let err = provider(&s, "backup")["last_run"]["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!err.is_empty() && !err.starts_with("backup:"), "{err}");
+        assert!(provider(&s, "chain")["last_run"]["error"].is_null());
+        same_ms(
+            &provider(&s, SANDBOX_PROVIDER)["last_success_at"],
+            &r2["finished_at"],
+        );
+        same_ms(
+            &provider(&s, "backup")["last_success_at"],
+            &r1["finished_at"],
+        );
+
+        // Gaps: the sum of both runs' reports, per provider and kind, zeros included.
+        let gaps = &s["gaps_24h"];
+        for kind in KINDS {
+            let mut total = 0;
+            for name in [SANDBOX_PROVIDER, "backup", "chain"] {
+                let want = report_gaps(&r1, name, kind) + report_gaps(&r2, name, kind);
+                assert_eq!(
+                    gaps["providers"][name][kind].as_u64(),
+                    Some(want),
+                    "{url} {name} {kind}: {s}"
+                );
+                total += want;
+            }
+            assert_eq!(gaps["total"][kind].as_u64(), Some(total), "{url} {kind}");
+        }
+        assert!(gaps["total"]["missing"].as_u64().unwrap() >= 4, "{s}");
+
+        // Open findings: the second run's reorged and amount_mismatch findings.
+        let open = &s["open_findings"];
+        assert_eq!(open["run_id"], r2["run_id"]);
+        for kind in ["reorged", "amount_mismatch"] {
+            let found: Vec<&Value> = r2["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["kind"] == kind)
+                .collect();
+            assert!(!found.is_empty(), "{url}: no {kind} in {r2}");
+            assert_eq!(
+                open[kind]["count"].as_u64(),
+                Some(found.len() as u64),
+                "{url} {kind}: {s}"
+            );
+            let mut want: Vec<String> = found
+                .iter()
+                .map(|f| f["order_ref"].as_str().unwrap().to_string())
+                .collect();
+            want.sort();
+            assert_eq!(order_refs(&open[kind]["items"]), want);
+            let item = &open[kind]["items"][0];
+            assert_eq!(
+                (&item["tx_hash"], &item["log_index"], &item["chain"]),
+                (
+                    &found[0]["tx_hash"],
+                    &found[0]["log_index"],
+                    &found[0]["chain"]
+                )
+            );
+        }
+        assert_eq!(order_refs(&open["reorged"]["items"]), ["P-5"]);
+        assert_eq!(order_refs(&open["amount_mismatch"]["items"]), ["P-7"]);
+
+        // Resends within the cooldown (not the one requested two hours ago); the inbox.
+        assert_eq!(s["resends"]["pending"], 1, "{url}: {s}");
+        let item = &s["resends"]["items"][0];
+        assert_eq!(
+            (item["provider"].as_str(), item["notification_id"].as_str()),
+            (Some(SANDBOX_PROVIDER), Some("n-3"))
+        );
+        assert_eq!(s["webhook_inbox"]["unprocessed"], 1);
+        same_ms(
+            &s["webhook_inbox"]["oldest_received_at"],
+            &Value::String(received.to_string()),
+        );
+        assert!(s["webhook_inbox"]["oldest_age_seconds"].as_i64().unwrap() >= 300);
+        assert_eq!(
+            (&s["lease_table"], &s["leases"]),
+            (&Value::Bool(true), &serde_json::json!([]))
+        );
+
+        // The text format shows the same numbers.
+        let text = payrecon(&config, &["status"]).await;
+        text.assert_code(0);
+        let t = &text.stdout;
+        let line = |start: &str| {
+            t.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no {start:?} line in\n{t}"))
+                .to_string()
+        };
+        assert!(
+            line("backup ").split_whitespace().nth(1) == Some("failed"),
+            "{t}"
+        );
+        assert!(
+            line(&format!("{SANDBOX_PROVIDER} "))
+                .split_whitespace()
+                .nth(1)
+                == Some("ok"),
+            "{t}"
+        );
+        let totals: Vec<u64> = line("total ")
+            .split_whitespace()
+            .skip(1)
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let mut want: Vec<u64> = KINDS
+            .iter()
+            .map(|k| gaps["total"][k].as_u64().unwrap())
+            .collect();
+        want.push(want.iter().sum());
+        assert_eq!(totals, want, "{t}");
+        for needle in [
+            "reorged: 1",
+            "amount_mismatch: 1",
+            "order P-5",
+            "order P-7",
+            "(cooldown 3600s): 1",
+            "n-3",
+            "webhook inbox: 1 unprocessed",
+            "leases: 0",
+        ] {
+            assert!(t.contains(needle), "{url}: no {needle:?} in\n{t}");
+        }
+        assert!(!t.contains("old-1") && !t.contains(SANDBOX_API_KEY), "{t}");
+
+        // A lease taken by a serve instance is listed.
+        exec(&url, "INSERT INTO payrecon_leases VALUES ('sandbox', 'host-a:4242', 7, '2030-01-01T00:00:00.000Z')").await;
+        let s = status_json(&payrecon(&config, &["status", "--format", "json"]).await);
+        assert_eq!(s["lease_table"], true);
+        assert_eq!(
+            s["leases"],
+            serde_json::json!([{"provider": "sandbox", "holder": "host-a:4242", "token": 7, "expires_at": "2030-01-01T00:00:00.000Z"}]),
+            "{url}"
+        );
+        let text = payrecon(&config, &["status"]).await.stdout;
+        assert!(text.contains("holder host-a:4242 token 7"), "{text}");
+    }
+}
