@@ -100,8 +100,8 @@ fn every_alert_is_labelled_annotated_and_has_a_runbook_section() {
         );
         assert!(block.contains(&url), "{name}: expected {url}");
         assert!(
-            runbook.lines().any(|l| l == format!("## {name}")),
-            "{RUNBOOK} has no `## {name}` section"
+            runbook.lines().any(|l| l == format!("### {name}")),
+            "{RUNBOOK} has no `### {name}` runbook entry"
         );
     }
 }
