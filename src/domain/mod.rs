@@ -4,6 +4,7 @@
 pub mod amount;
 pub mod by_ref;
 pub mod model;
+pub mod plan;
 pub mod reconcile;
 pub mod reorg;
 

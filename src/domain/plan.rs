@@ -1,0 +1,200 @@
+//! The plan's vocabulary: what the chain and providers observed, what the ledger holds, and
+//! what a plan decides (transitions, findings, resends, refusals). No IO.
+
+use std::collections::HashMap;
+
+use super::model::{Address, Asset, BlockRef, GapKind, PaymentKey, State, TxHash, U256};
+
+/// What the chain says about one transfer a provider (or the ledger) pointed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainTransfer {
+    pub key: PaymentKey,
+    pub to: Address,
+    pub asset: Asset,
+    pub amount: U256,
+    pub block: BlockRef,
+    /// State derived from confirmations and finality (never `Unpaid`).
+    pub state: State,
+}
+
+/// The chain's verdict on a transaction named by a provider record or a ledger row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainVerdict {
+    Transfer(ChainTransfer),
+    /// Receipt `status = 0`: not a payment.
+    Reverted,
+    /// No receipt: the chain does not have (or no longer has) this transaction.
+    NotFound,
+    /// The receipt exists but holds no matching payment (e.g. only an ERC-721 transfer).
+    NoTransfer(String),
+}
+
+/// One thing to reconcile: a provider record (or a swept ledger row) with the chain's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// Provider name, or `chain` for the chain sweep.
+    pub provider: String,
+    pub chain: String,
+    pub tx_hash: TxHash,
+    /// The provider's notification id, when it has one.
+    pub notification_id: Option<String>,
+    /// The provider reports this notification's delivery as failed.
+    pub failed: bool,
+    /// The merchant's order id, when the provider echoes it: that order is preferred when
+    /// the payment is unattached and goes to its address and asset.
+    pub order_ref: Option<String>,
+    /// The provider has no failed-notifications list (Qvard): a record whose ledger row was
+    /// behind is taken as a notification that did not arrive (a `failed_notification`, resent).
+    pub infer_failed: bool,
+    /// When the provider created or last updated the record (retry windows count from it).
+    pub record_time: Option<jiff::Timestamp>,
+    pub verdict: ChainVerdict,
+}
+
+/// An order as the ledger holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerRow {
+    pub id: i64,
+    pub order_ref: String,
+    pub chain: String,
+    pub pay_to: String,
+    pub asset: String,
+    pub amount_due: U256,
+    pub key: Option<PaymentKey>,
+    pub amount_paid: Option<U256>,
+    pub block: Option<BlockRef>,
+    pub state: State,
+}
+
+/// The part of the ledger one batch of observations can touch, loaded in batched queries.
+#[derive(Debug, Default, Clone)]
+pub struct LedgerView {
+    pub by_key: HashMap<PaymentKey, LedgerRow>,
+    /// Orders named by `order_ref` in the batch's records, whatever their state.
+    pub by_ref: HashMap<String, LedgerRow>,
+    /// Unpaid orders with no payment key, per `(chain, pay_to, asset)`, oldest first.
+    pub unpaid: HashMap<(String, String, String), Vec<LedgerRow>>,
+}
+
+impl LedgerView {
+    pub fn insert_keyed(&mut self, row: LedgerRow) {
+        if let Some(key) = row.key.clone() {
+            self.by_key.insert(key, row);
+        }
+    }
+    pub fn insert_unpaid(&mut self, row: LedgerRow) {
+        let slot = (row.chain.clone(), row.pay_to.clone(), row.asset.clone());
+        self.unpaid.entry(slot).or_default().push(row);
+    }
+}
+
+/// Payment columns written when a payment is attached to an order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attach {
+    pub key: PaymentKey,
+    pub amount: U256,
+    pub block: BlockRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedTransition {
+    pub order_id: i64,
+    pub order_ref: String,
+    pub from: State,
+    pub to: State,
+    /// Set when the order has no payment key yet (a `missing` gap).
+    pub attach: Option<Attach>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Applied,
+    WouldApply,
+    ResendRequested,
+    ResendSkipped,
+    None,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Applied => "applied",
+            Action::WouldApply => "would_apply",
+            Action::ResendRequested => "resend_requested",
+            Action::ResendSkipped => "resend_skipped",
+            Action::None => "none",
+        }
+    }
+}
+
+/// What a finding's action depends on; the engine resolves it after applying and resending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to do (an unknown payment, a refusal).
+    Nothing,
+    /// Index into `Plan::transitions`.
+    Transition(usize),
+    /// Index into `Plan::resends`.
+    Resend(usize),
+    /// An action the engine already took or decided (the chain sweep's re-key of a
+    /// reorganised payment: `applied`, `would_apply` or `none`).
+    Decided(Action),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub provider: String,
+    pub kind: GapKind,
+    pub chain: String,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub order_ref: Option<String>,
+    pub local_state: Option<State>,
+    pub observed_state: Option<State>,
+    pub outcome: Outcome,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResendRequest {
+    pub chain: String,
+    pub notification_id: String,
+    /// The record's time, when known: no resend before the provider's retry window has passed.
+    pub record_time: Option<jiff::Timestamp>,
+}
+
+/// A refused transition: the observed state is behind the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub order_ref: String,
+    pub local: State,
+    pub observed: State,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub transitions: Vec<PlannedTransition>,
+    pub findings: Vec<Finding>,
+    pub resends: Vec<ResendRequest>,
+    pub refused_backwards: Vec<Refusal>,
+}
+
+impl Plan {
+    /// Appends another plan of the same batch, renumbering its outcomes' indices.
+    pub fn append(&mut self, other: Plan) {
+        let (nt, nr) = (self.transitions.len(), self.resends.len());
+        self.transitions.extend(other.transitions);
+        self.resends.extend(other.resends);
+        self.refused_backwards.extend(other.refused_backwards);
+        self.findings
+            .extend(other.findings.into_iter().map(|mut f| {
+                f.outcome = match f.outcome {
+                    Outcome::Transition(i) => Outcome::Transition(i + nt),
+                    Outcome::Resend(i) => Outcome::Resend(i + nr),
+                    o => o,
+                };
+                f
+            }));
+    }
+}
