@@ -8,6 +8,7 @@ mod evm;
 mod grafana;
 mod http_provider;
 mod ingest;
+mod lease;
 mod logs;
 mod presets;
 mod reconcile;

@@ -1,0 +1,7 @@
+//! Leases between instances on one database: the store primitives and their fencing check
+//! (`lease/store.rs`), scheduled runs skipping a provider leased elsewhere (`lease/engine.rs`),
+//! one `serve` per SQLite file (`lease/sqlite.rs`), and two `serve` processes sharing a
+//! PostgreSQL database with a SIGKILLed holder (`lease/postgres.rs`).
+
+mod engine;
+mod store;
