@@ -4,4 +4,7 @@
 //! PostgreSQL database with a SIGKILLed holder (`lease/postgres.rs`).
 
 mod engine;
+mod pair;
+mod postgres;
+mod sqlite;
 mod store;
