@@ -152,6 +152,11 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Serve => {
             // Before anything else, so that no signal finds the default handlers.
             let shutdown = shutdown_signal();
+            // A second serve on a SQLite file is refused before it migrates or reads a chain
+            // (serve takes the lock for good once started).
+            if let Err(e) = payrecon::serve::exclusive_sqlite(config.database.url.expose()) {
+                return fail(&e.to_string());
+            }
             let app = match payrecon::app::App::start(config).await {
                 Ok(a) => a,
                 Err(e) => return fail(&e.to_string()),

@@ -92,7 +92,7 @@ pub async fn serve(
 /// On SQLite, an exclusive lock on `<database file>.serve.lock`, held while the returned file
 /// lives (the kernel drops it when the process dies): a second `serve` on the same file is
 /// refused. A manual `run` takes no such lock and stays allowed beside `serve` (SPEC §2).
-fn exclusive_sqlite(url: &str) -> Result<Option<std::fs::File>, AppError> {
+pub fn exclusive_sqlite(url: &str) -> Result<Option<std::fs::File>, AppError> {
     let Some(db) = crate::store::sqlite_file(url) else {
         return Ok(None);
     };
