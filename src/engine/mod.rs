@@ -347,6 +347,14 @@ impl Engine {
                 applied: totals.applied as i64,
                 resends_requested: totals.resends_requested as i64,
                 error: failed.then(|| errors.join("; ")),
+                providers: Some(format!(
+                    ",{},",
+                    providers
+                        .iter()
+                        .map(|p| p.provider.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )),
             };
             self.store
                 .finish_run(&ctx.run_id, finished, &run_totals)

@@ -183,7 +183,12 @@ pub fn build(
         .map(|(name, kind)| ProviderStatus {
             provider: name.clone(),
             kind: kind.clone(),
-            last_run: d.last_run.as_ref().map(|r| last_run(r, name, &all, now)),
+            last_run: d
+                .last_runs
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, r)| r.as_ref())
+                .map(|r| last_run(r, name, &all, now)),
             last_success_at: d
                 .last_success
                 .iter()

@@ -129,6 +129,8 @@ pub struct RunTotals {
     pub applied: i64,
     pub resends_requested: i64,
     pub error: Option<String>,
+    /// The providers the run reconciled, as `",cg,chain,"` (`None`: not recorded).
+    pub providers: Option<String>,
 }
 
 /// An order as the merchant inserts it (demo, tests, benchmarks).

@@ -331,7 +331,7 @@ pub(super) async fn finish_run(
 ) -> Result<u64, StoreError> {
     let done = sqlx::query(
         "UPDATE payrecon_runs SET finished_at = ?2, status = ?3, checked = ?4, gaps = ?5, \
-         applied = ?6, resends_requested = ?7, error = ?8 WHERE id = ?1",
+         applied = ?6, resends_requested = ?7, error = ?8, providers = ?9 WHERE id = ?1",
     )
     .bind(run_id)
     .bind(sqlite_ts(finished_at))
@@ -341,6 +341,7 @@ pub(super) async fn finish_run(
     .bind(totals.applied)
     .bind(totals.resends_requested)
     .bind(&totals.error)
+    .bind(&totals.providers)
     .execute(counted(pool))
     .await
     .map_err(|e| db_error("record the end of a run", e))?;

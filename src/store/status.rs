@@ -66,6 +66,9 @@ pub struct StatusData {
     pub last_run: Option<RunStatusRow>,
     /// The most recently started run that has finished.
     pub last_finished_run: Option<RunStatusRow>,
+    /// Per asked provider: the most recently started run that included it (its
+    /// `providers` names it, or is NULL: killed before it finished, or an older row).
+    pub last_runs: Vec<(String, Option<RunStatusRow>)>,
     /// Per asked provider: when the last run in which it did not fail finished.
     pub last_success: Vec<(String, Option<String>)>,
     /// `(provider, kind, count)` of findings created at or after the gap cutoff.
@@ -151,6 +154,10 @@ impl Store {
         }
         let mut d = StatusData::default();
         self.read_runs(&mut d).await?;
+        for name in providers {
+            let run = self.last_run_of(name).await?;
+            d.last_runs.push((name.clone(), run));
+        }
         d.last_success = self.last_success(providers).await?;
         d.gaps = self.gaps_since(gaps_since).await?;
         if let Some(run) = &d.last_finished_run {
@@ -217,6 +224,31 @@ impl Store {
         Ok(())
     }
 
+    /// The most recently started run that included `name` (one query).
+    async fn last_run_of(&self, name: &str) -> Result<Option<RunStatusRow>, StoreError> {
+        let tag = format!(",{name},");
+        let lite = format!(
+            "SELECT {RUN_COLS} FROM payrecon_runs WHERE providers IS NULL \
+             OR instr(providers, ?1) > 0 ORDER BY started_at DESC, id DESC LIMIT 1"
+        );
+        let pg = format!(
+            "SELECT id, \"trigger\", {}, {}, status, error FROM payrecon_runs \
+             WHERE providers IS NULL OR strpos(providers, $1) > 0 \
+             ORDER BY started_at DESC, id DESC LIMIT 1",
+            pg_ts("started_at"),
+            pg_ts("finished_at")
+        );
+        let rows = fetch!(
+            self,
+            RunTuple,
+            &lite,
+            &pg,
+            "read a provider's last run",
+            &tag
+        );
+        Ok(rows.into_iter().next().map(run_row))
+    }
+
     /// Per provider, when the last finished run in which it did not fail finished. A
     /// provider failed in a run when the run's `error` has a `"; "`-separated part starting
     /// with `"<name>: "` (one query, all providers).
@@ -225,13 +257,17 @@ impl Store {
         providers: &[String],
     ) -> Result<Vec<(String, Option<String>)>, StoreError> {
         let lite = "SELECT p.value, (SELECT MAX(r.finished_at) FROM payrecon_runs r \
-             WHERE r.finished_at IS NOT NULL AND (r.status = 'ok' OR (r.status = 'failed' \
+             WHERE r.finished_at IS NOT NULL \
+             AND (r.providers IS NULL OR instr(r.providers, ',' || p.value || ',') > 0) \
+             AND (r.status = 'ok' OR (r.status = 'failed' \
              AND instr(COALESCE(r.error, ''), p.value || ': ') <> 1 \
              AND instr(COALESCE(r.error, ''), '; ' || p.value || ': ') = 0))) \
              FROM json_each($1) p ORDER BY p.key";
         let pg = format!(
             "SELECT p.name, (SELECT {} FROM payrecon_runs r \
-             WHERE r.finished_at IS NOT NULL AND (r.status = 'ok' OR (r.status = 'failed' \
+             WHERE r.finished_at IS NOT NULL \
+             AND (r.providers IS NULL OR strpos(r.providers, ',' || p.name || ',') > 0) \
+             AND (r.status = 'ok' OR (r.status = 'failed' \
              AND strpos(COALESCE(r.error, ''), p.name || ': ') <> 1 \
              AND strpos(COALESCE(r.error, ''), '; ' || p.name || ': ') = 0))) \
              FROM UNNEST($1::text[]) WITH ORDINALITY AS p(name, n) ORDER BY p.n",

@@ -98,6 +98,7 @@ async fn runs_and_findings_round_trip() {
             applied: 4,
             resends_requested: 2,
             error: Some("provider cg: timed out".into()),
+            providers: Some(",cg,chain,".into()),
         };
         store
             .finish_run(&run.id, t0 + jiff::SignedDuration::from_secs(7), &totals)
