@@ -47,12 +47,14 @@ pub struct RunSnapshot {
 }
 
 /// Tables `count` may name.
-const TABLES: [&str; 5] = [
+const TABLES: [&str; 7] = [
     "orders",
     "payrecon_transitions",
     "payrecon_findings",
     "payrecon_runs",
     "payrecon_resends",
+    "payrecon_webhook_events",
+    "payrecon_leases",
 ];
 
 fn state_of(s: &str) -> Result<State, StoreError> {

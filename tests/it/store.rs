@@ -130,6 +130,8 @@ async fn migrate_is_idempotent_and_creates_every_table() {
             "payrecon_findings",
             "payrecon_runs",
             "payrecon_resends",
+            "payrecon_webhook_events",
+            "payrecon_leases",
         ] {
             assert_eq!(store.count(table).await.unwrap(), 0, "{url} {table}");
         }
@@ -157,7 +159,7 @@ async fn migrate_is_idempotent_and_creates_every_table() {
         assert_eq!(
             columns(&store, "payrecon_runs").await.join(","),
             "id,trigger,started_at,finished_at,since,until,status,checked,gaps,applied,\
-             resends_requested,error"
+             resends_requested,error,providers"
         );
         assert_eq!(
             columns(&store, "payrecon_findings").await.join(","),
