@@ -286,7 +286,7 @@ fn chaingateway(
     Ok((ProviderKind::Chaingateway(settings), p.retry_window))
 }
 
-fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
+fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
     croner::Cron::new(&raw.schedule.cron)
         .with_seconds_required()
         .parse()
@@ -297,6 +297,9 @@ fn validate(raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
             raw.http.listen
         ))
     })?;
+    if let Some(f) = raw.database.url_file.take() {
+        raw.database.url = read_secret_file("database.url_file", &f)?;
+    }
     if raw.database.max_connections == 0 {
         return Err(err("database.max_connections: must be at least 1"));
     }

@@ -13,6 +13,9 @@ use crate::secret::Secret;
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     pub url: Secret,
+    /// The URL from a file (a systemd credential): it holds the password. Wins over `url`.
+    #[serde(skip_serializing)]
+    pub url_file: Option<PathBuf>,
     pub max_connections: u32,
     pub migrate: bool,
 }
@@ -21,6 +24,7 @@ impl Default for DatabaseConfig {
     fn default() -> Self {
         DatabaseConfig {
             url: Secret::new("sqlite://payrecon.db"),
+            url_file: None,
             max_connections: 8,
             migrate: true,
         }

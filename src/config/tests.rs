@@ -401,3 +401,31 @@ fn is_toml_line(l: &str) -> bool {
             !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
         })
 }
+
+#[test]
+fn the_database_url_can_come_from_a_credential_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("db_url"),
+        "postgres://app:s3cret-pw@db/ledger\n",
+    )
+    .unwrap();
+    let text = BASE.replace("url = \"sqlite://x.db\"", "url_file = \"db_url\"");
+    // A relative path is looked up in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=).
+    let prev = std::env::var_os("CREDENTIALS_DIRECTORY");
+    std::env::set_var("CREDENTIALS_DIRECTORY", dir.path());
+    let c = load(&text, &[]);
+    match prev {
+        Some(v) => std::env::set_var("CREDENTIALS_DIRECTORY", v),
+        None => std::env::remove_var("CREDENTIALS_DIRECTORY"),
+    }
+    let c = c.unwrap();
+    assert_eq!(
+        c.database.url.expose(),
+        "postgres://app:s3cret-pw@db/ledger"
+    );
+    assert!(c.secrets().iter().any(|s| s.expose().contains("s3cret-pw")));
+    let missing = BASE.replace("url = \"sqlite://x.db\"", "url_file = \"/nonexistent/u\"");
+    let e = error_of(&missing, &[]);
+    assert!(e.contains("database.url_file"), "{e}");
+}
