@@ -198,6 +198,14 @@ impl FakeChaingateway {
         state.faults.extend(std::iter::repeat_n(fault, times));
     }
 
+    /// Drops every queued fault (the simulator's "faults stop"); returns how many were left.
+    pub fn clear_faults(&self) -> usize {
+        let mut state = self.state();
+        let n = state.faults.len();
+        state.faults.clear();
+        n
+    }
+
     /// `(chain, id)` of every resend answered 200, in order.
     pub fn retries(&self) -> Vec<(String, String)> {
         self.state().retries.clone()

@@ -1,0 +1,194 @@
+//! The SPEC §8 checkers, run against the ledger and the ground truth the generator wrote.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use payrecon::domain::State;
+use payrecon::report::Report;
+use payrecon::sandbox::SANDBOX_API_KEY;
+
+use crate::world::{SimPay, World};
+
+fn db<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
+    r.map_err(|e| format!("reading the ledger: {e}"))
+}
+
+/// (8) no secret in the report; (9) a failed provider is reported, not thrown.
+pub async fn report_clean(_w: &World, r: &Report) -> Result<(), String> {
+    let json = r.to_json();
+    if json.contains(SANDBOX_API_KEY) {
+        return Err(format!("the API key is in a report:\n{json}"));
+    }
+    Ok(())
+}
+
+/// Everything a dry run must leave alone: ledger rows, audit, findings, runs, resends.
+pub async fn snapshot(w: &World) -> String {
+    let s = w.store();
+    let mut orders = Vec::new();
+    for o in &w.orders {
+        orders.push(format!("{:?}", s.order_by_ref(&o.order_ref).await));
+    }
+    format!(
+        "orders={orders:?} transitions={:?} findings={} runs={:?} resends={:?} cg_retries={}",
+        s.transitions().await,
+        s.findings().await.map(|f| f.len()).unwrap_or(usize::MAX),
+        s.count("payrecon_runs").await,
+        s.count("payrecon_resends").await,
+        w.cg.retries().len()
+    )
+}
+
+/// The state a transfer in block `block` has at head `head` (12 confirmations, finalized =
+/// head - 64 in the sandbox).
+fn implied(block: u64, head: u64) -> State {
+    if head >= 64 && block <= head - 64 {
+        State::Final
+    } else if head + 1 - block >= 12 {
+        State::Confirmed
+    } else {
+        State::Pending
+    }
+}
+
+/// Every check that needs the whole history: after the fault-free runs.
+pub async fn final_state(w: &World) -> Result<(), String> {
+    let s = w.store();
+    // (1) never backwards, (2) once per (order, to_state).
+    let audit = db(s.transitions().await)?;
+    let mut last: HashMap<&str, State> = HashMap::new();
+    let mut seen: HashSet<(&str, State)> = HashSet::new();
+    for t in &audit {
+        if t.from_state >= t.to_state {
+            return Err(format!("a backwards or idle transition: {t:?}"));
+        }
+        if let Some(prev) = last.get(t.order_ref.as_str()) {
+            if *prev >= t.to_state {
+                return Err(format!("{}: {:?} after {prev:?}", t.order_ref, t.to_state));
+            }
+        }
+        if !seen.insert((t.order_ref.as_str(), t.to_state)) {
+            return Err(format!("applied twice: {t:?}"));
+        }
+        last.insert(t.order_ref.as_str(), t.to_state);
+    }
+
+    // (3) convergence, (4) nothing stray or reverted credited, (5) amounts.
+    let head = w.chain.head();
+    let by_key: HashMap<(&str, i64), &SimPay> = w
+        .pays
+        .iter()
+        .filter(|p| !p.reverted)
+        .map(|p| ((p.tx.as_str(), p.log_index), p))
+        .collect();
+    let reverted: HashSet<&str> = w
+        .pays
+        .iter()
+        .filter(|p| p.reverted)
+        .map(|p| p.tx.as_str())
+        .collect();
+    let (mut sum_ledger, mut sum_chain) = (0u128, 0u128);
+    for o in &w.orders {
+        let snap = db(s.order_by_ref(&o.order_ref).await)?
+            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        let candidates: Vec<&SimPay> = w
+            .pays
+            .iter()
+            .filter(|p| p.notified && !p.reverted && p.to == o.pay_to && p.native == o.native)
+            .collect();
+        let Some(tx) = snap.tx_hash.as_deref() else {
+            if let Some(p) = candidates.first() {
+                return Err(format!(
+                    "{} did not converge: unpaid in the ledger, paid by {} on chain \
+                     (notified); snapshot {snap:?}",
+                    o.order_ref, p.tx
+                ));
+            }
+            if snap.state != State::Unpaid {
+                return Err(format!(
+                    "{} has a state but no payment: {snap:?}",
+                    o.order_ref
+                ));
+            }
+            continue;
+        };
+        if reverted.contains(tx) {
+            return Err(format!(
+                "{} credited a reverted transfer: {snap:?}",
+                o.order_ref
+            ));
+        }
+        let li = snap.log_index.unwrap_or(i64::MIN);
+        let Some(p) = by_key.get(&(tx, li)) else {
+            return Err(format!(
+                "{} holds a payment not on chain: {snap:?}",
+                o.order_ref
+            ));
+        };
+        if p.to != o.pay_to || p.native != o.native {
+            return Err(format!(
+                "{} holds a payment to {}: {snap:?}",
+                o.order_ref, p.to
+            ));
+        }
+        if !candidates
+            .iter()
+            .any(|c| c.tx == p.tx && c.log_index == p.log_index)
+        {
+            return Err(format!(
+                "{} holds an unnotified payment: {snap:?}",
+                o.order_ref
+            ));
+        }
+        if snap.amount_paid.as_deref() != Some(p.amount.to_string().as_str()) {
+            return Err(format!(
+                "{}: amount_paid {:?}, the transfer moved {}",
+                o.order_ref, snap.amount_paid, p.amount
+            ));
+        }
+        let want = implied(p.block, head);
+        if snap.state < want {
+            return Err(format!(
+                "{} did not converge: {:?}, the chain implies {want:?} (block {}, head {head})",
+                o.order_ref, snap.state, p.block
+            ));
+        }
+        sum_ledger += snap
+            .amount_paid
+            .as_deref()
+            .unwrap_or("0")
+            .parse::<u128>()
+            .unwrap_or(0);
+        sum_chain += p.amount;
+    }
+    if sum_ledger != sum_chain {
+        return Err(format!(
+            "sum(amount_paid) {sum_ledger} != matched transfers {sum_chain}"
+        ));
+    }
+
+    // (6) at most one resend per notification per cooldown (1 h: once in a simulation).
+    let mut resends: BTreeMap<String, u32> = BTreeMap::new();
+    for (_, id) in w.cg.retries() {
+        *resends.entry(id).or_default() += 1;
+    }
+    if let Some((id, n)) = resends.iter().find(|(_, n)| **n > 1) {
+        return Err(format!(
+            "notification {id} resent {n} times in one cooldown"
+        ));
+    }
+
+    // (8) no secret in findings or a run's error.
+    for f in db(s.findings().await)? {
+        if format!("{f:?}").contains(SANDBOX_API_KEY) {
+            return Err(format!("the API key is in a finding: {f:?}"));
+        }
+    }
+    for id in &w.run_ids {
+        if let Some(run) = db(s.run_by_id(id).await)? {
+            if format!("{run:?}").contains(SANDBOX_API_KEY) {
+                return Err(format!("the API key is in a run row: {run:?}"));
+            }
+        }
+    }
+    Ok(())
+}

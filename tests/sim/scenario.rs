@@ -1,0 +1,239 @@
+//! The generator and driver: from a seed, orders, transfers, notifications, faults,
+//! merchant writes, concurrent instances and dry runs, checked after every step and at the end.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use payrecon::domain::State;
+use payrecon::report::Report;
+use payrecon::sandbox::chaingateway::{notification, Fault};
+use payrecon::sandbox::SANDBOX_TOKEN;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::check;
+use crate::world::{decimal, opts, Backend, SimOrder, World};
+
+/// Fault classes, in the order of `FAULTS` (counted across the process for the summary).
+pub const FAULT_NAMES: [&str; 8] = [
+    "5xx",
+    "503",
+    "429",
+    "hang",
+    "malformed_json",
+    "missing_data",
+    "dropped_connection",
+    "echo_headers",
+];
+pub static FAULTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+/// Sandbox-node HTTP 500s injected.
+pub static RPC_FAULTS: AtomicU64 = AtomicU64::new(0);
+
+fn random_fault(rng: &mut StdRng) -> Fault {
+    let class = rng.gen_range(0..FAULT_NAMES.len());
+    FAULTS[class].fetch_add(1, Ordering::Relaxed);
+    match class {
+        0 => Fault::ServerError,
+        1 => Fault::Unavailable,
+        2 => Fault::TooManyRequests {
+            retry_after_secs: 0,
+        },
+        3 => Fault::Hang(Duration::from_millis(rng.gen_range(5..120))),
+        4 => Fault::MalformedJson,
+        5 => Fault::MissingData,
+        6 => Fault::CloseConnection,
+        _ => Fault::EchoHeaders,
+    }
+}
+
+/// A stray address no order pays to.
+fn stray(rng: &mut StdRng) -> payrecon::domain::Address {
+    let n: u32 = rng.gen_range(0x10_0000..0x20_0000);
+    payrecon::domain::Address::parse(&format!("0x{:040x}", 0xbeef_0000_0000u64 + u64::from(n)))
+        .unwrap()
+}
+
+fn order_addr(i: usize) -> payrecon::domain::Address {
+    payrecon::domain::Address::parse(&format!("0x{:040x}", 0x5100_0000u64 + i as u64)).unwrap()
+}
+
+/// Runs one seed on `backend`; Err carries what failed.
+pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let second = rng.gen_bool(0.3);
+    let batch = [1usize, 3, 7, 500][rng.gen_range(0..4)];
+    let extra = format!("\n[reconcile]\nbatch_size = {batch}\n");
+    let mut w = World::start(backend, &extra, second).await;
+    w.cg.set_per_page(rng.gen_range(1..=15));
+
+    let n = rng.gen_range(5..=40);
+    for i in 0..n {
+        let native = rng.gen_bool(0.25);
+        let due = if native {
+            u128::from(rng.gen_range(1u32..50)) * 1_000_000_000_000_000
+        } else {
+            u128::from(rng.gen_range(1u32..500)) * 1_000_000
+        };
+        w.orders.push(SimOrder {
+            order_ref: format!("S{seed}-{i}"),
+            pay_to: order_addr(i),
+            native,
+            due,
+        });
+    }
+    w.insert_orders().await;
+
+    let mut next_id = 0u64;
+    let rounds = rng.gen_range(2..=5);
+    for _ in 0..rounds {
+        let first_new = w.pays.len();
+        for _ in 0..rng.gen_range(0..=6) {
+            let pick = rng.gen_range(0..100);
+            let (to, native, base) = if pick < 8 {
+                (stray(&mut rng), rng.gen_bool(0.3), 7_000_000u128)
+            } else {
+                let o = &w.orders[rng.gen_range(0..w.orders.len())];
+                (o.pay_to.clone(), o.native, o.due)
+            };
+            let amount = match rng.gen_range(0..4) {
+                0 => base / 2,             // underpaid
+                1 => base + base / 10 + 1, // overpaid
+                _ => base,                 // exact
+            };
+            let reverted = !native && rng.gen_bool(0.08);
+            w.send(&to, native, amount.max(1), reverted);
+        }
+        w.mine_block();
+        w.chain.mine(rng.gen_range(1..=40));
+
+        // The provider's lists: most notified, some failed, some duplicated, some missing.
+        let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
+        for i in first_new..w.pays.len() {
+            if !rng.gen_bool(0.8) {
+                continue;
+            }
+            w.pays[i].notified = true;
+            let p = &w.pays[i];
+            let (asset, dec) = if p.native {
+                ("native", 18)
+            } else {
+                (SANDBOX_TOKEN, 6)
+            };
+            let amount = decimal(p.amount, dec);
+            let copies = if rng.gen_bool(0.1) { 2 } else { 1 };
+            for _ in 0..copies {
+                next_id += 1;
+                let id = format!("n-{next_id}");
+                let rec = notification(&id, &p.tx, asset, p.to.as_str(), Some(&amount), created);
+                w.cg.add_notification("ethereum", rec);
+                if rng.gen_bool(0.25) {
+                    w.cg.mark_failed("ethereum", &id);
+                }
+            }
+        }
+
+        // Faults at random points (consumed by whichever requests come next).
+        if rng.gen_bool(0.5) {
+            for _ in 0..rng.gen_range(1..=4) {
+                let f = random_fault(&mut rng);
+                w.cg.push_fault(f, 1);
+            }
+        }
+        if rng.gen_bool(0.1) {
+            let k = rng.gen_range(1..=2);
+            RPC_FAULTS.fetch_add(k, Ordering::Relaxed);
+            w.chain.fail_next(k);
+        }
+
+        if rng.gen_bool(0.25) {
+            dry_run(&mut w).await?;
+        }
+        step(&mut w, &mut rng).await?;
+    }
+
+    // Faults stop; at most two fault-free runs converge.
+    w.cg.clear_faults();
+    w.chain.fail_next(0);
+    for _ in 0..2 {
+        let report = run_one(&mut w, false, false).await?;
+        if report.any_failed() {
+            return Err(format!("a fault-free run failed:\n{}", report.to_json()));
+        }
+    }
+    check::final_state(&w).await
+}
+
+/// One writing step: a run by the first instance, or both at once; the merchant's handler
+/// writes forward during it in some steps.
+async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
+    let merchant: Vec<(String, State)> = if rng.gen_bool(0.35) {
+        (0..rng.gen_range(1..=3))
+            .map(|_| {
+                let o = &w.orders[rng.gen_range(0..w.orders.len())];
+                let to = [State::Pending, State::Confirmed, State::Final][rng.gen_range(0..3)];
+                (o.order_ref.clone(), to)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let both = w.other.is_some() && rng.gen_bool(0.7);
+    let store = w.store().clone();
+    let writer = async move {
+        for (r, to) in merchant {
+            World::merchant_write(&store, &r, to).await;
+        }
+    };
+    let (first, second, ()) = tokio::join!(
+        run_engine(w.app.engine.clone(), false),
+        async {
+            match (&w.other, both) {
+                (Some(o), true) => Some(run_engine(o.engine.clone(), false).await),
+                _ => None,
+            }
+        },
+        writer
+    );
+    for r in std::iter::once(first).chain(second) {
+        let r = r?;
+        check::report_clean(w, &r).await?;
+        w.run_ids.push(r.run_id.clone());
+    }
+    Ok(())
+}
+
+/// A dry run alone: nothing it could write may change.
+async fn dry_run(w: &mut World) -> Result<(), String> {
+    let before = check::snapshot(w).await;
+    let report = run_one(w, true, true).await?;
+    let after = check::snapshot(w).await;
+    if before != after {
+        return Err(format!(
+            "--dry-run changed something\nbefore: {before}\nafter:  {after}\n{}",
+            report.to_json()
+        ));
+    }
+    Ok(())
+}
+
+async fn run_one(w: &mut World, dry: bool, _alone: bool) -> Result<Report, String> {
+    let r = run_engine(w.app.engine.clone(), dry).await?;
+    check::report_clean(w, &r).await?;
+    if !dry {
+        w.run_ids.push(r.run_id.clone());
+    }
+    Ok(r)
+}
+
+/// `Engine::run` on its own task: a panic is a finding, not a crash of the simulator.
+async fn run_engine(
+    engine: std::sync::Arc<payrecon::engine::Engine>,
+    dry: bool,
+) -> Result<Report, String> {
+    let task = tokio::spawn(async move { engine.run(&opts(dry)).await });
+    match task.await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(format!("Engine::run returned an error: {e}")),
+        Err(e) => Err(format!("Engine::run panicked: {e}")),
+    }
+}

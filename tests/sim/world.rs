@@ -1,0 +1,208 @@
+//! One simulated world: the sandbox chain, the fake Chaingateway, a ledger (SQLite file or a
+//! PostgreSQL schema), one or two `App`s on it, and the ground truth the generator wrote.
+
+use alloy::primitives::U256 as EvmU256;
+use payrecon::app::App;
+use payrecon::config::Config;
+use payrecon::domain::{Address, State, U256};
+use payrecon::engine::{RunOptions, Trigger};
+use payrecon::sandbox::chain::SandboxChain;
+use payrecon::sandbox::chaingateway::FakeChaingateway;
+use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
+use payrecon::store::{NewOrder, Store};
+
+/// Where the ledger lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// An order as the generator created it.
+pub struct SimOrder {
+    pub order_ref: String,
+    pub pay_to: Address,
+    pub native: bool,
+    pub due: u128,
+}
+
+/// An on-chain transaction the generator sent.
+pub struct SimPay {
+    pub tx: String,
+    /// Block-level log index (token), -1 (native).
+    pub log_index: i64,
+    pub to: Address,
+    pub native: bool,
+    pub amount: u128,
+    pub reverted: bool,
+    pub block: u64,
+    /// Listed by the provider (under at least one notification id).
+    pub notified: bool,
+}
+
+pub struct World {
+    pub chain: SandboxChain,
+    pub cg: FakeChaingateway,
+    pub app: App,
+    /// A second instance on the same database (some seeds).
+    pub other: Option<App>,
+    pub orders: Vec<SimOrder>,
+    pub pays: Vec<SimPay>,
+    /// Run ids of every non-dry run (to read `payrecon_runs.error`).
+    pub run_ids: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+pub fn opts(dry_run: bool) -> RunOptions {
+    let now = jiff::Timestamp::now();
+    RunOptions {
+        since: now - jiff::SignedDuration::from_hours(48),
+        until: now + jiff::SignedDuration::from_mins(1),
+        providers: Vec::new(),
+        dry_run,
+        no_resend: false,
+        trigger: Trigger::Cli,
+        progress: false,
+    }
+}
+
+/// A fresh PostgreSQL schema on `PAYRECON_TEST_PG_URL` (search_path URL).
+async fn pg_schema_url(base: &str) -> String {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(base)
+        .await
+        .expect("connect to PAYRECON_TEST_PG_URL");
+    let name = format!("payrecon_sim_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE SCHEMA {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create the simulator's schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}options=-c%20search_path%3D{name}")
+}
+
+impl World {
+    pub async fn start(backend: Backend, extra: &str, second: bool) -> World {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db_url = match backend {
+            Backend::Sqlite => format!("sqlite://{}", dir.path().join("ledger.db").display()),
+            Backend::Postgres => {
+                let base = std::env::var("PAYRECON_TEST_PG_URL").expect("PAYRECON_TEST_PG_URL");
+                pg_schema_url(&base).await
+            }
+        };
+        let chain = SandboxChain::new(1);
+        let rpc_url = chain.serve().await.expect("serve the sandbox chain");
+        let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
+        let text = config_toml(&db_url, &cg_url, &rpc_url, extra);
+        let build = || async {
+            let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
+            App::build(config).await.expect("App::build")
+        };
+        let app = build().await;
+        let other = if second { Some(build().await) } else { None };
+        World {
+            chain,
+            cg,
+            app,
+            other,
+            orders: Vec::new(),
+            pays: Vec::new(),
+            run_ids: Vec::new(),
+            _dir: dir,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.app.engine.store
+    }
+
+    pub async fn insert_orders(&self) {
+        let rows: Vec<NewOrder> = self
+            .orders
+            .iter()
+            .map(|o| NewOrder {
+                order_ref: o.order_ref.clone(),
+                chain: "ethereum".into(),
+                pay_to: o.pay_to.to_string(),
+                asset: if o.native {
+                    "native".into()
+                } else {
+                    SANDBOX_TOKEN.into()
+                },
+                amount_due: U256::from(o.due),
+            })
+            .collect();
+        self.store().insert_orders(&rows).await.expect("insert");
+    }
+
+    /// Sends a transfer into the pending block; returns its index in `pays`.
+    pub fn send(&mut self, to: &Address, native: bool, amount: u128, reverted: bool) -> usize {
+        let token = Address::parse(SANDBOX_TOKEN).unwrap();
+        let payer = Address::parse("0x00000000000000000000000000000000000000fe").unwrap();
+        let value = EvmU256::from(amount);
+        let (tx, log_index) = if reverted {
+            (self.chain.add_reverted(&token, &payer, to, value), -1)
+        } else if native {
+            (self.chain.add_native_transfer(&payer, to, value), -1)
+        } else {
+            self.chain.add_token_transfer(&token, &payer, to, value)
+        };
+        self.pays.push(SimPay {
+            tx: tx.as_str().to_string(),
+            log_index,
+            to: to.clone(),
+            native,
+            amount,
+            reverted,
+            block: 0,
+            notified: false,
+        });
+        self.pays.len() - 1
+    }
+
+    /// Seals the pending block; records the block of the transfers in it.
+    pub fn mine_block(&mut self) {
+        let b = self.chain.mine_block();
+        for p in self.pays.iter_mut().filter(|p| p.block == 0) {
+            p.block = b;
+        }
+    }
+
+    /// The merchant's handler: moves `order_ref` forward to `to`, only if it holds a payment
+    /// and is behind (one conditional statement, like a careful handler). No audit row.
+    pub async fn merchant_write(store: &Store, order_ref: &str, to: State) {
+        let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2 AND tx_hash IS NOT NULL \
+                   AND (CASE state WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
+                   WHEN 'confirmed' THEN 2 ELSE 3 END) < $3";
+        let rank = to as i32;
+        let res = match store {
+            Store::Sqlite(p) => sqlx::query(sql)
+                .bind(to.as_str())
+                .bind(order_ref)
+                .bind(rank)
+                .execute(p)
+                .await
+                .map(|_| ()),
+            Store::Postgres(p) => sqlx::query(sql)
+                .bind(to.as_str())
+                .bind(order_ref)
+                .bind(rank)
+                .execute(p)
+                .await
+                .map(|_| ()),
+        };
+        res.expect("the merchant's write");
+    }
+}
+
+/// `amount` base units as a decimal string with `decimals` places (trailing zeros trimmed).
+pub fn decimal(amount: u128, decimals: u32) -> String {
+    let scale = 10u128.pow(decimals);
+    let (whole, frac) = (amount / scale, amount % scale);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let frac = format!("{frac:0width$}", width = decimals as usize);
+    format!("{whole}.{}", frac.trim_end_matches('0'))
+}
