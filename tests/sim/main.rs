@@ -13,11 +13,15 @@ mod world;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use futures::StreamExt;
+
 use world::Backend;
 
 const SHARDS: u64 = 4;
-const DEFAULT_SEEDS: u64 = 400;
+const DEFAULT_SEEDS: u64 = 1200;
 const PG_SEEDS: u64 = 20;
+/// Seeds in flight at once in one shard.
+const PARALLEL_SEEDS: usize = 4;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| {
@@ -63,16 +67,18 @@ async fn run_shard(shard: u64) {
     let seeds = seeds(shard);
     let pg = pg_enabled();
     let single = env_u64("PAYRECON_SIM_SEED").is_some();
-    let mut failures = Vec::new();
+    let mut jobs = Vec::new();
     for &seed in &seeds {
-        let mut backends = vec![Backend::Sqlite];
+        jobs.push((seed, Backend::Sqlite));
         if pg && (single || seed < PG_SEEDS) {
-            backends.push(Backend::Postgres);
+            jobs.push((seed, Backend::Postgres));
         }
-        for backend in backends {
-            let outcome = tokio::spawn(scenario::run_seed(seed, backend)).await;
-            let err = match outcome {
-                Ok(Ok(())) => continue,
+    }
+    // Seeds mostly wait on loopback HTTP and fsync: a few at once keep the cores busy.
+    let failures: Vec<String> = futures::stream::iter(jobs)
+        .map(|(seed, backend)| async move {
+            let err = match tokio::spawn(scenario::run_seed(seed, backend)).await {
+                Ok(Ok(())) => return None,
                 Ok(Err(e)) => e,
                 Err(e) => format!("the simulator panicked: {e}"),
             };
@@ -80,20 +86,29 @@ async fn run_shard(shard: u64) {
                 "seed {seed} ({backend:?}) FAILED: {err}\nreplay: {}",
                 replay(seed, backend)
             );
-            failures.push(replay(seed, backend));
-        }
-    }
+            Some(replay(seed, backend))
+        })
+        .buffer_unordered(PARALLEL_SEEDS)
+        .filter_map(|f| async move { f })
+        .collect()
+        .await;
     let faults: Vec<String> = scenario::FAULT_NAMES
         .iter()
         .zip(&scenario::FAULTS)
         .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
         .collect();
+    let stats: Vec<String> = scenario::STAT_NAMES
+        .iter()
+        .zip(&scenario::STATS)
+        .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
+        .collect();
     eprintln!(
-        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}",
+        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}",
         seeds.len(),
         t0.elapsed(),
         faults.join(" "),
-        scenario::RPC_FAULTS.load(Ordering::Relaxed)
+        scenario::RPC_FAULTS.load(Ordering::Relaxed),
+        stats.join(" ")
     );
     assert!(
         failures.is_empty(),

@@ -28,6 +28,21 @@ pub const FAULT_NAMES: [&str; 8] = [
 pub static FAULTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 /// Sandbox-node HTTP 500s injected.
 pub static RPC_FAULTS: AtomicU64 = AtomicU64::new(0);
+/// What the seeds exercised, for the summary line (and a check that they did something).
+pub const STAT_NAMES: [&str; 7] = [
+    "transfers",
+    "notifications",
+    "dry_runs",
+    "concurrent_runs",
+    "merchant_writes",
+    "transitions",
+    "resends",
+];
+pub static STATS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+
+pub fn stat(i: usize, n: u64) {
+    STATS[i].fetch_add(n, Ordering::Relaxed);
+}
 
 fn random_fault(rng: &mut StdRng) -> Fault {
     let class = rng.gen_range(0..FAULT_NAMES.len());
@@ -102,6 +117,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             };
             let reverted = !native && rng.gen_bool(0.08);
             w.send(&to, native, amount.max(1), reverted);
+            stat(0, 1);
         }
         w.mine_block();
         w.chain.mine(rng.gen_range(1..=40));
@@ -123,6 +139,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             let copies = if rng.gen_bool(0.1) { 2 } else { 1 };
             for _ in 0..copies {
                 next_id += 1;
+                stat(1, 1);
                 let id = format!("n-{next_id}");
                 let rec = notification(&id, &p.tx, asset, p.to.as_str(), Some(&amount), created);
                 w.cg.add_notification("ethereum", rec);
@@ -160,7 +177,13 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             return Err(format!("a fault-free run failed:\n{}", report.to_json()));
         }
     }
-    check::final_state(&w).await
+    check::final_state(&w).await?;
+    stat(
+        5,
+        w.store().count("payrecon_transitions").await.unwrap_or(0) as u64,
+    );
+    stat(6, w.cg.retries().len() as u64);
+    Ok(())
 }
 
 /// One writing step: a run by the first instance, or both at once; the merchant's handler
@@ -178,6 +201,8 @@ async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
         Vec::new()
     };
     let both = w.other.is_some() && rng.gen_bool(0.7);
+    stat(3, u64::from(both));
+    stat(4, merchant.len() as u64);
     let store = w.store().clone();
     let writer = async move {
         for (r, to) in merchant {
@@ -204,6 +229,7 @@ async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
 
 /// A dry run alone: nothing it could write may change.
 async fn dry_run(w: &mut World) -> Result<(), String> {
+    stat(2, 1);
     let before = check::snapshot(w).await;
     let report = run_one(w, true, true).await?;
     let after = check::snapshot(w).await;
