@@ -29,7 +29,7 @@ pub static FAULTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 /// Sandbox-node HTTP 500s injected.
 pub static RPC_FAULTS: AtomicU64 = AtomicU64::new(0);
 /// What the seeds exercised, for the summary line (and a check that they did something).
-pub const STAT_NAMES: [&str; 7] = [
+pub const STAT_NAMES: [&str; 8] = [
     "transfers",
     "notifications",
     "dry_runs",
@@ -37,8 +37,9 @@ pub const STAT_NAMES: [&str; 7] = [
     "merchant_writes",
     "transitions",
     "resends",
+    "listed_before_mined",
 ];
-pub static STATS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+pub static STATS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 
 pub fn stat(i: usize, n: u64) {
     STATS[i].fetch_add(n, Ordering::Relaxed);
@@ -70,6 +71,24 @@ fn stray(rng: &mut StdRng) -> payrecon::domain::Address {
 
 fn order_addr(i: usize) -> payrecon::domain::Address {
     payrecon::domain::Address::parse(&format!("0x{:040x}", 0x5100_0000u64 + i as u64)).unwrap()
+}
+
+/// Lists `w.pays[i]` under notification `id` (and on the failed list).
+fn notify(w: &World, id: &str, i: usize, failed: bool) {
+    stat(1, 1);
+    let p = &w.pays[i];
+    let (asset, dec) = if p.native {
+        ("native", 18)
+    } else {
+        (SANDBOX_TOKEN, 6)
+    };
+    let amount = decimal(p.amount, dec);
+    let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
+    let rec = notification(id, &p.tx, asset, p.to.as_str(), Some(&amount), created);
+    w.cg.add_notification("ethereum", rec);
+    if failed {
+        w.cg.mark_failed("ethereum", id);
+    }
 }
 
 /// Runs one seed on `backend`; Err carries what failed.
@@ -106,6 +125,10 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             let pick = rng.gen_range(0..100);
             let (to, native, base) = if pick < 8 {
                 (stray(&mut rng), rng.gen_bool(0.3), 7_000_000u128)
+            } else if pick < 12 {
+                // The other asset to an order's address: credits nothing.
+                let o = &w.orders[rng.gen_range(0..w.orders.len())];
+                (o.pay_to.clone(), !o.native, 3_000_000u128)
             } else {
                 let o = &w.orders[rng.gen_range(0..w.orders.len())];
                 (o.pay_to.clone(), o.native, o.due)
@@ -119,34 +142,31 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             w.send(&to, native, amount.max(1), reverted);
             stat(0, 1);
         }
-        w.mine_block();
-        w.chain.mine(rng.gen_range(1..=40));
-
-        // The provider's lists: most notified, some failed, some duplicated, some missing.
-        let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
-        for i in first_new..w.pays.len() {
-            if !rng.gen_bool(0.8) {
+        // The provider's lists: most notified, some failed, some duplicated, some missing,
+        // some only in a later round; sometimes listed before the block is mined.
+        let early = rng.gen_bool(0.15);
+        if !early {
+            w.mine_block();
+            w.chain.mine(rng.gen_range(1..=40));
+        }
+        for i in 0..w.pays.len() {
+            let p = if i >= first_new { 0.75 } else { 0.15 };
+            if w.pays[i].notified || !rng.gen_bool(p) {
                 continue;
             }
             w.pays[i].notified = true;
-            let p = &w.pays[i];
-            let (asset, dec) = if p.native {
-                ("native", 18)
-            } else {
-                (SANDBOX_TOKEN, 6)
-            };
-            let amount = decimal(p.amount, dec);
             let copies = if rng.gen_bool(0.1) { 2 } else { 1 };
             for _ in 0..copies {
                 next_id += 1;
-                stat(1, 1);
-                let id = format!("n-{next_id}");
-                let rec = notification(&id, &p.tx, asset, p.to.as_str(), Some(&amount), created);
-                w.cg.add_notification("ethereum", rec);
-                if rng.gen_bool(0.25) {
-                    w.cg.mark_failed("ethereum", &id);
-                }
+                let failed = rng.gen_bool(0.25);
+                notify(&w, &format!("n-{next_id}"), i, failed);
             }
+        }
+        if early {
+            stat(7, 1);
+            step(&mut w, &mut rng).await?;
+            w.mine_block();
+            w.chain.mine(rng.gen_range(1..=40));
         }
 
         // Faults at random points (consumed by whichever requests come next).
