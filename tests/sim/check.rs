@@ -21,6 +21,23 @@ pub async fn report_clean(_w: &World, r: &Report) -> Result<(), String> {
     Ok(())
 }
 
+/// (1) on the rows themselves, between steps: no order's state is behind what it was after
+/// the previous step (also catches a backwards write that left no audit row).
+pub async fn monotone(w: &mut World) -> Result<(), String> {
+    for o in &w.orders {
+        let snap = db(w.store().order_by_ref(&o.order_ref).await)?
+            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        let prev = w.last.insert(o.order_ref.clone(), snap.state);
+        if prev.is_some_and(|p| p > snap.state) {
+            return Err(format!(
+                "{} moved backwards: {prev:?} -> {:?}",
+                o.order_ref, snap.state
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Everything a dry run must leave alone: ledger rows, audit, findings, runs, resends.
 pub async fn snapshot(w: &World) -> String {
     let s = w.store();
@@ -166,6 +183,26 @@ pub async fn final_state(w: &World) -> Result<(), String> {
         ));
     }
 
+    // (4) every listed transfer that matches no order (stray, other asset) or reverted is
+    // flagged as an unknown payment.
+    let findings = db(s.findings().await)?;
+    for p in w.pays.iter().filter(|p| p.notified) {
+        let matches_order = w
+            .orders
+            .iter()
+            .any(|o| o.pay_to == p.to && o.native == p.native);
+        if (p.reverted || !matches_order)
+            && !findings
+                .iter()
+                .any(|f| f.kind == "unknown_payment" && f.tx_hash.as_deref() == Some(&p.tx))
+        {
+            return Err(format!(
+                "listed transfer {} (reverted: {}, to {}) is not flagged unknown_payment",
+                p.tx, p.reverted, p.to
+            ));
+        }
+    }
+
     // (6) at most one resend per notification per cooldown (1 h: once in a simulation).
     let mut resends: BTreeMap<String, u32> = BTreeMap::new();
     for (_, id) in w.cg.retries() {
@@ -178,7 +215,7 @@ pub async fn final_state(w: &World) -> Result<(), String> {
     }
 
     // (8) no secret in findings or a run's error.
-    for f in db(s.findings().await)? {
+    for f in &findings {
         if format!("{f:?}").contains(SANDBOX_API_KEY) {
             return Err(format!("the API key is in a finding: {f:?}"));
         }

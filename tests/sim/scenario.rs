@@ -244,7 +244,7 @@ async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
         check::report_clean(w, &r).await?;
         w.run_ids.push(r.run_id.clone());
     }
-    Ok(())
+    check::monotone(w).await
 }
 
 /// A dry run alone: nothing it could write may change.
@@ -268,6 +268,7 @@ async fn run_one(w: &mut World, dry: bool, _alone: bool) -> Result<Report, Strin
     if !dry {
         w.run_ids.push(r.run_id.clone());
     }
+    check::monotone(w).await?;
     Ok(r)
 }
 

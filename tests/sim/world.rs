@@ -50,6 +50,8 @@ pub struct World {
     pub pays: Vec<SimPay>,
     /// Run ids of every non-dry run (to read `payrecon_runs.error`).
     pub run_ids: Vec<String>,
+    /// Each order's state after the previous step.
+    pub last: std::collections::HashMap<String, State>,
     _dir: tempfile::TempDir,
 }
 
@@ -109,6 +111,7 @@ impl World {
             orders: Vec::new(),
             pays: Vec::new(),
             run_ids: Vec::new(),
+            last: std::collections::HashMap::new(),
             _dir: dir,
         }
     }
