@@ -4,7 +4,8 @@
 //!
 //! `PAYRECON_SIM_SEED=S` runs only seed S; `PAYRECON_SIM_SEEDS=N` runs seeds 0..N (default
 //! `DEFAULT_SEEDS`), split over `SHARDS` tests. With `PAYRECON_TEST_PG_URL` set, the first
-//! `PG_SEEDS` seeds also run on PostgreSQL (required under `PAYRECON_TEST_STRICT=1`).
+//! `PG_SEEDS` seeds (`PAYRECON_SIM_PG_SEEDS`) also run on PostgreSQL (required under
+//! `PAYRECON_TEST_STRICT=1`); a green seed's schema is dropped, a red one's kept.
 
 mod check;
 mod scenario;
@@ -67,10 +68,11 @@ async fn run_shard(shard: u64) {
     let seeds = seeds(shard);
     let pg = pg_enabled();
     let single = env_u64("PAYRECON_SIM_SEED").is_some();
+    let pg_seeds = env_u64("PAYRECON_SIM_PG_SEEDS").unwrap_or(PG_SEEDS);
     let mut jobs = Vec::new();
     for &seed in &seeds {
         jobs.push((seed, Backend::Sqlite));
-        if pg && (single || seed < PG_SEEDS) {
+        if pg && (single || seed < pg_seeds) {
             jobs.push((seed, Backend::Postgres));
         }
     }

@@ -52,6 +52,8 @@ pub struct World {
     pub run_ids: Vec<String>,
     /// Each order's state after the previous step.
     pub last: std::collections::HashMap<String, State>,
+    /// `(admin URL, schema)` on PostgreSQL: dropped after a green seed, kept after a red one.
+    pub pg_schema: Option<(String, String)>,
     _dir: tempfile::TempDir,
 }
 
@@ -68,8 +70,8 @@ pub fn opts(dry_run: bool) -> RunOptions {
     }
 }
 
-/// A fresh PostgreSQL schema on `PAYRECON_TEST_PG_URL` (search_path URL).
-async fn pg_schema_url(base: &str) -> String {
+/// A fresh PostgreSQL schema on `PAYRECON_TEST_PG_URL`: (search_path URL, schema).
+async fn pg_schema_url(base: &str) -> (String, String) {
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(base)
         .await
@@ -80,17 +82,36 @@ async fn pg_schema_url(base: &str) -> String {
         .await
         .expect("create the simulator's schema");
     let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}options=-c%20search_path%3D{name}")
+    (
+        format!("{base}{sep}options=-c%20search_path%3D{name}"),
+        name,
+    )
+}
+
+/// Drops a green seed's schema (its pools are gone with the `World`).
+pub async fn drop_schema(base: &str, name: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(base)
+        .await
+        .expect("connect to PAYRECON_TEST_PG_URL");
+    sqlx::query(&format!("DROP SCHEMA {name} CASCADE"))
+        .execute(&mut conn)
+        .await
+        .expect("drop the simulator's schema");
 }
 
 impl World {
     pub async fn start(backend: Backend, extra: &str, second: bool) -> World {
         let dir = tempfile::tempdir().expect("temp dir");
-        let db_url = match backend {
-            Backend::Sqlite => format!("sqlite://{}", dir.path().join("ledger.db").display()),
+        let (db_url, pg_schema) = match backend {
+            Backend::Sqlite => (
+                format!("sqlite://{}", dir.path().join("ledger.db").display()),
+                None,
+            ),
             Backend::Postgres => {
                 let base = std::env::var("PAYRECON_TEST_PG_URL").expect("PAYRECON_TEST_PG_URL");
-                pg_schema_url(&base).await
+                let (url, name) = pg_schema_url(&base).await;
+                (url, Some((base, name)))
             }
         };
         let chain = SandboxChain::new(1);
@@ -112,6 +133,7 @@ impl World {
             pays: Vec::new(),
             run_ids: Vec::new(),
             last: std::collections::HashMap::new(),
+            pg_schema,
             _dir: dir,
         }
     }
