@@ -99,6 +99,12 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let extra = format!("\n[reconcile]\nbatch_size = {batch}\n");
     let mut w = World::start(backend, &extra, second).await;
     w.cg.set_per_page(rng.gen_range(1..=15));
+    // Latency on some seeds widens the window in which two instances race.
+    if rng.gen_bool(0.3) {
+        w.chain
+            .set_latency(Duration::from_micros(rng.gen_range(200..3000)));
+        w.cg.set_latency(Duration::from_micros(rng.gen_range(200..3000)));
+    }
 
     let n = rng.gen_range(5..=40);
     for i in 0..n {
