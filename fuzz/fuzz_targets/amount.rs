@@ -1,6 +1,7 @@
 //! An arbitrary string and a number of decimals through `decimal_to_base_units`: never
-//! panics, and an accepted amount printed back with those decimals converts to itself.
-//! (U256 cannot exceed 2^256 - 1 by construction; the round trip checks the digits.)
+//! panics; an accepted amount printed back with those decimals converts to itself, and when
+//! the input is a decimal ("0012.50", "1.5e-3") the printed amount is the same number (no
+//! rounding). U256 cannot exceed 2^256 - 1 by construction; the round trip checks the digits.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,6 +18,42 @@ fn to_decimal(units: U256, decimals: u8) -> String {
     let padded = format!("{digits:0>width$}", width = d + 1);
     let (int, frac) = padded.split_at(padded.len() - d);
     format!("{int}.{frac}")
+}
+
+/// A decimal ("+0012.50", "1.5e-3"; no sign other than `+`) in its shortest plain spelling
+/// ("12.5", "0.0015"); `None` for anything else.
+fn plain(s: &str) -> Option<String> {
+    let s = s.trim();
+    let (s, exp) = match s.split_once(['e', 'E']) {
+        None => (s, 0i64),
+        Some((m, e)) => (m, e.parse::<i64>().ok().filter(|e| e.abs() < 400)?),
+    };
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || !digits(frac) || int.len() + frac.len() == 0 {
+        return None;
+    }
+    // All digits, and where the point goes; pad with zeros so the point falls inside.
+    let mut all = format!("{int}{frac}");
+    let mut point = int.len() as i64 + exp;
+    if point < 0 {
+        all.insert_str(0, &"0".repeat(point.unsigned_abs() as usize));
+        point = 0;
+    }
+    let point = point as usize;
+    if point > all.len() {
+        all.push_str(&"0".repeat(point - all.len()));
+    }
+    let (int, frac) = all.split_at(point);
+    let int = int.trim_start_matches('0');
+    let int = if int.is_empty() { "0" } else { int };
+    let frac = frac.trim_end_matches('0');
+    Some(if frac.is_empty() {
+        int.to_string()
+    } else {
+        format!("{int}.{frac}")
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -46,6 +83,13 @@ fuzz_target!(|data: &[u8]| {
     } else {
         trimmed
     };
+    if let Some(input) = plain(text) {
+        assert_eq!(
+            plain(&printed).as_deref(),
+            Some(input.as_str()),
+            "{text:?} ({decimals}) was read as {units} base units"
+        );
+    }
     if printed.contains('.') {
         let again = decimal_to_base_units(&trimmed, decimals)
             .unwrap_or_else(|e| panic!("{text:?} ({decimals}) -> {trimmed:?}: {}", e.reason));
