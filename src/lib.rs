@@ -12,6 +12,7 @@
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
+//! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
 
 pub mod app;
 pub mod chain;
@@ -32,3 +33,10 @@ pub mod status;
 pub mod store;
 pub mod telemetry;
 pub mod webhook;
+
+/// Entry points for the fuzz targets in `fuzz/` that are not otherwise public (hidden; not an
+/// API). See `fuzz/README.md`.
+#[doc(hidden)]
+pub mod fuzz_api {
+    pub use crate::providers::chaingateway::fuzz_api::{last_page, page_data, read_page};
+}

@@ -1,7 +1,5 @@
 //! Decimal amounts from providers ("25.5" USDT) converted exactly to base units, or refused.
 
-use std::str::FromStr;
-
 use rust_decimal::Decimal;
 
 use super::model::{InputError, U256};
@@ -10,9 +8,7 @@ use super::model::{InputError, U256};
 /// Refuses negatives, overflow (rust_decimal holds 28 digits), and fractions finer than
 /// `decimals` (an amount that cannot be represented exactly is never rounded).
 pub fn decimal_to_base_units(s: &str, decimals: u8) -> Result<U256, InputError> {
-    let d = Decimal::from_str_exact(s.trim())
-        .or_else(|_| Decimal::from_scientific(s.trim()))
-        .or_else(|_| Decimal::from_str(s.trim()))
+    let d = parse_exact(s.trim())
         .map_err(|e| InputError::new("amount", format!("not a decimal amount {s:?}: {e}")))?;
     if d.is_sign_negative() && !d.is_zero() {
         return Err(InputError::new("amount", format!("negative amount {s:?}")));
@@ -33,6 +29,19 @@ pub fn decimal_to_base_units(s: &str, decimals: u8) -> Result<U256, InputError> 
     mantissa
         .checked_mul(factor)
         .ok_or_else(|| InputError::new("amount", "does not fit 256 bits"))
+}
+
+/// `text` as a decimal, plain or scientific ("1.5e3"), refused rather than rounded when it
+/// has more digits than a `Decimal` holds: `Decimal::from_str` and `from_scientific` round
+/// such a mantissa silently (found by the `amount` fuzz target).
+fn parse_exact(text: &str) -> Result<Decimal, rust_decimal::Error> {
+    match text.split_once(['e', 'E']) {
+        None => Decimal::from_str_exact(text),
+        Some((mantissa, _)) => {
+            Decimal::from_str_exact(mantissa)?;
+            Decimal::from_scientific(text)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -68,5 +77,22 @@ mod tests {
         );
         check("792281625142643375935439503350", 18, None);
         check("1", 255, None);
+    }
+
+    /// Fuzz regression (`fuzz/`, target `amount`): more fractional digits than a `Decimal`
+    /// holds were rounded away ("1.00000000000000000000000000001" read as 1) instead of
+    /// refused.
+    #[test]
+    fn amounts_too_precise_for_a_decimal_are_refused_not_rounded() {
+        check("1.00000000000000000000000000001", 30, None);
+        check("1.00000000000000000000000000001e0", 30, None);
+        check("0.10000000000000000000000000001E1", 30, None);
+        check(
+            "1.0000000000000000000000000001",
+            28,
+            Some("10000000000000000000000000001"),
+        );
+        check("1.5e-7", 18, Some("150000000000"));
+        check("2.5E3", 0, Some("2500"));
     }
 }

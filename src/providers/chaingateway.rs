@@ -7,6 +7,37 @@
 
 mod record;
 
+/// The page readers, for the fuzz targets in `fuzz/` only (not an API: no stability promise).
+#[doc(hidden)]
+pub mod fuzz_api {
+    use std::collections::HashMap;
+
+    use serde_json::Value;
+
+    use super::record;
+    use crate::providers::Page;
+
+    /// The `data` array of a page body.
+    pub fn page_data(body: &Value) -> Result<&Vec<Value>, String> {
+        record::page_data(body)
+    }
+
+    /// `last_page` of a page body.
+    pub fn last_page(body: &Value) -> Result<u64, String> {
+        record::last_page(body)
+    }
+
+    /// Every record of `data`, each a record or a rejection.
+    pub fn read_page(
+        data: &[Value],
+        chain: &str,
+        failed: bool,
+        decimals: &HashMap<String, u8>,
+    ) -> Page {
+        record::read_page(data, chain, failed, decimals)
+    }
+}
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
