@@ -47,7 +47,9 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use super::retry::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
+use super::retry::{
+    body_snippet, describe, retry_after, send_unrepeated, status_class, with_retries, Verdict,
+};
 use super::{
     ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
 };
@@ -248,37 +250,12 @@ impl ChaingatewayClient {
     #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain, id = %id))]
     pub async fn retry(&self, chain: &str, id: &str) -> Result<(), ProviderError> {
         let url = self.url(&[chain, "webhooks", "notifications", id, "retry"]);
-        let key = &self.settings.api_key;
-        let result = with_retries(
+        let result = send_unrepeated(
             self.settings.max_retries,
             self.settings.backoff,
-            |_| async {
-                let resp = match self.http.post(url.clone()).send().await {
-                    Ok(resp) => resp,
-                    Err(e) => {
-                        (self.observer)(StatusClass::Error);
-                        return if e.is_connect() {
-                            Verdict::retry(describe(&e, key))
-                        } else {
-                            Verdict::Fail(format!(
-                                "{} (may have been sent; not repeated)",
-                                describe(&e, key)
-                            ))
-                        };
-                    }
-                };
-                let status = resp.status();
-                (self.observer)(status_class(status));
-                match status {
-                    s if s.is_success() => Verdict::Done(()),
-                    StatusCode::TOO_MANY_REQUESTS => Verdict::Retry {
-                        after: retry_after(&resp),
-                        reason: format!("HTTP {status}"),
-                    },
-                    StatusCode::SERVICE_UNAVAILABLE => Verdict::retry(format!("HTTP {status}")),
-                    _ => Verdict::Fail(format!("HTTP {status}: {}", body_snippet(resp, key).await)),
-                }
-            },
+            &self.settings.api_key,
+            &*self.observer,
+            || self.http.post(url.clone()),
         )
         .await;
         result.map_err(|reason| self.error(format!("POST {chain} notification {id} retry"), reason))

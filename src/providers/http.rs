@@ -24,7 +24,9 @@ pub use self::settings::{
     AmountUnit, FieldPointers, HttpSettings, ListSpec, Pagination, ResendSpec, StatusAction,
     TimeFormat,
 };
-use super::retry::{body_snippet, describe, retry_after, status_class, with_retries, Verdict};
+use super::retry::{
+    body_snippet, describe, retry_after, send_unrepeated, status_class, with_retries, Verdict,
+};
 use super::{
     ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
 };
@@ -229,37 +231,13 @@ impl HttpClient {
         let path = paging::fill(&spec.path, &[("id", id.to_string())]);
         let url = paging::join(&self.settings.base_url, &path)
             .map_err(|reason| self.error(what.clone(), reason))?;
-        let key = &self.key;
-        let result = with_retries(self.settings.max_retries, self.settings.backoff, |_| {
-            let request = self.http.request(method.clone(), url.clone());
-            async move {
-                let resp = match request.send().await {
-                    Ok(resp) => resp,
-                    Err(e) => {
-                        (self.observer)(StatusClass::Error);
-                        return if e.is_connect() {
-                            Verdict::retry(describe(&e, key))
-                        } else {
-                            Verdict::Fail(format!(
-                                "{} (may have been sent; not repeated)",
-                                describe(&e, key)
-                            ))
-                        };
-                    }
-                };
-                let status = resp.status();
-                (self.observer)(status_class(status));
-                match status {
-                    s if s.is_success() => Verdict::Done(()),
-                    StatusCode::TOO_MANY_REQUESTS => Verdict::Retry {
-                        after: retry_after(&resp),
-                        reason: format!("HTTP {status}"),
-                    },
-                    StatusCode::SERVICE_UNAVAILABLE => Verdict::retry(format!("HTTP {status}")),
-                    _ => Verdict::Fail(format!("HTTP {status}: {}", body_snippet(resp, key).await)),
-                }
-            }
-        })
+        let result = send_unrepeated(
+            self.settings.max_retries,
+            self.settings.backoff,
+            &self.key,
+            &*self.observer,
+            || self.http.request(method.clone(), url.clone()),
+        )
         .await;
         result.map_err(|reason| self.error(format!("{method} {}", url.path()), reason))
     }

@@ -121,6 +121,51 @@ pub(super) async fn body_snippet(resp: Response, key: &Secret) -> String {
     redact(cut.trim(), &[key])
 }
 
+/// A request that must not be repeated once it may have been acted on (a resend): retried
+/// only when it surely was not processed — connection refused, 429 (its `Retry-After`
+/// honoured) or 503. A timeout, a connection lost after sending, or another status is an
+/// error and is not repeated. `request` builds a fresh request per attempt; `observer` is
+/// called once per attempt.
+pub(super) async fn send_unrepeated(
+    attempts: u32,
+    backoff: Duration,
+    key: &Secret,
+    observer: &(dyn Fn(StatusClass) + Send + Sync),
+    request: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<(), String> {
+    with_retries(attempts, backoff, |_| {
+        let sent = request().send();
+        async move {
+            let resp = match sent.await {
+                Ok(resp) => resp,
+                Err(e) => {
+                    observer(StatusClass::Error);
+                    return if e.is_connect() {
+                        Verdict::retry(describe(&e, key))
+                    } else {
+                        Verdict::Fail(format!(
+                            "{} (may have been sent; not repeated)",
+                            describe(&e, key)
+                        ))
+                    };
+                }
+            };
+            let status = resp.status();
+            observer(status_class(status));
+            match status {
+                s if s.is_success() => Verdict::Done(()),
+                StatusCode::TOO_MANY_REQUESTS => Verdict::Retry {
+                    after: retry_after(&resp),
+                    reason: format!("HTTP {status}"),
+                },
+                StatusCode::SERVICE_UNAVAILABLE => Verdict::retry(format!("HTTP {status}")),
+                _ => Verdict::Fail(format!("HTTP {status}: {}", body_snippet(resp, key).await)),
+            }
+        }
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
