@@ -67,10 +67,8 @@ fn implied(block: u64, head: u64) -> State {
     }
 }
 
-/// Every check that needs the whole history: after the fault-free runs.
-pub async fn final_state(w: &World) -> Result<(), String> {
-    let s = w.store();
-    // (1) never backwards, (2) once per (order, to_state).
+/// (1) never backwards, (2) once per (order, to_state), read off the audit table in order.
+pub async fn audit(s: &payrecon::store::Store) -> Result<(), String> {
     let audit = db(s.transitions().await)?;
     let mut last: HashMap<&str, State> = HashMap::new();
     let mut seen: HashSet<(&str, State)> = HashSet::new();
@@ -88,6 +86,13 @@ pub async fn final_state(w: &World) -> Result<(), String> {
         }
         last.insert(t.order_ref.as_str(), t.to_state);
     }
+    Ok(())
+}
+
+/// Every check that needs the whole history: after the fault-free runs.
+pub async fn final_state(w: &World) -> Result<(), String> {
+    let s = w.store();
+    audit(s).await?;
 
     // (3) convergence, (4) nothing stray or reverted credited, (5) amounts.
     let head = w.chain.head();

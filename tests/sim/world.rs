@@ -54,7 +54,15 @@ pub struct World {
     pub last: std::collections::HashMap<String, State>,
     /// `(admin URL, schema)` on PostgreSQL: dropped after a green seed, kept after a red one.
     pub pg_schema: Option<(String, String)>,
-    _dir: tempfile::TempDir,
+    /// The configuration both `App`s were built from (a child `payrecon` process can use it).
+    #[allow(dead_code)]
+    pub config_text: String,
+    /// The ledger's URL (SQLite file or PostgreSQL schema).
+    #[allow(dead_code)]
+    pub db_url: String,
+    /// Scratch space of this seed (the SQLite ledger lives here).
+    #[allow(dead_code)]
+    pub dir: tempfile::TempDir,
 }
 
 pub fn opts(dry_run: bool) -> RunOptions {
@@ -134,7 +142,9 @@ impl World {
             run_ids: Vec::new(),
             last: std::collections::HashMap::new(),
             pg_schema,
-            _dir: dir,
+            config_text: text,
+            db_url,
+            dir,
         }
     }
 
