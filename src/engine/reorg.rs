@@ -94,28 +94,40 @@ impl Engine {
         })
     }
 
-    /// Records the block of a payment whose row has none (the merchant's handler wrote only
-    /// the key), so that a later reorg of it is seen. Not a gap; nothing in a dry run.
-    pub(crate) async fn record_block(
+    /// Records the blocks of payments whose rows have none (the merchant's handler wrote
+    /// only the key), so that a later reorg of them is seen: one statement per sweep page.
+    /// Not a gap; nothing in a dry run.
+    pub(crate) async fn record_blocks(
         &self,
         ctx: &RunCtx,
-        row: &LedgerRow,
-        t: &ChainTransfer,
+        batch: Vec<Rekey>,
     ) -> Result<(), String> {
-        if !ctx.apply {
+        if !ctx.apply || batch.is_empty() {
             return Ok(());
         }
-        let r = Rekey {
-            order_id: row.id,
-            chain: t.key.chain.clone(),
-            tx_hash: t.key.tx_hash.clone(),
-            old_log_index: t.key.log_index,
-            old_block_hash: None,
-            new_log_index: t.key.log_index,
-            new_block: t.block.clone(),
-        };
-        let outcome = self.store.rekey(&r).await.map_err(|e| e.to_string())?;
-        tracing::debug!(order_ref = %row.order_ref, ?outcome, "Recorded the block of a payment.");
+        let written = self
+            .store
+            .record_blocks(&batch)
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::debug!(
+            rows = batch.len(),
+            written,
+            "Recorded the blocks of payments."
+        );
         Ok(())
+    }
+}
+
+/// The block of a payment whose row has none, to record (see `Engine::record_blocks`).
+pub(crate) fn unrecorded(row: &LedgerRow, t: &ChainTransfer) -> Rekey {
+    Rekey {
+        order_id: row.id,
+        chain: t.key.chain.clone(),
+        tx_hash: t.key.tx_hash.clone(),
+        old_log_index: t.key.log_index,
+        old_block_hash: None,
+        new_log_index: t.key.log_index,
+        new_block: t.block.clone(),
     }
 }

@@ -137,13 +137,14 @@ impl Engine {
         let mut view = LedgerView::default();
         let mut observations = Vec::new();
         let mut reorged = Vec::new();
+        let mut unrecorded_blocks = Vec::new();
         for (row, lookup) in swept.into_iter().zip(lookups) {
             let key = row.key.clone().expect("swept rows have keys");
             let placement = place(&row, &receipt(lookup), &taken);
             let transfer = match placement {
                 Placement::Same(t) => t,
                 Placement::Unrecorded(t) => {
-                    self.record_block(ctx, &row, &t).await?;
+                    unrecorded_blocks.push(super::reorg::unrecorded(&row, &t));
                     t
                 }
                 Placement::Gone(why) => {
@@ -173,6 +174,7 @@ impl Engine {
             observations.push(observe(chain, &transfer));
             view.insert_keyed(row);
         }
+        self.record_blocks(ctx, unrecorded_blocks).await?;
         let seen = super::batch::Seen {
             observations: &observations,
             claims: &[],

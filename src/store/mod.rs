@@ -345,6 +345,15 @@ impl Store {
         }
     }
 
+    /// Records the blocks of payments whose rows hold none, in one statement (`Rekey` with
+    /// the old and new log index equal). Returns the rows written.
+    pub async fn record_blocks(&self, rows: &[Rekey]) -> Result<u64, StoreError> {
+        match self {
+            Store::Sqlite(p) => sweep::sqlite_record_blocks(p, rows).await,
+            Store::Postgres(p) => sweep::pg_record_blocks(p, rows).await,
+        }
+    }
+
     /// Claims the right to request a resend: true (and recorded) when no request for this
     /// notification was made within `cooldown` before `now`. Atomic across processes.
     pub async fn claim_resend(

@@ -199,6 +199,70 @@ pub(super) async fn pg_rekey(pool: &PgPool, r: &Rekey) -> Result<RekeyOutcome, S
     Ok(miss(taken))
 }
 
+/// Records the block of payments whose rows hold none (NULL or empty `block_hash`), in one
+/// statement for the whole batch; a row that changed key or gained a block since it was read
+/// is left alone. Returns the rows written.
+pub(super) async fn sqlite_record_blocks(
+    pool: &SqlitePool,
+    rows: &[Rekey],
+) -> Result<u64, StoreError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let values: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!([
+                r.order_id,
+                r.tx_hash.as_str(),
+                r.new_log_index,
+                block_number(&r.new_block),
+                r.new_block.hash
+            ])
+        })
+        .collect();
+    let done = sqlx::query(
+        "UPDATE orders SET block_number = json_extract(v.value, '$[3]'), \
+         block_hash = json_extract(v.value, '$[4]') FROM json_each(?1) v \
+         WHERE orders.id = json_extract(v.value, '$[0]') \
+         AND orders.tx_hash = json_extract(v.value, '$[1]') \
+         AND orders.log_index = json_extract(v.value, '$[2]') \
+         AND (orders.block_hash IS NULL OR orders.block_hash = '')",
+    )
+    .bind(serde_json::Value::Array(values).to_string())
+    .execute(counted(pool))
+    .await
+    .map_err(|e| db_error("record the blocks of payments", e))?;
+    Ok(done.rows_affected())
+}
+
+pub(super) async fn pg_record_blocks(pool: &PgPool, rows: &[Rekey]) -> Result<u64, StoreError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<i64> = rows.iter().map(|r| r.order_id).collect();
+    let txs: Vec<&str> = rows.iter().map(|r| r.tx_hash.as_str()).collect();
+    let lis: Vec<i64> = rows.iter().map(|r| r.new_log_index).collect();
+    let nums: Vec<i64> = rows.iter().map(|r| block_number(&r.new_block)).collect();
+    let hashes: Vec<&str> = rows.iter().map(|r| r.new_block.hash.as_str()).collect();
+    let done = sqlx::query(
+        "UPDATE orders o SET block_number = v.bn, block_hash = v.bh \
+         FROM UNNEST($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) \
+         AS v(id, tx, li, bn, bh) \
+         WHERE o.id = v.id AND o.tx_hash = v.tx AND o.log_index = v.li \
+         AND (o.block_hash IS NULL OR o.block_hash = '')",
+    )
+    .bind(ids)
+    .bind(txs)
+    .bind(lis)
+    .bind(nums)
+    .bind(hashes)
+    .execute(counted(pool))
+    .await
+    .map_err(|e| db_error("record the blocks of payments", e))?;
+    Ok(done.rows_affected())
+}
+
 fn block_number(b: &BlockRef) -> i64 {
     i64::try_from(b.number).unwrap_or(i64::MAX)
 }

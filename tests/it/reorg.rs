@@ -20,6 +20,7 @@ use crate::support::Anvil;
 mod gone;
 mod guard;
 mod rekey;
+mod unrecorded;
 
 /// Confirmations for `pending -> confirmed` on this chain.
 pub(crate) const CONFS: u64 = 2;

@@ -3,6 +3,7 @@
 //! `store/apply.rs`.
 
 mod apply;
+mod blocks;
 mod records;
 
 use std::time::Duration;
