@@ -24,11 +24,15 @@ const FINDINGS_CHUNK: usize = 1_000;
 /// Rows per `INSERT ... SELECT FROM UNNEST(...)` of orders.
 const ORDERS_CHUNK: usize = 10_000;
 
+/// Acquire waits up to 10 s, retrying a refused connect: a shorter restart costs no run.
+/// `test_before_acquire` (sqlx's default, kept explicit): connections a restart cut are
+/// replaced, not handed to the next run (`tests/it/depfaults/pg_outage.rs` fails without it).
 pub(super) async fn connect(url: &str, max_connections: u32) -> Result<PgPool, StoreError> {
     let options = PgConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
     PgPoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(true)
         .connect_with(options)
         .await
         .map_err(|e| connect_error(url, e))

@@ -4,6 +4,7 @@
 mod chain;
 mod chaingateway;
 mod cli;
+mod depfaults;
 mod evm;
 mod grafana;
 mod http_provider;
