@@ -93,6 +93,10 @@ pub async fn run_slice() {
     };
     let t0 = Instant::now();
     let single = crate::env_u64("PAYRECON_SIM_ANVIL_SEED");
+    if single.is_none() && crate::env_u64("PAYRECON_SIM_SEED").is_some() {
+        eprintln!("anvil slice not run: PAYRECON_SIM_SEED replays one scenario seed");
+        return;
+    }
     let seeds: Vec<u64> = match single {
         Some(s) => vec![s],
         None => (0..crate::env_u64("PAYRECON_SIM_ANVIL_SEEDS").unwrap_or(SEEDS)).collect(),

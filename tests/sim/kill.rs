@@ -64,6 +64,10 @@ fn replay(seed: u64, backend: Backend) -> String {
 pub async fn run_slice(backend: Backend) {
     let t0 = Instant::now();
     let single = crate::env_u64("PAYRECON_SIM_KILL_SEED");
+    if single.is_none() && crate::env_u64("PAYRECON_SIM_SEED").is_some() {
+        eprintln!("kill slice not run: PAYRECON_SIM_SEED replays one scenario seed");
+        return;
+    }
     let n = crate::env_u64("PAYRECON_SIM_KILL_SEEDS");
     let seeds: Vec<u64> = match (single, backend) {
         (Some(s), _) => vec![s],
@@ -176,15 +180,9 @@ fn transfers(w: &mut World, rng: &mut StdRng, next_id: &mut u64) {
     }
 }
 
-/// A `serve` configuration: its own port, a tick every second.
+/// A `serve` configuration: any free port, a tick every second.
 fn serve_config(w: &World) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0);
-    let text = w
-        .config_text
-        .replace("127.0.0.1:9187", &format!("127.0.0.1:{port}"));
+    let text = w.config_text.replace("127.0.0.1:9187", "127.0.0.1:0");
     format!("{text}\n[schedule]\ncron = \"* * * * * *\"\n")
 }
 
@@ -192,7 +190,7 @@ fn serve_config(w: &World) -> String {
 /// more than a whole run), `run` a few ms after its first audit row, or `serve` during or
 /// after its first scheduled run. Then the ledger must be consistent.
 async fn attempt(
-    w: &mut World,
+    w: &World,
     rng: &mut StdRng,
     no: u32,
     est: &mut Duration,
@@ -250,7 +248,11 @@ async fn attempt(
     probe::consistent(w, &before, &after)
         .await
         .map_err(|e| format!("after attempt {no} (killed {shown}): {e}"))?;
-    if let (Some(code), false) = (a.exited, serve) {
+    if let (Some(code), true) = (a.exited, serve) {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        return Err(format!("payrecon serve exited by itself ({code}):\n{log}"));
+    }
+    if let Some(code) = a.exited {
         count(4);
         *est = a.lived;
         return match code {
@@ -323,7 +325,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         }
         for _ in 0..rng.gen_range(1..=3) {
             attempt_no += 1;
-            attempt(&mut w, &mut rng, attempt_no, &mut est, &cfgs).await?;
+            attempt(&w, &mut rng, attempt_no, &mut est, &cfgs).await?;
             if rng.gen_bool(0.3) {
                 w.chain.mine(rng.gen_range(1..=20));
             }
