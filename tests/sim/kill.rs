@@ -6,7 +6,8 @@
 //! (`check::audit`, `check::final_state`).
 //!
 //! `PAYRECON_SIM_KILL_SEED=S` runs only seed S; `PAYRECON_SIM_KILL_SEEDS=N` runs seeds 0..N on
-//! SQLite (default `SQLITE_SEEDS`) and the first `PG_SEEDS` of them on PostgreSQL;
+//! SQLite (default `SQLITE_SEEDS`) and the first `PG_SEEDS` of them on PostgreSQL
+//! (`PAYRECON_SIM_KILL_PG_SEEDS=M` for more);
 //! `PAYRECON_SIM_KILL_TRACE=1` prints every kill.
 
 mod child;
@@ -72,7 +73,10 @@ pub async fn run_slice(backend: Backend) {
     let seeds: Vec<u64> = match (single, backend) {
         (Some(s), _) => vec![s],
         (None, Backend::Sqlite) => (0..n.unwrap_or(SQLITE_SEEDS)).collect(),
-        (None, Backend::Postgres) => (0..n.unwrap_or(SQLITE_SEEDS).min(PG_SEEDS)).collect(),
+        (None, Backend::Postgres) => {
+            let pg = crate::env_u64("PAYRECON_SIM_KILL_PG_SEEDS").unwrap_or(PG_SEEDS);
+            (0..n.unwrap_or(SQLITE_SEEDS).min(pg)).collect()
+        }
     };
     let failures: Vec<String> = futures::stream::iter(seeds.clone())
         .map(|seed| async move {
@@ -310,7 +314,10 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let mut next_id = 0;
     let mut attempt_no = 0;
     // How long an unkilled run of this seed lasts (updated when one exits by itself).
-    let mut est = Duration::from_millis(350);
+    let mut est = Duration::from_millis(match backend {
+        Backend::Sqlite => 350,
+        Backend::Postgres => 700,
+    });
     let cfgs = (run_cfg.clone(), serve_cfg);
     for _ in 0..rng.gen_range(1..=3) {
         count(7);

@@ -4,16 +4,29 @@
 use std::collections::HashMap;
 
 use payrecon::domain::State;
-use payrecon::store::{OrderSnapshot, Store};
+use payrecon::store::Store;
 
 use crate::world::World;
 
-/// The ledger (orders and audit) and the runs a killed process left unfinished.
+/// One order's row: `(order_ref, state, tx_hash, log_index, amount_paid, block_number,
+/// block_hash)`.
+pub type Row = (
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+);
+
+/// The ledger (orders and audit) and the runs a killed process left unfinished, read in one
+/// snapshot: a killed client's last COMMIT may still land on the server while we read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snap {
-    pub orders: Vec<OrderSnapshot>,
+    pub orders: Vec<Row>,
     /// `(order_ref, to_state)` of every audit row, in id order.
-    pub audit: Vec<(String, State)>,
+    pub audit: Vec<(String, String)>,
     /// `payrecon_runs` rows without a finish time.
     pub unfinished: i64,
 }
@@ -25,42 +38,57 @@ impl Snap {
     }
 }
 
-async fn scalar(store: &Store, sql: &str) -> Result<i64, String> {
-    let r = match store {
-        Store::Sqlite(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
-        Store::Postgres(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
-    };
-    r.map_err(|e| format!("{sql}: {e}"))
+const ORDERS: &str = "SELECT order_ref, state, tx_hash, log_index, \
+    CAST(amount_paid AS TEXT), block_number, block_hash FROM orders ORDER BY id";
+const AUDIT: &str = "SELECT o.order_ref, t.to_state FROM payrecon_transitions t \
+    JOIN orders o ON o.id = t.order_id ORDER BY t.id";
+const UNFINISHED: &str = "SELECT COUNT(*) FROM payrecon_runs WHERE finished_at IS NULL";
+
+/// The three reads in one transaction (`first` starts it: a snapshot on PostgreSQL).
+macro_rules! read_snap {
+    ($pool:expr, $first:expr) => {{
+        let mut tx = $pool.begin().await?;
+        if let Some(sql) = $first {
+            sqlx::query(sql).execute(&mut *tx).await?;
+        }
+        let orders = sqlx::query_as(ORDERS).fetch_all(&mut *tx).await?;
+        let audit = sqlx::query_as(AUDIT).fetch_all(&mut *tx).await?;
+        let unfinished = sqlx::query_scalar(UNFINISHED).fetch_one(&mut *tx).await?;
+        tx.rollback().await?;
+        Snap {
+            orders,
+            audit,
+            unfinished,
+        }
+    }};
+}
+
+async fn read(store: &Store) -> Result<Snap, sqlx::Error> {
+    Ok(match store {
+        Store::Sqlite(p) => read_snap!(p, None::<&str>),
+        Store::Postgres(p) => read_snap!(
+            p,
+            Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        ),
+    })
 }
 
 pub async fn snap(w: &World) -> Result<Snap, String> {
-    let s = w.store();
-    let mut orders = Vec::with_capacity(w.orders.len());
-    for o in &w.orders {
-        let row = s
-            .order_by_ref(&o.order_ref)
-            .await
-            .map_err(|e| format!("reading {}: {e}", o.order_ref))?
-            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
-        orders.push(row);
-    }
-    let audit = s
-        .transitions()
+    let snap = read(w.store())
         .await
-        .map_err(|e| format!("reading the audit: {e}"))?
-        .into_iter()
-        .map(|t| (t.order_ref, t.to_state))
-        .collect();
-    let unfinished = scalar(
-        s,
-        "SELECT COUNT(*) FROM payrecon_runs WHERE finished_at IS NULL",
-    )
-    .await?;
-    Ok(Snap {
-        orders,
-        audit,
-        unfinished,
-    })
+        .map_err(|e| format!("reading the ledger: {e}"))?;
+    if snap.orders.len() != w.orders.len() {
+        return Err(format!(
+            "{} orders in the ledger, {} inserted",
+            snap.orders.len(),
+            w.orders.len()
+        ));
+    }
+    Ok(snap)
+}
+
+fn state(s: &str) -> Result<State, String> {
+    State::parse(s).map_err(|_| format!("an unknown state {s:?}"))
 }
 
 /// The ledger a kill left: the audit trail is monotone and once per state; every order is
@@ -71,49 +99,38 @@ pub async fn consistent(w: &World, before: &Snap, now: &Snap) -> Result<(), Stri
     crate::check::audit(w.store()).await?;
     let mut top: HashMap<&str, State> = HashMap::new();
     for (r, to) in &now.audit {
-        let e = top.entry(r.as_str()).or_insert(*to);
-        *e = (*e).max(*to);
+        let to = state(to)?;
+        let e = top.entry(r.as_str()).or_insert(to);
+        *e = (*e).max(to);
     }
     let mut keys = HashMap::new();
     for (o, prev) in now.orders.iter().zip(&before.orders) {
-        let audited = top
-            .get(o.order_ref.as_str())
-            .copied()
-            .unwrap_or(State::Unpaid);
-        if o.state != audited {
+        let (r, st, tx, li, paid, block, _) = o;
+        let (st, prev_st) = (state(st)?, state(&prev.1)?);
+        let audited = top.get(r.as_str()).copied().unwrap_or(State::Unpaid);
+        if st != audited {
             return Err(format!(
-                "{}: state {:?}, its audit trail says {audited:?}: {o:?}",
-                o.order_ref, o.state
+                "{r}: state {st:?}, its audit trail says {audited:?}: {o:?}"
             ));
         }
-        let complete = o.tx_hash.is_some()
-            && o.log_index.is_some()
-            && o.amount_paid.is_some()
-            && o.block_number.is_some();
-        let none = o.tx_hash.is_none() && o.log_index.is_none() && o.amount_paid.is_none();
-        if (o.state == State::Unpaid && !none) || (o.state != State::Unpaid && !complete) {
-            return Err(format!("{}: a half-written payment: {o:?}", o.order_ref));
+        let complete = tx.is_some() && li.is_some() && paid.is_some() && block.is_some();
+        let none = tx.is_none() && li.is_none() && paid.is_none();
+        if (st == State::Unpaid && !none) || (st != State::Unpaid && !complete) {
+            return Err(format!("{r}: a half-written payment: {o:?}"));
         }
-        if o.state < prev.state {
+        if st < prev_st {
             return Err(format!(
-                "{} moved backwards across a kill: {:?} -> {:?}",
-                o.order_ref, prev.state, o.state
+                "{r} moved backwards across a kill: {prev_st:?} -> {st:?}"
             ));
         }
-        if prev.state != State::Unpaid
-            && (o.tx_hash != prev.tx_hash || o.log_index != prev.log_index)
-        {
+        if prev_st != State::Unpaid && (tx, li) != (&prev.2, &prev.3) {
             return Err(format!(
-                "{}: its payment changed across a kill: {prev:?} -> {o:?}",
-                o.order_ref
+                "{r}: its payment changed across a kill: {prev:?} -> {o:?}"
             ));
         }
-        if let (Some(t), Some(li)) = (&o.tx_hash, o.log_index) {
-            if let Some(other) = keys.insert((t.clone(), li), &o.order_ref) {
-                return Err(format!(
-                    "{other} and {} hold the same payment key",
-                    o.order_ref
-                ));
+        if let (Some(t), Some(li)) = (tx, li) {
+            if let Some(other) = keys.insert((t.clone(), *li), r) {
+                return Err(format!("{other} and {r} hold the same payment key"));
             }
         }
     }
