@@ -7,7 +7,9 @@
 //! `PG_SEEDS` seeds (`PAYRECON_SIM_PG_SEEDS`) also run on PostgreSQL (required under
 //! `PAYRECON_TEST_STRICT=1`); a green seed's schema is dropped, a red one's kept.
 
+mod anvil;
 mod check;
+mod kill;
 mod scenario;
 mod world;
 
@@ -138,4 +140,23 @@ async fn sim_shard_2() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_shard_3() {
     run_shard(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_kill_sqlite() {
+    kill::run_slice(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_kill_postgres() {
+    if pg_enabled() {
+        kill::run_slice(Backend::Postgres).await;
+    } else {
+        eprintln!("SKIPPED: PAYRECON_TEST_PG_URL is not set (kill slice on PostgreSQL)");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_anvil() {
+    anvil::run_slice().await;
 }

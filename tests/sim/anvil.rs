@@ -1,0 +1,321 @@
+//! The real node in the loop (issue 6): from a seed, orders, token and native payments from
+//! anvil's accounts, the fake Chaingateway listing most of them, runs of the real library in
+//! between, and reorgs (`anvil_reorg`, `anvil_rollback`): dropped payments re-included
+//! elsewhere (same hash, other block and log index), gone, or replaced by another
+//! transaction with the same nonce; sometimes while a run is in flight. Checked after every
+//! run (audit, nothing backwards, no payment swapped) and after two final runs against the
+//! canonical chain (`verify::converged`).
+//!
+//! `PAYRECON_SIM_ANVIL_SEED=S` runs only seed S; `PAYRECON_SIM_ANVIL_SEEDS=N` runs 0..N
+//! (default `SEEDS`; the first `PG_SEEDS` also on PostgreSQL). Needs `ANVIL_BIN`.
+
+mod node;
+mod reorg;
+mod verify;
+mod world;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use payrecon::report::Report;
+use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon::store::NewOrder;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::world::{opts, Backend};
+use world::{pay, pay_stray, start, AWorld, Order};
+
+const SEEDS: u64 = 24;
+const PG_SEEDS: u64 = 4;
+const PARALLEL_SEEDS: usize = 3;
+
+/// A counter of the summary line.
+pub struct Tally(AtomicU64);
+
+impl Tally {
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+const fn tally() -> Tally {
+    Tally(AtomicU64::new(0))
+}
+
+/// What the seeds did, for the summary line.
+pub struct Count {
+    pub reorgs: Tally,
+    pub rollbacks: Tally,
+    pub dropped: Tally,
+    pub replaced: Tally,
+    pub reincluded: Tally,
+    pub rekeyed: Tally,
+    pub flagged_gone: Tally,
+    pub runs: Tally,
+    pub during_run: Tally,
+    pub failed_during_reorg: Tally,
+}
+
+static COUNT: Count = Count {
+    reorgs: tally(),
+    rollbacks: tally(),
+    dropped: tally(),
+    replaced: tally(),
+    reincluded: tally(),
+    rekeyed: tally(),
+    flagged_gone: tally(),
+    runs: tally(),
+    during_run: tally(),
+    failed_during_reorg: tally(),
+};
+
+fn replay(seed: u64, backend: Backend) -> String {
+    let pg = match backend {
+        Backend::Sqlite => "",
+        Backend::Postgres => "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL ",
+    };
+    format!("{pg}ANVIL_BIN=$ANVIL_BIN PAYRECON_SIM_ANVIL_SEED={seed} cargo nextest run --test sim sim_anvil")
+}
+
+/// Runs the slice and prints the summary; panics listing the failing seeds.
+pub async fn run_slice() {
+    let Ok(bin) = std::env::var("ANVIL_BIN") else {
+        if std::env::var("PAYRECON_TEST_STRICT").is_ok_and(|v| v == "1") {
+            panic!("PAYRECON_TEST_STRICT=1 and ANVIL_BIN is not set (simulator on anvil)");
+        }
+        eprintln!("SKIPPED: ANVIL_BIN is not set (simulator on anvil)");
+        return;
+    };
+    let t0 = Instant::now();
+    let single = crate::env_u64("PAYRECON_SIM_ANVIL_SEED");
+    if single.is_none() && crate::env_u64("PAYRECON_SIM_SEED").is_some() {
+        eprintln!("anvil slice not run: PAYRECON_SIM_SEED replays one scenario seed");
+        return;
+    }
+    let seeds: Vec<u64> = match single {
+        Some(s) => vec![s],
+        None => (0..crate::env_u64("PAYRECON_SIM_ANVIL_SEEDS").unwrap_or(SEEDS)).collect(),
+    };
+    let pg = crate::pg_enabled();
+    let mut jobs = Vec::new();
+    for &s in &seeds {
+        jobs.push((s, Backend::Sqlite));
+        if pg && (single.is_some() || s < PG_SEEDS) {
+            jobs.push((s, Backend::Postgres));
+        }
+    }
+    let n_jobs = jobs.len();
+    let failures: Vec<String> = futures::stream::iter(jobs)
+        .map(|(seed, backend)| {
+            let bin = bin.clone();
+            async move {
+                let err = match tokio::spawn(run_seed(seed, backend, bin)).await {
+                    Ok(Ok(())) => return None,
+                    Ok(Err(e)) => e,
+                    Err(e) => format!("the simulator panicked: {e}"),
+                };
+                eprintln!(
+                    "anvil seed {seed} ({backend:?}) FAILED: {err}\nreplay: {}",
+                    replay(seed, backend)
+                );
+                Some(replay(seed, backend))
+            }
+        })
+        .buffer_unordered(PARALLEL_SEEDS)
+        .filter_map(|f| async move { f })
+        .collect()
+        .await;
+    let c = &COUNT;
+    eprintln!(
+        "anvil slice: {n_jobs} seed runs ({} seeds) in {:.1?}; runs={} reorgs={} (rollbacks={}, \
+         during a run={}) txs dropped={} re-included={} replaced={}; reorged findings: \
+         re-keyed={} flagged gone={}; runs failed during a reorg={}",
+        seeds.len(),
+        t0.elapsed(),
+        c.runs.get(),
+        c.reorgs.get(),
+        c.rollbacks.get(),
+        c.during_run.get(),
+        c.dropped.get(),
+        c.reincluded.get(),
+        c.replaced.get(),
+        c.rekeyed.get(),
+        c.flagged_gone.get(),
+        c.failed_during_reorg.get(),
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failing seed(s); replay each with:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if seeds.len() >= 8 {
+        assert!(
+            c.reincluded.get() > 0 && c.rekeyed.get() > 0,
+            "no payment was re-keyed"
+        );
+        assert!(c.flagged_gone.get() > 0, "no held payment left the chain");
+    }
+}
+
+/// One reorg; counts the payments it re-included elsewhere.
+async fn do_reorg(w: &AWorld, rng: &mut StdRng) {
+    let mut before = Vec::new();
+    for p in &w.pays {
+        before.push(w.anvil.placed(&p.tx).await);
+    }
+    let (floor, max_depth) = (1, 6);
+    let r = reorg::reorg(
+        &w.anvil,
+        rng,
+        &w.token,
+        &w.accounts,
+        floor,
+        max_depth,
+        &COUNT,
+    );
+    if r.await.is_none() {
+        return;
+    }
+    COUNT.reorgs.add(1);
+    for (p, b) in w.pays.iter().zip(before) {
+        if let (Some(b), Some(a)) = (b, w.anvil.placed(&p.tx).await) {
+            COUNT.reincluded.add(u64::from(a.1 != b.1));
+        }
+    }
+}
+
+type RunTask = tokio::task::JoinHandle<Result<Report, payrecon::engine::EngineError>>;
+
+fn spawn_run(w: &AWorld) -> RunTask {
+    let engine = w.app.engine.clone();
+    tokio::spawn(async move { engine.run(&opts(false)).await })
+}
+
+/// Awaits a run and checks it: no panic, no error, nothing failed (unless a reorg ran
+/// during it), no API key; then the ledger between runs.
+async fn finish(w: &mut AWorld, task: RunTask, during_reorg: bool) -> Result<Report, String> {
+    let r = match task.await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(format!("Engine::run returned an error: {e}")),
+        Err(e) => return Err(format!("Engine::run panicked: {e}")),
+    };
+    COUNT.runs.add(1);
+    let json = r.to_json();
+    if r.any_failed() {
+        if !during_reorg {
+            return Err(format!("a run failed:\n{json}"));
+        }
+        COUNT.failed_during_reorg.add(1);
+    }
+    if json.contains(SANDBOX_API_KEY) {
+        return Err(format!("the API key is in a report:\n{json}"));
+    }
+    let rekeyed = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == "reorged" && f.provider == "chain" && f.action == "applied");
+    COUNT.rekeyed.add(rekeyed.count() as u64);
+    verify::monotone(w).await?;
+    crate::check::audit(&w.app.engine.store).await?;
+    Ok(r)
+}
+
+async fn run(w: &mut AWorld) -> Result<Report, String> {
+    let task = spawn_run(w);
+    finish(w, task, false).await
+}
+
+async fn run_seed(seed: u64, backend: Backend, bin: String) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x616e_7669_6c00_0000);
+    let mut w = start(&mut rng, backend, &bin).await;
+    for i in 0..rng.gen_range(6..=16u64) {
+        let native = rng.gen_bool(0.25);
+        let due = if native {
+            u128::from(rng.gen_range(1u32..50)) * 1_000_000_000_000_000
+        } else {
+            u128::from(rng.gen_range(1u32..500)) * 1_000_000
+        };
+        w.orders.push(Order {
+            order_ref: format!("A{seed}-{i}"),
+            pay_to: format!("0x{:040x}", 0x000a_11ce_0000_0000_u64 + i),
+            native,
+            due,
+            pay: None,
+        });
+    }
+    let rows: Vec<NewOrder> = w
+        .orders
+        .iter()
+        .map(|o| NewOrder {
+            order_ref: o.order_ref.clone(),
+            chain: "ethereum".into(),
+            pay_to: o.pay_to.clone(),
+            asset: if o.native {
+                "native".into()
+            } else {
+                w.token.clone()
+            },
+            amount_due: payrecon::domain::U256::from(o.due),
+        })
+        .collect();
+    w.app
+        .engine
+        .store
+        .insert_orders(&rows)
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let mut next_id = 0;
+    for _ in 0..rng.gen_range(3..=6) {
+        for _ in 0..rng.gen_range(1..=4) {
+            let unpaid: Vec<usize> = (0..w.orders.len())
+                .filter(|&i| w.orders[i].pay.is_none())
+                .collect();
+            if rng.gen_bool(0.15) || unpaid.is_empty() {
+                pay_stray(&mut w, &mut rng, &mut next_id).await;
+            } else {
+                let o = unpaid[rng.gen_range(0..unpaid.len())];
+                pay(&mut w, &mut rng, o, &mut next_id).await;
+            }
+        }
+        w.anvil.mine(rng.gen_range(0..=3)).await;
+        match rng.gen_range(0..100) {
+            0..=24 => {
+                run(&mut w).await?;
+            }
+            25..=54 => {
+                run(&mut w).await?;
+                do_reorg(&w, &mut rng).await;
+            }
+            55..=69 => {
+                // The chain changes between the sweep's reads and its writes.
+                COUNT.during_run.add(1);
+                let task = spawn_run(&w);
+                tokio::time::sleep(Duration::from_millis(rng.gen_range(0..40))).await;
+                do_reorg(&w, &mut rng).await;
+                finish(&mut w, task, true).await?;
+            }
+            _ => {
+                do_reorg(&w, &mut rng).await;
+                run(&mut w).await?;
+            }
+        }
+        w.anvil.mine(rng.gen_range(0..=4)).await;
+    }
+    // No more reorgs: two runs, then the promises against the canonical chain.
+    run(&mut w).await?;
+    let last = run(&mut w).await?;
+    let gone = verify::converged(&w, &last).await?;
+    COUNT.flagged_gone.add(gone);
+    if let Some((base, name)) = w.pg.take() {
+        drop(w);
+        crate::world::drop_schema(&base, &name).await;
+    }
+    Ok(())
+}

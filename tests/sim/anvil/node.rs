@@ -1,0 +1,187 @@
+//! A real anvil node on a free loopback port (killed on drop), its JSON-RPC, and a
+//! hand-assembled token whose every call emits one ERC-20 `Transfer(caller, to, amount)`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const TRANSFER: &str = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+
+pub struct Anvil {
+    child: Child,
+    pub url: String,
+    client: reqwest::Client,
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn hex_u64(v: &Value) -> u64 {
+    v.as_str()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| panic!("not a hex quantity: {v}"))
+}
+
+impl Anvil {
+    pub async fn start(bin: &str) -> Anvil {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(bin)
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--silent",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn anvil");
+        let anvil = Anvil {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while anvil.try_rpc("eth_blockNumber", json!([])).await.is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "anvil did not answer within 20 s"
+            );
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        anvil
+    }
+
+    pub async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp = self.client.post(&self.url).json(&body).send().await;
+        let v: Value = resp
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        match v.get("error") {
+            Some(e) => Err(format!("{method}: {e}")),
+            None => Ok(v["result"].clone()),
+        }
+    }
+
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.try_rpc(method, params.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{method} {params}: {e}"))
+    }
+
+    pub async fn mine(&self, n: u64) {
+        if n > 0 {
+            self.rpc("anvil_mine", json!([format!("{n:#x}")])).await;
+        }
+    }
+
+    pub async fn head(&self) -> u64 {
+        hex_u64(&self.rpc("eth_blockNumber", json!([])).await)
+    }
+
+    pub async fn nonce(&self, who: &str) -> u64 {
+        hex_u64(
+            &self
+                .rpc("eth_getTransactionCount", json!([who, "latest"]))
+                .await,
+        )
+    }
+
+    pub async fn accounts(&self) -> Vec<String> {
+        let v = self.rpc("eth_accounts", json!([])).await;
+        let list = v.as_array().expect("eth_accounts is a list");
+        list.iter()
+            .map(|a| a.as_str().unwrap_or_default().to_lowercase())
+            .collect()
+    }
+
+    /// The receipt's `(block number, block hash, log index of its first log or -1, status)`,
+    /// None when the canonical chain has no receipt.
+    pub async fn placed(&self, tx: &str) -> Option<(u64, String, i64, bool)> {
+        let r = self.rpc("eth_getTransactionReceipt", json!([tx])).await;
+        if r.is_null() {
+            return None;
+        }
+        let li = r["logs"]
+            .get(0)
+            .map(|l| hex_u64(&l["logIndex"]) as i64)
+            .unwrap_or(-1);
+        let hash = r["blockHash"].as_str().unwrap_or_default().to_lowercase();
+        Some((hex_u64(&r["blockNumber"]), hash, li, r["status"] == "0x1"))
+    }
+
+    /// Sends a request (automine) and waits for its receipt; the lowercase hash.
+    pub async fn send(&self, req: &Value) -> String {
+        let hash = self.rpc("eth_sendTransaction", json!([req])).await;
+        let hash = hash.as_str().unwrap_or_default().to_lowercase();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.placed(&hash).await.is_none() {
+            assert!(Instant::now() < deadline, "no receipt for {hash}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        hash
+    }
+
+    /// Deploys the token from `from`; its lowercase address.
+    pub async fn deploy_token(&self, from: &str) -> String {
+        let req = json!({"from": from, "data": format!("0x{}", hex::encode(init_code())),
+            "gas": "0x100000"});
+        let tx = self.send(&req).await;
+        let r = self.rpc("eth_getTransactionReceipt", json!([tx])).await;
+        assert_eq!(r["status"], "0x1", "token deployment failed: {r}");
+        r["contractAddress"]
+            .as_str()
+            .unwrap_or_default()
+            .to_lowercase()
+    }
+}
+
+/// Runtime: `LOG3(Transfer, caller, calldata[0..32])` with `calldata[32..64]` as data.
+fn init_code() -> Vec<u8> {
+    let mut runtime = vec![0x60, 0x20, 0x35, 0x60, 0x00, 0x52]; // mstore(0, calldata[32])
+    runtime.extend([0x60, 0x00, 0x35, 0x33, 0x7f]); // calldata[0], caller, push32
+    runtime.extend(hex::decode(TRANSFER).expect("hex"));
+    runtime.extend([0x60, 0x20, 0x60, 0x00, 0xa3, 0x00]); // log3(0, 32, ...), stop
+    let len = runtime.len() as u8;
+    // codecopy(0, 12, len); return(0, len)
+    let mut code = vec![
+        0x60, len, 0x60, 12, 0x60, 0x00, 0x39, 0x60, len, 0x60, 0x00, 0xf3,
+    ];
+    code.extend(runtime);
+    code
+}
+
+/// A legacy request with a fixed nonce and gas price: anvil signs it the same way every
+/// time, so `anvil_reorg` can include it again (same hash). `token` None: native `amount`.
+pub fn request(
+    from: &str,
+    nonce: u64,
+    gwei: u64,
+    to: &str,
+    amount: u128,
+    token: Option<&str>,
+) -> Value {
+    let price = format!("{:#x}", gwei * 1_000_000_000);
+    let nonce = format!("{nonce:#x}");
+    match token {
+        Some(token) => {
+            let data = format!("0x{:0>64}{amount:064x}", to.trim_start_matches("0x"));
+            json!({"from": from, "to": token, "data": data, "gas": "0x20000",
+                "gasPrice": price, "nonce": nonce})
+        }
+        None => json!({"from": from, "to": to, "value": format!("{amount:#x}"),
+            "gas": "0x5208", "gasPrice": price, "nonce": nonce}),
+    }
+}

@@ -1,0 +1,160 @@
+//! What payrecon promises about reorged payments (README "Reorgs", SPEC §1 `reorged`, §8),
+//! checked against the real node's canonical chain: between runs no state moves back and a
+//! held payment is never swapped for another transaction; after the final runs every held
+//! payment still on chain sits at its canonical key and block with its canonical amount and
+//! at least the state its position implies, every held payment gone from the chain keeps
+//! its row and state and is flagged `reorged` (provider `chain`, action `none`) by the last
+//! run and counted in `payrecon_reorged_open`, and every live payment that can be found
+//! (notified, or a token payment the deposit scan sees) is credited to its order.
+
+use payrecon::domain::State;
+use payrecon::report::Report;
+use payrecon::store::OrderSnapshot;
+
+use super::world::AWorld;
+
+fn implied(block: u64, head: u64, confs: u64, final_depth: u64) -> State {
+    let n = (head + 1).saturating_sub(block);
+    if n >= final_depth {
+        State::Final
+    } else if n >= confs {
+        State::Confirmed
+    } else {
+        State::Pending
+    }
+}
+
+async fn rows(w: &AWorld) -> Result<Vec<OrderSnapshot>, String> {
+    let mut out = Vec::new();
+    for o in &w.orders {
+        let row = w
+            .app
+            .engine
+            .store
+            .order_by_ref(&o.order_ref)
+            .await
+            .map_err(|e| format!("reading {}: {e}", o.order_ref))?
+            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// Between runs: no order behind where it was; a held payment's transaction never changes.
+pub async fn monotone(w: &mut AWorld) -> Result<(), String> {
+    for row in rows(w).await? {
+        if let Some(prev) = w.last.get(&row.order_ref) {
+            if row.state < prev.state {
+                return Err(format!(
+                    "{} moved backwards: {prev:?} -> {row:?}",
+                    row.order_ref
+                ));
+            }
+            if prev.tx_hash.is_some() && row.tx_hash != prev.tx_hash {
+                return Err(format!(
+                    "{} was given another payment: {prev:?} -> {row:?}",
+                    row.order_ref
+                ));
+            }
+        }
+        w.last.insert(row.order_ref.clone(), row);
+    }
+    Ok(())
+}
+
+/// `payrecon_reorged_open{chain="ethereum"}` of the in-process engine.
+fn reorged_open(w: &AWorld) -> Result<i64, String> {
+    let text = w.app.engine.metrics.encode();
+    text.lines()
+        .find(|l| l.starts_with("payrecon_reorged_open{chain=\"ethereum\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| "no payrecon_reorged_open gauge".to_string())
+}
+
+/// After the final runs (`last` is the last run's report): the number of held payments gone.
+pub async fn converged(w: &AWorld, last: &Report) -> Result<u64, String> {
+    crate::check::audit(&w.app.engine.store).await?;
+    let head = w.anvil.head().await;
+    let mut gone = 0u64;
+    for (o, row) in w.orders.iter().zip(rows(w).await?) {
+        let pay = o.pay.map(|i| &w.pays[i]);
+        let placed = match pay {
+            Some(p) => w.anvil.placed(&p.tx).await.filter(|p| p.3),
+            None => None,
+        };
+        let Some(held) = row.tx_hash.as_deref() else {
+            if row.state != State::Unpaid {
+                return Err(format!(
+                    "{}: a state without a payment: {row:?}",
+                    o.order_ref
+                ));
+            }
+            if let (Some(p), Some(_)) = (pay, &placed) {
+                if p.notified || !p.native {
+                    return Err(format!(
+                        "{} did not converge: unpaid, paid on chain by {} (notified: {})",
+                        o.order_ref, p.tx, p.notified
+                    ));
+                }
+            }
+            continue;
+        };
+        let Some(p) = pay.filter(|p| p.tx == held) else {
+            return Err(format!(
+                "{} holds a transaction that is not its payment: {row:?}",
+                o.order_ref
+            ));
+        };
+        match placed {
+            Some((block, hash, li, _)) => {
+                let at = (row.block_number, row.block_hash.as_deref(), row.log_index);
+                if at != (Some(block as i64), Some(hash.as_str()), Some(li)) {
+                    return Err(format!(
+                        "{}: held at {at:?}, the canonical chain has it in block {block} \
+                         ({hash}) at log index {li}",
+                        o.order_ref
+                    ));
+                }
+                if row.amount_paid.as_deref() != Some(p.amount.to_string().as_str()) {
+                    return Err(format!(
+                        "{}: amount_paid {:?}, the canonical transfer moved {}",
+                        o.order_ref, row.amount_paid, p.amount
+                    ));
+                }
+                let want = implied(block, head, w.confs, w.final_depth);
+                if row.state < want {
+                    return Err(format!(
+                        "{}: {:?}, block {block} at head {head} implies {want:?}",
+                        o.order_ref, row.state
+                    ));
+                }
+            }
+            None => {
+                gone += 1;
+                let flagged = last.findings.iter().any(|f| {
+                    f.kind == "reorged"
+                        && f.provider == "chain"
+                        && f.order_ref.as_deref() == Some(o.order_ref.as_str())
+                        && f.action == "none"
+                });
+                if !flagged {
+                    return Err(format!(
+                        "{}: its payment {} left the canonical chain, and the last run did \
+                         not flag it reorged: {}",
+                        o.order_ref,
+                        p.tx,
+                        last.to_json()
+                    ));
+                }
+            }
+        }
+    }
+    let open = reorged_open(w)?;
+    if open != gone as i64 {
+        return Err(format!(
+            "payrecon_reorged_open is {open}, {gone} held payment(s) left the chain"
+        ));
+    }
+    Ok(gone)
+}

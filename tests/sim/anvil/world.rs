@@ -1,0 +1,221 @@
+//! One anvil world: the node (token deployed), the fake Chaingateway, a ledger (SQLite file
+//! or PostgreSQL schema) with an `App` on it, and what the generator sent.
+
+use std::collections::HashMap;
+
+use payrecon::app::App;
+use payrecon::config::Config;
+use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon::store::OrderSnapshot;
+use rand::rngs::StdRng;
+use rand::Rng;
+
+use super::node::{request, Anvil};
+use crate::world::{decimal, Backend};
+
+pub struct Order {
+    pub order_ref: String,
+    pub pay_to: String,
+    pub native: bool,
+    pub due: u128,
+    /// Its payment in `pays` (each order is paid at most once).
+    pub pay: Option<usize>,
+}
+
+pub struct Pay {
+    pub tx: String,
+    pub native: bool,
+    pub amount: u128,
+    pub notified: bool,
+}
+
+pub struct AWorld {
+    pub anvil: Anvil,
+    pub token: String,
+    pub accounts: Vec<String>,
+    pub cg: FakeChaingateway,
+    pub app: App,
+    pub orders: Vec<Order>,
+    pub pays: Vec<Pay>,
+    pub confs: u64,
+    pub final_depth: u64,
+    /// Each order's row after the previous run.
+    pub last: HashMap<String, OrderSnapshot>,
+    pub pg: Option<(String, String)>,
+    _dir: tempfile::TempDir,
+}
+
+/// A stray address no order pays to.
+pub fn stray(rng: &mut StdRng) -> String {
+    format!(
+        "0x{:040x}",
+        0xbeef_0000_0000u64 + rng.gen_range(0..1_000_000u64)
+    )
+}
+
+/// A fresh PostgreSQL schema: (search_path URL, (admin URL, schema)).
+pub async fn pg_schema() -> (String, (String, String)) {
+    use sqlx::Connection;
+    let base = std::env::var("PAYRECON_TEST_PG_URL").expect("PAYRECON_TEST_PG_URL");
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to PostgreSQL");
+    let name = format!("payrecon_simanvil_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE SCHEMA {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create a schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    (
+        format!("{base}{sep}options=-c%20search_path%3D{name}"),
+        (base, name),
+    )
+}
+
+fn config(db: &str, cg: &str, rpc: &str, token: &str, confs: u64, fd: u64, batch: usize) -> String {
+    format!(
+        r#"[database]
+url = "{db}"
+
+[http]
+listen = "127.0.0.1:0"
+
+[chains.ethereum]
+rpc_url = "{rpc}"
+confirmations = {confs}
+finality = "depth"
+final_depth = {fd}
+recheck_final = "1h"
+max_retries = 1
+timeout = "5s"
+
+[assets."ethereum:{token}"]
+symbol = "USDT"
+decimals = 6
+
+[providers.cg]
+kind = "chaingateway"
+base_url = "{cg}"
+api_key = "{SANDBOX_API_KEY}"
+network = "mainnet"
+chains = ["ethereum"]
+timeout = "5s"
+max_retries = 2
+backoff = "20ms"
+
+[reconcile]
+batch_size = {batch}
+"#
+    )
+}
+
+pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (db, pg) = match backend {
+        Backend::Sqlite => (
+            format!("sqlite://{}", dir.path().join("ledger.db").display()),
+            None,
+        ),
+        Backend::Postgres => {
+            let (url, admin) = pg_schema().await;
+            (url, Some(admin))
+        }
+    };
+    let anvil = Anvil::start(bin).await;
+    let accounts = anvil.accounts().await;
+    let token = anvil.deploy_token(&accounts[0]).await;
+    anvil.mine(3).await;
+    let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
+    cg.set_per_page(rng.gen_range(2..=15));
+    let confs = rng.gen_range(2..=3);
+    let final_depth = rng.gen_range(4..=8);
+    let batch = [1usize, 2, 5, 500][rng.gen_range(0..4)];
+    let text = config(&db, &cg_url, &anvil.url, &token, confs, final_depth, batch);
+    let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
+    let app = App::build(config).await.expect("App::build");
+    AWorld {
+        anvil,
+        token,
+        accounts,
+        cg,
+        app,
+        orders: Vec::new(),
+        pays: Vec::new(),
+        confs,
+        final_depth,
+        last: HashMap::new(),
+        pg,
+        _dir: dir,
+    }
+}
+
+/// Pays order `o` (exact, under- or overpaid) from a random account; lists it sometimes.
+pub async fn pay(w: &mut AWorld, rng: &mut StdRng, o: usize, next_id: &mut u64) {
+    let (to, native, due) = {
+        let o = &w.orders[o];
+        (o.pay_to.clone(), o.native, o.due)
+    };
+    let amount = match rng.gen_range(0..4) {
+        0 => due / 2,
+        1 => due + due / 10 + 1,
+        _ => due,
+    };
+    let from = w.accounts[rng.gen_range(0..w.accounts.len())].clone();
+    let nonce = w.anvil.nonce(&from).await;
+    let token = (!native).then_some(w.token.as_str());
+    let tx = w
+        .anvil
+        .send(&request(&from, nonce, 2, &to, amount, token))
+        .await;
+    let notified = rng.gen_bool(0.8);
+    if notified {
+        *next_id += 1;
+        let id = format!("a-{next_id}");
+        let (asset, dec) = if native {
+            ("native", 18)
+        } else {
+            (w.token.as_str(), 6)
+        };
+        let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
+        let amount = decimal(amount, dec);
+        w.cg.add_notification(
+            "ethereum",
+            notification(&id, &tx, asset, &to, Some(&amount), created),
+        );
+        if rng.gen_bool(0.25) {
+            w.cg.mark_failed("ethereum", &id);
+        }
+    }
+    w.pays.push(Pay {
+        tx,
+        native,
+        amount,
+        notified,
+    });
+    w.orders[o].pay = Some(w.pays.len() - 1);
+}
+
+/// A token transfer to a stray address, listed half the time (an `unknown_payment`).
+pub async fn pay_stray(w: &mut AWorld, rng: &mut StdRng, next_id: &mut u64) {
+    let from = w.accounts[rng.gen_range(0..w.accounts.len())].clone();
+    let nonce = w.anvil.nonce(&from).await;
+    let to = stray(rng);
+    let tx = w
+        .anvil
+        .send(&request(&from, nonce, 2, &to, 4_000_000, Some(&w.token)))
+        .await;
+    if rng.gen_bool(0.5) {
+        *next_id += 1;
+        let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
+        let n = notification(
+            &format!("a-{next_id}"),
+            &tx,
+            &w.token,
+            &to,
+            Some("4"),
+            created,
+        );
+        w.cg.add_notification("ethereum", n);
+    }
+}

@@ -1,0 +1,138 @@
+//! What a kill left behind: the ledger's rows and audit trail, read from the test process
+//! while no child runs, and the consistency a killed run must leave (SPEC §8 invariant 5).
+
+use std::collections::HashMap;
+
+use payrecon::domain::State;
+use payrecon::store::Store;
+
+use crate::world::World;
+
+/// One order's row: `(order_ref, state, tx_hash, log_index, amount_paid, block_number,
+/// block_hash)`.
+pub type Row = (
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+);
+
+/// The ledger (orders and audit) and the runs a killed process left unfinished, read in one
+/// snapshot: a killed client's last COMMIT may still land on the server while we read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snap {
+    pub orders: Vec<Row>,
+    /// `(order_ref, to_state)` of every audit row, in id order.
+    pub audit: Vec<(String, String)>,
+    /// `payrecon_runs` rows without a finish time.
+    pub unfinished: i64,
+}
+
+impl Snap {
+    /// Whether the ledger (not the findings or run rows) differs.
+    pub fn ledger_differs(&self, other: &Snap) -> bool {
+        self.orders != other.orders || self.audit != other.audit
+    }
+}
+
+const ORDERS: &str = "SELECT order_ref, state, tx_hash, log_index, \
+    CAST(amount_paid AS TEXT), block_number, block_hash FROM orders ORDER BY id";
+const AUDIT: &str = "SELECT o.order_ref, t.to_state FROM payrecon_transitions t \
+    JOIN orders o ON o.id = t.order_id ORDER BY t.id";
+const UNFINISHED: &str = "SELECT COUNT(*) FROM payrecon_runs WHERE finished_at IS NULL";
+
+/// The three reads in one transaction (`first` starts it: a snapshot on PostgreSQL).
+macro_rules! read_snap {
+    ($pool:expr, $first:expr) => {{
+        let mut tx = $pool.begin().await?;
+        if let Some(sql) = $first {
+            sqlx::query(sql).execute(&mut *tx).await?;
+        }
+        let orders = sqlx::query_as(ORDERS).fetch_all(&mut *tx).await?;
+        let audit = sqlx::query_as(AUDIT).fetch_all(&mut *tx).await?;
+        let unfinished = sqlx::query_scalar(UNFINISHED).fetch_one(&mut *tx).await?;
+        tx.rollback().await?;
+        Snap {
+            orders,
+            audit,
+            unfinished,
+        }
+    }};
+}
+
+async fn read(store: &Store) -> Result<Snap, sqlx::Error> {
+    Ok(match store {
+        Store::Sqlite(p) => read_snap!(p, None::<&str>),
+        Store::Postgres(p) => read_snap!(
+            p,
+            Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        ),
+    })
+}
+
+pub async fn snap(w: &World) -> Result<Snap, String> {
+    let snap = read(w.store())
+        .await
+        .map_err(|e| format!("reading the ledger: {e}"))?;
+    if snap.orders.len() != w.orders.len() {
+        return Err(format!(
+            "{} orders in the ledger, {} inserted",
+            snap.orders.len(),
+            w.orders.len()
+        ));
+    }
+    Ok(snap)
+}
+
+fn state(s: &str) -> Result<State, String> {
+    State::parse(s).map_err(|_| format!("an unknown state {s:?}"))
+}
+
+/// The ledger a kill left: the audit trail is monotone and once per state; every order is
+/// at the highest state its audit rows name (nobody else writes here), with a complete
+/// payment (key, amount, block) exactly when it has left `unpaid`; no order is behind
+/// where it was before; no payment key is held twice.
+pub async fn consistent(w: &World, before: &Snap, now: &Snap) -> Result<(), String> {
+    crate::check::audit(w.store()).await?;
+    let mut top: HashMap<&str, State> = HashMap::new();
+    for (r, to) in &now.audit {
+        let to = state(to)?;
+        let e = top.entry(r.as_str()).or_insert(to);
+        *e = (*e).max(to);
+    }
+    let mut keys = HashMap::new();
+    for (o, prev) in now.orders.iter().zip(&before.orders) {
+        let (r, st, tx, li, paid, block, _) = o;
+        let (st, prev_st) = (state(st)?, state(&prev.1)?);
+        let audited = top.get(r.as_str()).copied().unwrap_or(State::Unpaid);
+        if st != audited {
+            return Err(format!(
+                "{r}: state {st:?}, its audit trail says {audited:?}: {o:?}"
+            ));
+        }
+        let complete = tx.is_some() && li.is_some() && paid.is_some() && block.is_some();
+        let none = tx.is_none() && li.is_none() && paid.is_none();
+        if (st == State::Unpaid && !none) || (st != State::Unpaid && !complete) {
+            return Err(format!("{r}: a half-written payment: {o:?}"));
+        }
+        if st < prev_st {
+            return Err(format!(
+                "{r} moved backwards across a kill: {prev_st:?} -> {st:?}"
+            ));
+        }
+        if prev_st != State::Unpaid && (tx, li) != (&prev.2, &prev.3) {
+            return Err(format!(
+                "{r}: its payment changed across a kill: {prev:?} -> {o:?}"
+            ));
+        }
+        if let (Some(t), Some(li)) = (tx, li) {
+            if let Some(other) = keys.insert((t.clone(), *li), r) {
+                return Err(format!("{other} and {r} hold the same payment key"));
+            }
+        }
+    }
+    Ok(())
+}
