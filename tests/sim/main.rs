@@ -8,7 +8,10 @@
 //! `PAYRECON_TEST_STRICT=1`); a green seed's schema is dropped, a red one's kept.
 
 mod check;
+mod extras;
+mod pgproxy;
 mod scenario;
+mod webhooks;
 mod world;
 
 use std::sync::atomic::Ordering;
@@ -104,13 +107,21 @@ async fn run_shard(shard: u64) {
         .zip(&scenario::STATS)
         .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
         .collect();
+    let counted = |names: &[&str], counts: &[std::sync::atomic::AtomicU64]| -> String {
+        let pairs = names.iter().zip(counts);
+        let pairs = pairs.map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)));
+        pairs.collect::<Vec<_>>().join(" ")
+    };
     eprintln!(
-        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}",
+        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
+         webhooks: {}; lists and database: {}",
         seeds.len(),
         t0.elapsed(),
         faults.join(" "),
         scenario::RPC_FAULTS.load(Ordering::Relaxed),
-        stats.join(" ")
+        stats.join(" "),
+        counted(&webhooks::NAMES, &webhooks::COUNTS),
+        counted(&extras::NAMES, &extras::COUNTS),
     );
     assert!(
         failures.is_empty(),
