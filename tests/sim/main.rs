@@ -23,7 +23,7 @@ use world::Backend;
 
 const SHARDS: u64 = 4;
 const DEFAULT_SEEDS: u64 = 1200;
-const PG_SEEDS: u64 = 20;
+const PG_SEEDS: u64 = 40;
 /// Seeds in flight at once in one shard.
 const PARALLEL_SEEDS: usize = 4;
 
