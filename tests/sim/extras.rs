@@ -46,6 +46,7 @@ pub fn choose(xr: &mut StdRng, backend: Backend) -> Extras {
     Extras {
         webhooks: xr.gen_bool(0.4),
         db_proxy: backend == Backend::Postgres && xr.gen_bool(0.7),
+        qvard: xr.gen_bool(0.25),
     }
 }
 

@@ -10,6 +10,7 @@
 mod check;
 mod extras;
 mod pgproxy;
+mod qvard;
 mod scenario;
 mod webhooks;
 mod world;
@@ -114,7 +115,7 @@ async fn run_shard(shard: u64) {
     };
     eprintln!(
         "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
-         webhooks: {}; lists and database: {}",
+         webhooks: {}; lists and database: {}; qvard: {}",
         seeds.len(),
         t0.elapsed(),
         faults.join(" "),
@@ -122,6 +123,7 @@ async fn run_shard(shard: u64) {
         stats.join(" "),
         counted(&webhooks::NAMES, &webhooks::COUNTS),
         counted(&extras::NAMES, &extras::COUNTS),
+        counted(&qvard::NAMES, &qvard::COUNTS),
     );
     assert!(
         failures.is_empty(),

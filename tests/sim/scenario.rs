@@ -1,5 +1,8 @@
 //! The generator and driver: from a seed, orders, transfers, notifications, faults,
 //! merchant writes, concurrent instances and dry runs, checked after every step and at the end.
+//! Newer classes (`extras`, from a second RNG of the seed): webhook deliveries, provider lists
+//! that change while paged, PostgreSQL connections cut mid-run, and a Qvard (`kind = "http"`)
+//! provider beside Chaingateway.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -189,6 +192,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             w.chain.mine(rng.gen_range(1..=40));
         }
         extras::plan_list_changes(&mut w, &mut xr, first_new, next_id);
+        crate::qvard::plan(&mut w, &mut xr);
         let during = extras::deliver(&mut w, &mut xr, first_new, &mut hook_seq).await?;
 
         // Faults at random points (consumed by whichever requests come next).
@@ -213,6 +217,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     // Faults stop; at most two fault-free runs converge.
     w.cg.clear_faults();
     w.cg.flush_changes();
+    crate::qvard::clear_faults(&w).await;
     extras::bump(extras::MID_PAGING, w.cg.changes_fired());
     w.chain.fail_next(0);
     for _ in 0..2 {
@@ -223,6 +228,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     }
     check::final_state(&w).await?;
     check::webhooks(&w).await?;
+    crate::qvard::check(&w)?;
     stat(
         5,
         w.store().count("payrecon_transitions").await.unwrap_or(0) as u64,
@@ -313,7 +319,7 @@ async fn step(
         let r = match r {
             Ok(r) => r,
             Err(e) if cut_before && e.starts_with(RUN_ERROR) => {
-                if e.contains(payrecon::sandbox::SANDBOX_API_KEY) {
+                if check::SECRETS.iter().any(|s| e.contains(s)) {
                     return Err(format!("a secret in a run's error: {e}"));
                 }
                 extras::bump(extras::RUNS_FAILED_BY_CUT, 1);

@@ -67,6 +67,11 @@ pub struct World {
     pub hooks: Option<crate::webhooks::Hooks>,
     /// The proxy between the `App`s and PostgreSQL (seeds that cut the connection).
     pub db_proxy: Option<crate::pgproxy::PgProxy>,
+    /// A fake Qvard behind a second provider (`kind = "http"`, seeds with `Extras::qvard`).
+    pub qv: Option<payrecon::sandbox::qvard::FakeQvard>,
+    /// Pays the fake Qvard lists, and faults queued in it so far.
+    pub qv_listed: std::collections::HashSet<usize>,
+    pub qv_faults: u64,
 }
 
 /// What `World::start_with` adds to a plain world.
@@ -76,6 +81,8 @@ pub struct Extras {
     pub webhooks: bool,
     /// PostgreSQL through a proxy the seed can cut (ignored on SQLite).
     pub db_proxy: bool,
+    /// A second provider: the Qvard preset against the fake Qvard.
+    pub qvard: bool,
 }
 
 pub fn opts(dry_run: bool) -> RunOptions {
@@ -151,10 +158,17 @@ impl World {
         } else {
             (db_url.clone(), None)
         };
-        let extra = if x.webhooks {
+        let mut extra = if x.webhooks {
             format!("{}{extra}", crate::webhooks::config_keys())
         } else {
             extra.to_string()
+        };
+        let qv = if x.qvard {
+            let qv = crate::qvard::start().await;
+            extra.push_str(&crate::qvard::config(qv.base_url()));
+            Some(qv)
+        } else {
+            None
         };
         let text = config_toml(&app_db_url, &cg_url, &rpc_url, &extra);
         let build = || async {
@@ -183,6 +197,9 @@ impl World {
             dir,
             hooks,
             db_proxy,
+            qv,
+            qv_listed: std::collections::HashSet::new(),
+            qv_faults: 0,
         }
     }
 
@@ -278,6 +295,11 @@ impl World {
                 .map(|_| ()),
         };
         res
+    }
+
+    /// True when the fake Qvard lists `pays[i]`.
+    pub fn qv_listed(&self, i: usize) -> bool {
+        self.qv_listed.contains(&i)
     }
 
     /// True when `pays[i]` was delivered by an accepted webhook.
