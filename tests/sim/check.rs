@@ -308,7 +308,7 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
             .pays
             .iter()
             .enumerate()
-            .any(|(i, p)| p.tx == tx && !p.notified && w.delivered(i));
+            .any(|(i, p)| p.tx == tx && !p.notified && !w.qv_listed(i) && w.delivered(i));
         if only_webhook && !by_webhook.iter().any(|t| t.order_ref == o.order_ref) {
             return Err(format!(
                 "{} holds {tx}, which only a webhook reported, with no webhook transition",
