@@ -152,9 +152,7 @@ impl Hooks {
             consumer,
         }
     }
-}
 
-impl Hooks {
     /// Waits until the consumer is idle (its queue empty, every batch it took finished,
     /// twice a few ms apart), so that nothing it does overlaps what comes next.
     pub async fn settle(&self) -> Result<(), String> {

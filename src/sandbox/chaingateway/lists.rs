@@ -93,3 +93,50 @@ impl ChainData {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ids(d: &ChainData) -> Vec<String> {
+        d.records
+            .iter()
+            .map(|r| serde_json::from_str::<Value>(r).unwrap()["id"].to_string())
+            .collect()
+    }
+
+    fn failed(d: &ChainData) -> Vec<String> {
+        let all = ids(d);
+        d.failed.iter().map(|&i| all[i].clone()).collect()
+    }
+
+    #[test]
+    fn records_inserted_at_the_head_shift_the_list_and_keep_the_failed_list() {
+        let mut d = ChainData::default();
+        d.push(json!({"id": "a"}));
+        d.push(json!({"id": "b"}));
+        assert!(d.mark("b"));
+        d.apply(ListChange::InsertAtHead(vec![
+            json!({"id": "c"}),
+            json!({"id": "d"}),
+            json!({"id": "a", "v": 2}), // known: replaced in place, not moved
+        ]));
+        assert_eq!(ids(&d), ["\"c\"", "\"d\"", "\"a\"", "\"b\""]);
+        assert!(d.records[2].contains("\"v\":2"));
+        assert_eq!(failed(&d), ["\"b\""]);
+        d.apply(ListChange::MarkFailed(vec![
+            "c".into(),
+            "nope".into(),
+            "b".into(),
+        ]));
+        assert_eq!(failed(&d), ["\"b\"", "\"c\""]);
+        d.apply(ListChange::UnmarkFailed(vec!["b".into()]));
+        assert_eq!(failed(&d), ["\"c\""]);
+        assert_eq!(d.ids.len(), 4);
+        assert!(d
+            .ids
+            .iter()
+            .all(|(id, &i)| ids(&d)[i] == format!("\"{id}\"")));
+    }
+}
