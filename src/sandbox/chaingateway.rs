@@ -1,18 +1,22 @@
 //! A fake Chaingateway API v2 on loopback for the demo, benchmarks and tests: the
 //! notification lists with Laravel pagination, the failed list, resend and block number,
-//! a bearer token and `X-Network` check, per-request latency, and a queue of injected faults.
+//! a bearer token and `X-Network` check, per-request latency, a queue of injected faults,
+//! and list changes made after the k-th page served (the list moving while it is read).
 //!
 //! Records are kept serialized, in a `Vec` per chain (pages are slices; ids are indexed), so
 //! 100,000+ records serve in O(page) time and about their JSON size in memory.
 
+mod lists;
 mod server;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use lists::ChainData;
 
 /// Chain path names the fake answers for without any setup.
 const KNOWN_CHAINS: &[&str] = &["ethereum", "bsc", "polygon", "tron", "bitcoin"];
@@ -37,6 +41,19 @@ pub enum Fault {
     /// 400 whose body echoes the request headers (the `Authorization` too), to test that
     /// error messages redact the key.
     EchoHeaders,
+}
+
+/// A change to a chain's lists, made by the fake itself once a number of pages were served
+/// (`change_after_pages`): the list moves while a client reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ListChange {
+    /// These records go to the head of the list, in this order: Laravel pages by offset, so
+    /// every record already there moves further down (seen twice, or past the last page).
+    InsertAtHead(Vec<Value>),
+    /// These known ids go on the failed list.
+    MarkFailed(Vec<String>),
+    /// These ids leave the failed list (a delivery that succeeded meanwhile).
+    UnmarkFailed(Vec<String>),
 }
 
 /// How `blocks/number` spells its `data` on a chain.
@@ -79,18 +96,12 @@ struct State {
     faults: VecDeque<Fault>,
     chains: HashMap<String, ChainData>,
     retries: Vec<(String, String)>,
-}
-
-#[derive(Default)]
-struct ChainData {
-    /// Serialized records, in listing order.
-    records: Vec<Arc<str>>,
-    /// id -> index in `records`.
-    ids: HashMap<String, usize>,
-    /// Indexes of failed notifications, in the order they failed.
-    failed: Vec<usize>,
-    failed_set: HashSet<usize>,
-    block: Option<(u64, BlockShape)>,
+    /// Pages of either list served so far (faults not included).
+    pages_served: u64,
+    /// `(after this many pages, chain, change)`, not made yet.
+    changes: Vec<(u64, String, ListChange)>,
+    /// Changes made because their page count was reached (not by `flush_changes`).
+    changes_fired: u64,
 }
 
 impl FakeChaingateway {
@@ -112,6 +123,9 @@ impl FakeChaingateway {
                 faults: VecDeque::new(),
                 chains: HashMap::new(),
                 retries: Vec::new(),
+                pages_served: 0,
+                changes: Vec::new(),
+                changes_fired: 0,
             }),
             requests: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
@@ -131,46 +145,54 @@ impl FakeChaingateway {
     /// Adds a record (any JSON, well-formed or not) at the end of the chain's list; a record
     /// whose `id` already exists replaces it in place.
     pub fn add_notification(&self, chain: &str, record: Value) {
-        let id = id_of(&record);
-        let text: Arc<str> = Arc::from(record.to_string());
         let mut state = self.state();
-        let data = state.chains.entry(chain.to_string()).or_default();
-        match id.as_ref().and_then(|id| data.ids.get(id)) {
-            Some(&i) => data.records[i] = text,
-            None => {
-                if let Some(id) = id {
-                    data.ids.insert(id, data.records.len());
-                }
-                data.records.push(text);
-            }
-        }
+        state
+            .chains
+            .entry(chain.to_string())
+            .or_default()
+            .push(record);
     }
 
     /// Puts a known notification on the failed list (once). Returns false for an unknown id.
     pub fn mark_failed(&self, chain: &str, id: &str) -> bool {
         let mut state = self.state();
-        let Some(data) = state.chains.get_mut(chain) else {
-            return false;
-        };
-        let Some(&i) = data.ids.get(id) else {
-            return false;
-        };
-        if data.failed_set.insert(i) {
-            data.failed.push(i);
-        }
-        true
+        state.chains.get_mut(chain).is_some_and(|d| d.mark(id))
     }
 
     /// Takes a notification off the failed list (as a successful resend would).
     pub fn unmark_failed(&self, chain: &str, id: &str) {
-        let mut state = self.state();
-        if let Some(data) = state.chains.get_mut(chain) {
-            if let Some(i) = data.ids.get(id).copied() {
-                if data.failed_set.remove(&i) {
-                    data.failed.retain(|&f| f != i);
-                }
-            }
+        if let Some(data) = self.state().chains.get_mut(chain) {
+            data.unmark(id);
         }
+    }
+
+    /// Makes `change` on `chain` right after the `after`-th page (of either list, counted
+    /// from the start) has been served; at once when that many were served already.
+    pub fn change_after_pages(&self, after: u64, chain: &str, change: ListChange) {
+        let mut state = self.state();
+        state.changes.push((after, chain.to_string(), change));
+        state.apply_due_changes();
+    }
+
+    /// Makes every change still waiting (the simulator's "faults stop"); returns how many.
+    pub fn flush_changes(&self) -> usize {
+        let mut state = self.state();
+        let pending = std::mem::take(&mut state.changes);
+        let n = pending.len();
+        for (_, chain, change) in pending {
+            state.chains.entry(chain).or_default().apply(change);
+        }
+        n
+    }
+
+    /// Pages of either list served so far.
+    pub fn pages_served(&self) -> u64 {
+        self.state().pages_served
+    }
+
+    /// Changes made because their page count was reached while a client was paging.
+    pub fn changes_fired(&self) -> u64 {
+        self.state().changes_fired
     }
 
     pub fn set_block_number(&self, chain: &str, number: u64, shape: BlockShape) {
@@ -234,6 +256,27 @@ impl FakeChaingateway {
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a page served and makes the changes now due.
+    fn page_served(&self) {
+        let mut state = self.state();
+        state.pages_served += 1;
+        state.apply_due_changes();
+    }
+}
+
+impl State {
+    fn apply_due_changes(&mut self) {
+        let served = self.pages_served;
+        let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.changes)
+            .into_iter()
+            .partition(|(after, _, _)| *after <= served);
+        self.changes = rest;
+        for (_, chain, change) in due {
+            self.changes_fired += 1;
+            self.chains.entry(chain).or_default().apply(change);
+        }
     }
 }
 

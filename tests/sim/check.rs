@@ -12,11 +12,18 @@ fn db<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
     r.map_err(|e| format!("reading the ledger: {e}"))
 }
 
+/// Every secret a simulated configuration holds.
+pub const SECRETS: [&str; 3] = [SANDBOX_API_KEY, crate::webhooks::SECRET, crate::qvard::KEY];
+
+fn has_secret(text: &str) -> bool {
+    SECRETS.iter().any(|s| text.contains(s))
+}
+
 /// (8) no secret in the report; (9) a failed provider is reported, not thrown.
 pub async fn report_clean(_w: &World, r: &Report) -> Result<(), String> {
     let json = r.to_json();
-    if json.contains(SANDBOX_API_KEY) {
-        return Err(format!("the API key is in a report:\n{json}"));
+    if has_secret(&json) {
+        return Err(format!("a secret is in a report:\n{json}"));
     }
     Ok(())
 }
@@ -112,16 +119,24 @@ pub async fn final_state(w: &World) -> Result<(), String> {
     for o in &w.orders {
         let snap = db(s.order_by_ref(&o.order_ref).await)?
             .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        // Listed by the provider, or delivered by an accepted webhook.
         let candidates: Vec<&SimPay> = w
             .pays
             .iter()
-            .filter(|p| p.notified && !p.reverted && p.to == o.pay_to && p.native == o.native)
+            .enumerate()
+            .filter(|(i, p)| {
+                (p.notified || w.delivered(*i) || w.qv_listed(*i))
+                    && !p.reverted
+                    && p.to == o.pay_to
+                    && p.native == o.native
+            })
+            .map(|(_, p)| p)
             .collect();
         let Some(tx) = snap.tx_hash.as_deref() else {
             if let Some(p) = candidates.first() {
                 return Err(format!(
                     "{} did not converge: unpaid in the ledger, paid by {} on chain \
-                     (notified); snapshot {snap:?}",
+                     (listed or delivered); snapshot {snap:?}",
                     o.order_ref, p.tx
                 ));
             }
@@ -221,15 +236,84 @@ pub async fn final_state(w: &World) -> Result<(), String> {
 
     // (8) no secret in findings or a run's error.
     for f in &findings {
-        if format!("{f:?}").contains(SANDBOX_API_KEY) {
-            return Err(format!("the API key is in a finding: {f:?}"));
+        if has_secret(&format!("{f:?}")) {
+            return Err(format!("a secret is in a finding: {f:?}"));
         }
     }
     for id in &w.run_ids {
         if let Some(run) = db(s.run_by_id(id).await)? {
-            if format!("{run:?}").contains(SANDBOX_API_KEY) {
-                return Err(format!("the API key is in a run row: {run:?}"));
+            if has_secret(&format!("{run:?}")) {
+                return Err(format!("a secret is in a run row: {run:?}"));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Webhook ingest (seeds with it): every accepted event stored once and processed, no
+/// tampered one stored; a payment that only a webhook reported was applied with
+/// `source = 'webhook'`; a webhook transition only where a delivery was accepted.
+pub async fn webhooks(w: &World) -> Result<(), String> {
+    let Some(h) = &w.hooks else {
+        return Ok(());
+    };
+    let s = w.store();
+    let provider = payrecon::sandbox::SANDBOX_PROVIDER;
+    let stored = db(s.webhook_event_count(provider).await)?;
+    if stored != h.accepted.len() as i64 {
+        return Err(format!(
+            "{stored} webhook events stored, {} accepted (tampered: {:?})",
+            h.accepted.len(),
+            h.tampered
+        ));
+    }
+    let left = db(s.unprocessed_webhook_events(None, 10).await)?;
+    if let Some(e) = left.first() {
+        return Err(format!(
+            "{} webhook events still unprocessed after the fault-free runs, e.g. {}",
+            left.len(),
+            e.event_id
+        ));
+    }
+    let audit = db(s.transitions().await)?;
+    let by_webhook: Vec<_> = audit.iter().filter(|t| t.source == "webhook").collect();
+    crate::webhooks::count(
+        crate::webhooks::WEBHOOK_TRANSITIONS,
+        by_webhook.len() as u64,
+    );
+    for t in &by_webhook {
+        let o = w
+            .orders
+            .iter()
+            .find(|o| o.order_ref == t.order_ref)
+            .ok_or_else(|| format!("a webhook transition of an unknown order: {t:?}"))?;
+        let delivered = w
+            .pays
+            .iter()
+            .enumerate()
+            .any(|(i, p)| w.delivered(i) && p.to == o.pay_to && p.native == o.native);
+        if !delivered || t.run_id.is_some() {
+            return Err(format!(
+                "a webhook transition without an accepted delivery, or with a run id: {t:?}"
+            ));
+        }
+    }
+    for o in &w.orders {
+        let snap = db(s.order_by_ref(&o.order_ref).await)?
+            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        let Some(tx) = snap.tx_hash.as_deref() else {
+            continue;
+        };
+        let only_webhook = w
+            .pays
+            .iter()
+            .enumerate()
+            .any(|(i, p)| p.tx == tx && !p.notified && !w.qv_listed(i) && w.delivered(i));
+        if only_webhook && !by_webhook.iter().any(|t| t.order_ref == o.order_ref) {
+            return Err(format!(
+                "{} holds {tx}, which only a webhook reported, with no webhook transition",
+                o.order_ref
+            ));
         }
     }
     Ok(())

@@ -9,8 +9,12 @@
 
 mod anvil;
 mod check;
+mod extras;
 mod kill;
+mod pgproxy;
+mod qvard;
 mod scenario;
+mod webhooks;
 mod world;
 
 use std::sync::atomic::Ordering;
@@ -22,7 +26,7 @@ use world::Backend;
 
 const SHARDS: u64 = 4;
 const DEFAULT_SEEDS: u64 = 1200;
-const PG_SEEDS: u64 = 20;
+const PG_SEEDS: u64 = 40;
 /// Seeds in flight at once in one shard.
 const PARALLEL_SEEDS: usize = 4;
 
@@ -106,13 +110,22 @@ async fn run_shard(shard: u64) {
         .zip(&scenario::STATS)
         .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
         .collect();
+    let counted = |names: &[&str], counts: &[std::sync::atomic::AtomicU64]| -> String {
+        let pairs = names.iter().zip(counts);
+        let pairs = pairs.map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)));
+        pairs.collect::<Vec<_>>().join(" ")
+    };
     eprintln!(
-        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}",
+        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
+         webhooks: {}; lists and database: {}; qvard: {}",
         seeds.len(),
         t0.elapsed(),
         faults.join(" "),
         scenario::RPC_FAULTS.load(Ordering::Relaxed),
-        stats.join(" ")
+        stats.join(" "),
+        counted(&webhooks::NAMES, &webhooks::COUNTS),
+        counted(&extras::NAMES, &extras::COUNTS),
+        counted(&qvard::NAMES, &qvard::COUNTS),
     );
     assert!(
         failures.is_empty(),

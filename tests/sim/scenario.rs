@@ -1,7 +1,11 @@
 //! The generator and driver: from a seed, orders, transfers, notifications, faults,
 //! merchant writes, concurrent instances and dry runs, checked after every step and at the end.
+//! Newer classes (`extras`, from a second RNG of the seed): webhook deliveries, provider lists
+//! that change while paged, PostgreSQL connections cut mid-run, and a Qvard (`kind = "http"`)
+//! provider beside Chaingateway.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use payrecon::domain::State;
@@ -12,6 +16,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::check;
+use crate::extras;
 use crate::world::{decimal, opts, Backend, SimOrder, World};
 
 /// Fault classes, in the order of `FAULTS` (counted across the process for the summary).
@@ -73,9 +78,8 @@ fn order_addr(i: usize) -> payrecon::domain::Address {
     payrecon::domain::Address::parse(&format!("0x{:040x}", 0x5100_0000u64 + i as u64)).unwrap()
 }
 
-/// Lists `w.pays[i]` under notification `id` (and on the failed list).
-fn notify(w: &World, id: &str, i: usize, failed: bool) {
-    stat(1, 1);
+/// `w.pays[i]` as the provider lists it, under notification `id`.
+pub fn record(w: &World, id: &str, i: usize) -> serde_json::Value {
     let p = &w.pays[i];
     let (asset, dec) = if p.native {
         ("native", 18)
@@ -84,8 +88,13 @@ fn notify(w: &World, id: &str, i: usize, failed: bool) {
     };
     let amount = decimal(p.amount, dec);
     let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
-    let rec = notification(id, &p.tx, asset, p.to.as_str(), Some(&amount), created);
-    w.cg.add_notification("ethereum", rec);
+    notification(id, &p.tx, asset, p.to.as_str(), Some(&amount), created)
+}
+
+/// Lists `w.pays[i]` under notification `id` (and on the failed list).
+fn notify(w: &World, id: &str, i: usize, failed: bool) {
+    stat(1, 1);
+    w.cg.add_notification("ethereum", record(w, id, i));
     if failed {
         w.cg.mark_failed("ethereum", id);
     }
@@ -94,10 +103,17 @@ fn notify(w: &World, id: &str, i: usize, failed: bool) {
 /// Runs one seed on `backend`; Err carries what failed.
 pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
+    // The newer fault classes draw from their own stream: the older ones keep their draws.
+    let mut xr = StdRng::seed_from_u64(seed ^ 0x5eed_0fe7a);
     let second = rng.gen_bool(0.3);
     let batch = [1usize, 3, 7, 500][rng.gen_range(0..4)];
     let extra = format!("\n[reconcile]\nbatch_size = {batch}\n");
-    let mut w = World::start(backend, &extra, second).await;
+    let x = extras::choose(&mut xr, backend);
+    let mut w = World::start_with(backend, &extra, second, x).await;
+    let cutting = w.db_proxy.is_some();
+    if let Some(h) = w.hooks.as_mut() {
+        h.allow_503 = cutting;
+    }
     w.cg.set_per_page(rng.gen_range(1..=15));
     // Latency on some seeds widens the window in which two instances race.
     if rng.gen_bool(0.3) {
@@ -124,6 +140,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     w.insert_orders().await;
 
     let mut next_id = 0u64;
+    let mut hook_seq = 0u64;
     let rounds = rng.gen_range(2..=5);
     for _ in 0..rounds {
         let first_new = w.pays.len();
@@ -170,10 +187,13 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         }
         if early {
             stat(7, 1);
-            step(&mut w, &mut rng).await?;
+            step(&mut w, &mut rng, &mut xr, Vec::new()).await?;
             w.mine_block();
             w.chain.mine(rng.gen_range(1..=40));
         }
+        extras::plan_list_changes(&mut w, &mut xr, first_new, next_id);
+        crate::qvard::plan(&mut w, &mut xr);
+        let during = extras::deliver(&mut w, &mut xr, first_new, &mut hook_seq).await?;
 
         // Faults at random points (consumed by whichever requests come next).
         if rng.gen_bool(0.5) {
@@ -191,11 +211,14 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         if rng.gen_bool(0.25) {
             dry_run(&mut w).await?;
         }
-        step(&mut w, &mut rng).await?;
+        step(&mut w, &mut rng, &mut xr, during).await?;
     }
 
     // Faults stop; at most two fault-free runs converge.
     w.cg.clear_faults();
+    w.cg.flush_changes();
+    crate::qvard::clear_faults(&w).await;
+    extras::bump(extras::MID_PAGING, w.cg.changes_fired());
     w.chain.fail_next(0);
     for _ in 0..2 {
         let report = run_one(&mut w, false, false).await?;
@@ -204,6 +227,8 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         }
     }
     check::final_state(&w).await?;
+    check::webhooks(&w).await?;
+    crate::qvard::check(&w)?;
     stat(
         5,
         w.store().count("payrecon_transitions").await.unwrap_or(0) as u64,
@@ -217,8 +242,15 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
 }
 
 /// One writing step: a run by the first instance, or both at once; the merchant's handler
-/// writes forward during it in some steps.
-async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
+/// writes forward during it in some steps; `during` webhook deliveries arrive meanwhile; on
+/// some PostgreSQL seeds the database connections are cut at a random instant (a run that
+/// fails after the cut is accepted, as long as it fails cleanly).
+async fn step(
+    w: &mut World,
+    rng: &mut StdRng,
+    xr: &mut StdRng,
+    during: Vec<crate::webhooks::Delivery>,
+) -> Result<(), String> {
     let merchant: Vec<(String, State)> = if rng.gen_bool(0.35) {
         (0..rng.gen_range(1..=3))
             .map(|_| {
@@ -233,24 +265,68 @@ async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
     let both = w.other.is_some() && rng.gen_bool(0.7);
     stat(3, u64::from(both));
     stat(4, merchant.len() as u64);
+    let cut = extras::plan_cut(w, xr);
+    let fired = Arc::new(AtomicBool::new(false));
     let store = w.store().clone();
+    let tolerant = cut.is_some();
     let writer = async move {
         for (r, to) in merchant {
-            World::merchant_write(&store, &r, to).await;
+            let res = World::try_merchant_write(&store, &r, to).await;
+            if let Err(e) = res {
+                if !tolerant {
+                    return Err(format!("the merchant's write failed: {e}"));
+                }
+            }
+        }
+        Ok(())
+    };
+    let engine = w.app.engine.clone();
+    let world = &*w;
+    let timed = |engine| {
+        let fired = fired.clone();
+        async move {
+            let r = run_engine(engine, false).await;
+            (r, fired.load(Ordering::SeqCst))
         }
     };
-    let (first, second, ()) = tokio::join!(
-        run_engine(w.app.engine.clone(), false),
+    let (first, second, written, posted, ()) = tokio::join!(
+        timed(engine),
         async {
-            match (&w.other, both) {
-                (Some(o), true) => Some(run_engine(o.engine.clone(), false).await),
+            match (&world.other, both) {
+                (Some(o), true) => Some(timed(o.engine.clone()).await),
                 _ => None,
             }
         },
-        writer
+        writer,
+        async {
+            match &world.hooks {
+                Some(h) if !during.is_empty() => crate::webhooks::post_all(h, &during, true).await,
+                _ => Ok(()),
+            }
+        },
+        async {
+            if let Some(c) = &cut {
+                extras::cut(world, c, &fired).await;
+            }
+        }
     );
-    for r in std::iter::once(first).chain(second) {
-        let r = r?;
+    written?;
+    posted?;
+    if let Some(h) = w.hooks.as_mut() {
+        crate::webhooks::accept(h, &during);
+    }
+    for (r, cut_before) in std::iter::once(first).chain(second) {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) if cut_before && e.starts_with(RUN_ERROR) => {
+                if check::SECRETS.iter().any(|s| e.contains(s)) {
+                    return Err(format!("a secret in a run's error: {e}"));
+                }
+                extras::bump(extras::RUNS_FAILED_BY_CUT, 1);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         check::report_clean(w, &r).await?;
         w.run_ids.push(r.run_id.clone());
     }
@@ -260,6 +336,9 @@ async fn step(w: &mut World, rng: &mut StdRng) -> Result<(), String> {
 /// A dry run alone: nothing it could write may change.
 async fn dry_run(w: &mut World) -> Result<(), String> {
     stat(2, 1);
+    if let Some(h) = &w.hooks {
+        h.settle().await?;
+    }
     let before = check::snapshot(w).await;
     let report = run_one(w, true, true).await?;
     let after = check::snapshot(w).await;
@@ -282,6 +361,8 @@ async fn run_one(w: &mut World, dry: bool, _alone: bool) -> Result<Report, Strin
     Ok(r)
 }
 
+const RUN_ERROR: &str = "Engine::run returned an error";
+
 /// `Engine::run` on its own task: a panic is a finding, not a crash of the simulator.
 async fn run_engine(
     engine: std::sync::Arc<payrecon::engine::Engine>,
@@ -290,7 +371,7 @@ async fn run_engine(
     let task = tokio::spawn(async move { engine.run(&opts(dry)).await });
     match task.await {
         Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => Err(format!("Engine::run returned an error: {e}")),
+        Ok(Err(e)) => Err(format!("{RUN_ERROR}: {e}")),
         Err(e) => Err(format!("Engine::run panicked: {e}")),
     }
 }

@@ -63,6 +63,26 @@ pub struct World {
     /// Scratch space of this seed (the SQLite ledger lives here).
     #[allow(dead_code)]
     pub dir: tempfile::TempDir,
+    /// `POST /webhooks/sandbox` and its consumer (seeds with ingest, `Extras::webhooks`).
+    pub hooks: Option<crate::webhooks::Hooks>,
+    /// The proxy between the `App`s and PostgreSQL (seeds that cut the connection).
+    pub db_proxy: Option<crate::pgproxy::PgProxy>,
+    /// A fake Qvard behind a second provider (`kind = "http"`, seeds with `Extras::qvard`).
+    pub qv: Option<payrecon::sandbox::qvard::FakeQvard>,
+    /// Pays the fake Qvard lists, and faults queued in it so far.
+    pub qv_listed: std::collections::HashSet<usize>,
+    pub qv_faults: u64,
+}
+
+/// What `World::start_with` adds to a plain world.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Extras {
+    /// Webhook ingest on the sandbox provider, served and consumed in-process.
+    pub webhooks: bool,
+    /// PostgreSQL through a proxy the seed can cut (ignored on SQLite).
+    pub db_proxy: bool,
+    /// A second provider: the Qvard preset against the fake Qvard.
+    pub qvard: bool,
 }
 
 pub fn opts(dry_run: bool) -> RunOptions {
@@ -109,7 +129,13 @@ pub async fn drop_schema(base: &str, name: &str) {
 }
 
 impl World {
+    #[allow(dead_code)] // the kill and anvil slices build plain worlds
     pub async fn start(backend: Backend, extra: &str, second: bool) -> World {
+        Self::start_with(backend, extra, second, Extras::default()).await
+    }
+
+    /// `start` with webhook ingest and/or a cuttable database connection.
+    pub async fn start_with(backend: Backend, extra: &str, second: bool, x: Extras) -> World {
         let dir = tempfile::tempdir().expect("temp dir");
         let (db_url, pg_schema) = match backend {
             Backend::Sqlite => (
@@ -125,13 +151,37 @@ impl World {
         let chain = SandboxChain::new(1);
         let rpc_url = chain.serve().await.expect("serve the sandbox chain");
         let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
-        let text = config_toml(&db_url, &cg_url, &rpc_url, extra);
+        let (app_db_url, db_proxy) = if x.db_proxy && backend == Backend::Postgres {
+            let (_, upstream) = crate::pgproxy::via(&db_url, "");
+            let proxy = crate::pgproxy::PgProxy::start(upstream).await;
+            (crate::pgproxy::via(&db_url, &proxy.addr).0, Some(proxy))
+        } else {
+            (db_url.clone(), None)
+        };
+        let mut extra = if x.webhooks {
+            format!("{}{extra}", crate::webhooks::config_keys())
+        } else {
+            extra.to_string()
+        };
+        let qv = if x.qvard {
+            let qv = crate::qvard::start().await;
+            extra.push_str(&crate::qvard::config(qv.base_url()));
+            Some(qv)
+        } else {
+            None
+        };
+        let text = config_toml(&app_db_url, &cg_url, &rpc_url, &extra);
         let build = || async {
             let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
             App::build(config).await.expect("App::build")
         };
         let app = build().await;
         let other = if second { Some(build().await) } else { None };
+        let hooks = if x.webhooks {
+            Some(crate::webhooks::Hooks::start(&app).await)
+        } else {
+            None
+        };
         World {
             chain,
             cg,
@@ -145,6 +195,11 @@ impl World {
             config_text: text,
             db_url,
             dir,
+            hooks,
+            db_proxy,
+            qv,
+            qv_listed: std::collections::HashSet::new(),
+            qv_faults: 0,
         }
     }
 
@@ -206,7 +261,19 @@ impl World {
 
     /// The merchant's handler: moves `order_ref` forward to `to`, only if it holds a payment
     /// and is behind (one conditional statement, like a careful handler). No audit row.
+    #[allow(dead_code)]
     pub async fn merchant_write(store: &Store, order_ref: &str, to: State) {
+        Self::try_merchant_write(store, order_ref, to)
+            .await
+            .expect("the merchant's write");
+    }
+
+    /// `merchant_write` that returns the database's error (while the connection is cut).
+    pub async fn try_merchant_write(
+        store: &Store,
+        order_ref: &str,
+        to: State,
+    ) -> Result<(), sqlx::Error> {
         let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2 AND tx_hash IS NOT NULL \
                    AND (CASE state WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
                    WHEN 'confirmed' THEN 2 ELSE 3 END) < $3";
@@ -227,7 +294,19 @@ impl World {
                 .await
                 .map(|_| ()),
         };
-        res.expect("the merchant's write");
+        res
+    }
+
+    /// True when the fake Qvard lists `pays[i]`.
+    pub fn qv_listed(&self, i: usize) -> bool {
+        self.qv_listed.contains(&i)
+    }
+
+    /// True when `pays[i]` was delivered by an accepted webhook.
+    pub fn delivered(&self, i: usize) -> bool {
+        self.hooks
+            .as_ref()
+            .is_some_and(|h| h.delivered.contains(&i))
     }
 }
 

@@ -166,6 +166,7 @@ fn list(inner: &Inner, chain: &str, failed: bool, q: PageQuery) -> Response {
         let Some(data) = state.chains.get(chain) else {
             drop(state);
             return if KNOWN_CHAINS.contains(&chain) {
+                inner.page_served();
                 page_response(inner, chain, failed, page, per_page, 0, &[])
             } else {
                 message(StatusCode::NOT_FOUND, "Not Found")
@@ -184,6 +185,7 @@ fn list(inner: &Inner, chain: &str, failed: bool, q: PageQuery) -> Response {
         };
         (per_page, total, items)
     };
+    inner.page_served();
     page_response(inner, chain, failed, page, per_page, total, &items)
 }
 

@@ -1,0 +1,142 @@
+//! One chain's lists in the fake: records in listing order, indexed by id, and the failed list.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{id_of, BlockShape, ListChange};
+
+#[derive(Default)]
+pub(super) struct ChainData {
+    /// Serialized records, in listing order.
+    pub(super) records: Vec<Arc<str>>,
+    /// id -> index in `records`.
+    pub(super) ids: HashMap<String, usize>,
+    /// Indexes of failed notifications, in the order they failed.
+    pub(super) failed: Vec<usize>,
+    pub(super) failed_set: HashSet<usize>,
+    pub(super) block: Option<(u64, BlockShape)>,
+}
+
+impl ChainData {
+    pub(super) fn push(&mut self, record: Value) {
+        let id = id_of(&record);
+        let text: Arc<str> = Arc::from(record.to_string());
+        match id.as_ref().and_then(|id| self.ids.get(id)) {
+            Some(&i) => self.records[i] = text,
+            None => {
+                if let Some(id) = id {
+                    self.ids.insert(id, self.records.len());
+                }
+                self.records.push(text);
+            }
+        }
+    }
+
+    /// Puts `records` (ids not listed yet; a known id replaces its record in place) before
+    /// every record: O(list), for tests and the simulator.
+    pub(super) fn push_front(&mut self, records: Vec<Value>) {
+        let mut front: Vec<Arc<str>> = Vec::new();
+        let mut front_ids: Vec<(String, usize)> = Vec::new();
+        for record in records {
+            let id = id_of(&record);
+            let text: Arc<str> = Arc::from(record.to_string());
+            match id.as_ref().and_then(|id| self.ids.get(id)) {
+                Some(&i) => self.records[i] = text,
+                None => {
+                    if let Some(id) = id {
+                        front_ids.push((id, front.len()));
+                    }
+                    front.push(text);
+                }
+            }
+        }
+        let n = front.len();
+        for i in self.ids.values_mut() {
+            *i += n;
+        }
+        for i in &mut self.failed {
+            *i += n;
+        }
+        self.failed_set = self.failed.iter().copied().collect();
+        self.ids.extend(front_ids);
+        front.append(&mut self.records);
+        self.records = front;
+    }
+
+    pub(super) fn mark(&mut self, id: &str) -> bool {
+        let Some(&i) = self.ids.get(id) else {
+            return false;
+        };
+        if self.failed_set.insert(i) {
+            self.failed.push(i);
+        }
+        true
+    }
+
+    pub(super) fn unmark(&mut self, id: &str) {
+        if let Some(i) = self.ids.get(id).copied() {
+            if self.failed_set.remove(&i) {
+                self.failed.retain(|&f| f != i);
+            }
+        }
+    }
+
+    pub(super) fn apply(&mut self, change: ListChange) {
+        match change {
+            ListChange::InsertAtHead(records) => self.push_front(records),
+            ListChange::MarkFailed(ids) => ids.iter().for_each(|id| {
+                self.mark(id);
+            }),
+            ListChange::UnmarkFailed(ids) => ids.iter().for_each(|id| self.unmark(id)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ids(d: &ChainData) -> Vec<String> {
+        d.records
+            .iter()
+            .map(|r| serde_json::from_str::<Value>(r).unwrap()["id"].to_string())
+            .collect()
+    }
+
+    fn failed(d: &ChainData) -> Vec<String> {
+        let all = ids(d);
+        d.failed.iter().map(|&i| all[i].clone()).collect()
+    }
+
+    #[test]
+    fn records_inserted_at_the_head_shift_the_list_and_keep_the_failed_list() {
+        let mut d = ChainData::default();
+        d.push(json!({"id": "a"}));
+        d.push(json!({"id": "b"}));
+        assert!(d.mark("b"));
+        d.apply(ListChange::InsertAtHead(vec![
+            json!({"id": "c"}),
+            json!({"id": "d"}),
+            json!({"id": "a", "v": 2}), // known: replaced in place, not moved
+        ]));
+        assert_eq!(ids(&d), ["\"c\"", "\"d\"", "\"a\"", "\"b\""]);
+        assert!(d.records[2].contains("\"v\":2"));
+        assert_eq!(failed(&d), ["\"b\""]);
+        d.apply(ListChange::MarkFailed(vec![
+            "c".into(),
+            "nope".into(),
+            "b".into(),
+        ]));
+        assert_eq!(failed(&d), ["\"b\"", "\"c\""]);
+        d.apply(ListChange::UnmarkFailed(vec!["b".into()]));
+        assert_eq!(failed(&d), ["\"c\""]);
+        assert_eq!(d.ids.len(), 4);
+        assert!(d
+            .ids
+            .iter()
+            .all(|(id, &i)| ids(&d)[i] == format!("\"{id}\"")));
+    }
+}
