@@ -220,6 +220,9 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         Format::Json => println!("{}", report.to_json()),
         Format::Text => print!("{}", report.to_text()),
     }
+    if let Some(path) = std::env::var_os("PAYRECON_RUN_STATS") {
+        write_run_stats(std::path::Path::new(&path));
+    }
     if report.any_failed() {
         ExitCode::from(1)
     } else if args.fail_on_gaps && report.totals.gaps > 0 {
@@ -263,5 +266,37 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         async {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+/// `PAYRECON_RUN_STATS=<file>` (benchmarks): after a `run`, the process's own figures as one
+/// JSON object: SQL statements issued, CPU seconds (user, system) and peak RSS, read from
+/// `/proc/self` (Linux; absent fields elsewhere). Failing to write it is only a warning.
+fn write_run_stats(path: &std::path::Path) {
+    let proc = |name: &str| std::fs::read_to_string(format!("/proc/self/{name}")).ok();
+    // Fields 14 and 15 of /proc/self/stat (after the parenthesised name): utime, stime in
+    // clock ticks, which Linux reports at USER_HZ = 100.
+    let cpu = proc("stat").and_then(|s| {
+        let rest = s.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let tick = |i: usize| f.get(i)?.parse::<f64>().ok().map(|t| t / 100.0);
+        Some((tick(11)?, tick(12)?))
+    });
+    let hwm_kib = proc("status").and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    });
+    let stats = serde_json::json!({
+        "sql_statements": payrecon::store::statements_issued(),
+        "cpu_user_s": cpu.map(|c| c.0),
+        "cpu_system_s": cpu.map(|c| c.1),
+        "peak_rss_kib": hwm_kib,
+    });
+    if let Err(e) = std::fs::write(path, stats.to_string()) {
+        eprintln!(
+            "payrecon: cannot write PAYRECON_RUN_STATS ({}): {e}",
+            path.display()
+        );
     }
 }

@@ -2,14 +2,14 @@
 
 use std::fmt::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::GapKind;
 
 /// At most this many findings are listed in a report (the findings table holds all).
 pub const MAX_FINDINGS: usize = 10_000;
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Gaps {
     pub missing: u64,
     pub lagging: u64,
@@ -40,14 +40,14 @@ impl Gaps {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Resends {
     pub requested: u64,
     pub skipped: u64,
     pub failed: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProviderReport {
     pub provider: String,
     pub kind: String,
@@ -84,7 +84,7 @@ impl ProviderReport {
 /// A finding in the report: the same fields as a `payrecon_findings` row.
 pub type FindingOut = crate::store::FindingRow;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub checked: u64,
     pub gaps: u64,
@@ -92,7 +92,7 @@ pub struct Totals {
     pub resends_requested: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub run_id: String,
     pub started_at: String,
@@ -113,6 +113,11 @@ impl Report {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    /// Reads a report printed by `run --format json` (tools and benchmarks).
+    pub fn from_json(text: &str) -> Result<Report, serde_json::Error> {
+        serde_json::from_str(text)
     }
 
     pub fn to_text(&self) -> String {

@@ -97,7 +97,7 @@ pub enum ApplyOutcome {
 }
 
 /// A finding as stored in `payrecon_findings` (and listed in the run report).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FindingRow {
     pub provider: String,
     pub kind: String,

@@ -172,3 +172,38 @@ async fn run_text_is_the_default_and_not_json() {
         out.stdout
     );
 }
+
+/// `PAYRECON_RUN_STATS=<file>`: the benchmark's view of a `run` (SQL statements, CPU, peak
+/// RSS), and the JSON report read back with `Report::from_json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_stats_file_and_the_report_read_back() {
+    let w = World::sqlite().await;
+    w.missing_payments(1, 3).await;
+    let config = w.config("");
+    let stats_path = w.dir.path().join("stats.json");
+    let mut cmd = super::harness::command(&config, &["run", "--format", "json", "--since", "2h"]);
+    cmd.env("PAYRECON_RUN_STATS", &stats_path);
+    let out = super::harness::output(cmd).await;
+    out.assert_code(0);
+    let report = payrecon::report::Report::from_json(&out.stdout).expect("the report parses");
+    assert_eq!(report.totals.applied, 3, "{}", out.stdout);
+    assert_eq!(report.providers[0].gaps.missing, 3);
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_path).expect("stats written"))
+            .expect("stats are JSON");
+    let sql = stats["sql_statements"].as_u64().expect("sql_statements");
+    // Migrations, the run row, lookups and one apply batch: more than a few, far fewer
+    // than a query per record would need for a large run.
+    assert!((5..200).contains(&sql), "{stats}");
+    let rss = stats["peak_rss_kib"].as_u64().expect("peak_rss_kib");
+    assert!((1_000..2_000_000).contains(&rss), "{stats}");
+    // A short run may take less than one clock tick (10 ms): present and sane, not > 0.
+    let cpu = stats["cpu_user_s"].as_f64().expect("cpu_user_s")
+        + stats["cpu_system_s"].as_f64().expect("cpu_system_s");
+    assert!((0.0..60.0).contains(&cpu), "{stats}");
+    // Without the variable, nothing is written.
+    std::fs::remove_file(&stats_path).unwrap();
+    let out = super::harness::payrecon(&config, &["run", "--since", "2h"]).await;
+    out.assert_code(0);
+    assert!(!stats_path.exists());
+}
