@@ -48,7 +48,13 @@ impl Anvil {
         let anvil = Anvil {
             child,
             url: format!("http://127.0.0.1:{port}"),
-            client: reqwest::Client::new(),
+            // No idle connections: anvil may close one just as a request is written on it
+            // (seen once under load as "error sending request"); a fresh connection per call
+            // cannot race that way.
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("an HTTP client"),
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while anvil.try_rpc("eth_blockNumber", json!([])).await.is_err() {
@@ -63,9 +69,28 @@ impl Anvil {
 
     pub async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let resp = self.client.post(&self.url).json(&body).send().await;
+        // A connection that could not be made sent nothing: safe to try again, even for
+        // calls that change the node. Any other error is reported with its causes.
+        let mut attempt = 0;
+        let resp = loop {
+            match self.client.post(&self.url).json(&body).send().await {
+                Err(e) if e.is_connect() && attempt < 5 => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
+                }
+                other => break other,
+            }
+        };
         let v: Value = resp
-            .map_err(|e| e.to_string())?
+            .map_err(|e| {
+                let mut msg = e.to_string();
+                let mut src = std::error::Error::source(&e);
+                while let Some(s) = src {
+                    msg.push_str(&format!(": {s}"));
+                    src = s.source();
+                }
+                msg
+            })?
             .json()
             .await
             .map_err(|e| e.to_string())?;
