@@ -13,6 +13,8 @@
 //! engine's CPU is the process's minus theirs. For an outside view of memory and CPU:
 //! `/usr/bin/time -v target/release/examples/bench_backfill --records 100000`.
 
+#[path = "bench_backfill/child.rs"]
+mod child;
 #[path = "bench_backfill/floor.rs"]
 mod floor;
 #[path = "bench_backfill/procstat.rs"]
@@ -73,11 +75,21 @@ struct Args {
     /// Log to stderr with this filter (e.g. `info`, `sqlx::query=debug`); default: no logs.
     #[arg(long)]
     log: Option<String>,
+    /// Run the engine in this process instead of the real `payrecon run` binary (whose CPU
+    /// and peak RSS are then mixed with the sandbox's).
+    #[arg(long)]
+    in_process: bool,
+    /// The `payrecon` binary for the child run (default: beside this example, as built by
+    /// `cargo build --release --bins --examples`).
+    #[arg(long)]
+    payrecon_bin: Option<std::path::PathBuf>,
 }
 
 /// What one run measured.
 struct Figures {
     db: &'static str,
+    /// The run was the real binary in its own process.
+    child: bool,
     insert_orders: Duration,
     webhook_seed: Duration,
     wall: Duration,
@@ -210,7 +222,7 @@ async fn bench_on(
         "PAYRECON_PROVIDERS__SANDBOX__MAX_CONCURRENCY".to_string(),
         args.concurrency.to_string(),
     )];
-    let config = Config::from_toml(&toml, env.into_iter())?;
+    let config = Config::from_toml(&toml, env.clone().into_iter())?;
     let app = App::build(config).await?;
     let seeded = seed::seed_ledger(&app.engine.store, ds).await?;
     // Floor B on the seeded ledger, before the run changes it (it only reads `orders`).
@@ -220,35 +232,78 @@ async fn bench_on(
     };
 
     cg.reset_counters();
-    let (rpc_req0, rpc_calls0, stmts0) = (chain.requests(), chain.calls(), statements_issued());
-    let (cpu0, sandbox0) = (procstat::process_cpu(), procstat::threads_cpu("sandbox"));
-    let rss_before = procstat::rss_mib();
-    procstat::reset_peak_rss();
-    let now = jiff::Timestamp::now();
-    let opts = RunOptions {
-        since: "2000-01-01T00:00:00Z".parse()?,
-        until: now,
-        providers: Vec::new(),
-        dry_run: false,
-        no_resend: false,
-        trigger: Trigger::Cli,
-        progress: false,
+    let (rpc_req0, rpc_calls0) = (chain.requests(), chain.calls());
+    let child = !args.in_process;
+    let (report, wall, cpu_total, cpu_sandbox, rss_before, rss_peak, statements) = if child {
+        // The child is the only client of the ledger while it runs.
+        match &app.engine.store {
+            Store::Postgres(pool) => pool.close().await,
+            Store::Sqlite(pool) => pool.close().await,
+        }
+        drop(app);
+        let bin = match &args.payrecon_bin {
+            Some(b) => b.clone(),
+            None => child::default_binary().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no payrecon binary beside this example: `cargo build --release --bins \
+                     --examples` first, or pass --payrecon-bin (or --in-process)"
+                )
+            })?,
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("payrecon-bench-run-")
+            .tempdir()?;
+        let r = child::run(&bin, dir.path(), &toml, &env).await?;
+        let cpu = r.cpu;
+        (
+            r.report,
+            r.wall,
+            cpu,
+            Duration::ZERO,
+            0.0,
+            r.peak_rss_mib,
+            r.statements,
+        )
+    } else {
+        let stmts0 = statements_issued();
+        let (cpu0, sandbox0) = (procstat::process_cpu(), procstat::threads_cpu("sandbox"));
+        let rss_before = procstat::rss_mib();
+        procstat::reset_peak_rss();
+        let now = jiff::Timestamp::now();
+        let opts = RunOptions {
+            since: "2000-01-01T00:00:00Z".parse()?,
+            until: now,
+            providers: Vec::new(),
+            dry_run: false,
+            no_resend: false,
+            trigger: Trigger::Cli,
+            progress: false,
+        };
+        let t0 = Instant::now();
+        let report = app.engine.run(&opts).await?;
+        let wall = t0.elapsed();
+        let cpu_total = procstat::process_cpu().saturating_sub(cpu0);
+        let cpu_sandbox = procstat::threads_cpu("sandbox").saturating_sub(sandbox0);
+        let rss_peak = procstat::peak_rss_mib();
+        let statements = statements_issued() - stmts0;
+        if let Store::Postgres(pool) = &app.engine.store {
+            pool.close().await;
+        }
+        drop(app);
+        (
+            report,
+            wall,
+            cpu_total,
+            cpu_sandbox,
+            rss_before,
+            rss_peak,
+            statements,
+        )
     };
-    let t0 = Instant::now();
-    let report = app.engine.run(&opts).await?;
-    let wall = t0.elapsed();
-    let cpu_total = procstat::process_cpu().saturating_sub(cpu0);
-    let cpu_sandbox = procstat::threads_cpu("sandbox").saturating_sub(sandbox0);
-    let rss_peak = procstat::peak_rss_mib();
     let provider_requests = cg.requests();
     let rpc_requests = chain.requests() - rpc_req0;
     let rpc_calls = chain.calls() - rpc_calls0;
-    let statements = statements_issued() - stmts0;
 
-    if let Store::Postgres(pool) = &app.engine.store {
-        pool.close().await;
-    }
-    drop(app);
     cg.reset_counters();
     let floor = floor::floor_a(
         cg.base_url(),
@@ -260,6 +315,7 @@ async fn bench_on(
     let floor_requests = cg.requests();
     Ok(Figures {
         db,
+        child,
         insert_orders: seeded.insert_orders,
         webhook_seed: seeded.webhook_apply,
         wall,
@@ -307,19 +363,31 @@ fn print_figures(args: &Args, ds: &seed::Dataset, f: &Figures) {
         f.floor_requests,
         secs / f.floor.wall.as_secs_f64()
     );
-    println!(
-        "CPU             {:.2} s process, of which {:.2} s sandbox servers, {:.2} s payrecon ({:.0} µs/record)",
-        f.cpu_total.as_secs_f64(),
-        f.cpu_sandbox.as_secs_f64(),
-        engine_cpu.as_secs_f64(),
-        engine_cpu.as_secs_f64() * 1e6 / ds.n as f64
-    );
-    println!(
-        "memory          RSS {:.0} MiB before the run (sandbox data included), peak {:.0} MiB during it (+{:.0})",
-        f.rss_before,
-        f.rss_peak,
-        f.rss_peak - f.rss_before
-    );
+    if f.child {
+        println!(
+            "CPU             {:.2} s payrecon process ({:.0} µs/record)",
+            engine_cpu.as_secs_f64(),
+            engine_cpu.as_secs_f64() * 1e6 / ds.n as f64
+        );
+        println!(
+            "memory          peak RSS {:.0} MiB (the payrecon process alone)",
+            f.rss_peak
+        );
+    } else {
+        println!(
+            "CPU             {:.2} s process, of which {:.2} s sandbox servers, {:.2} s payrecon ({:.0} µs/record)",
+            f.cpu_total.as_secs_f64(),
+            f.cpu_sandbox.as_secs_f64(),
+            engine_cpu.as_secs_f64(),
+            engine_cpu.as_secs_f64() * 1e6 / ds.n as f64
+        );
+        println!(
+            "memory          RSS {:.0} MiB before the run (sandbox data included), peak {:.0} MiB during it (+{:.0})",
+            f.rss_before,
+            f.rss_peak,
+            f.rss_peak - f.rss_before
+        );
+    }
     let fb = f.floor_b.wall.as_secs_f64();
     println!(
         "floor B         {:.2} s   (bulk load {:.2} s + one join; {} behind, {} unmatched; ratio wall/floor B {:.2})",
@@ -357,7 +425,7 @@ fn print_figures(args: &Args, ds: &seed::Dataset, f: &Figures) {
         );
     }
     let result = serde_json::json!({
-        "db": f.db, "records": ds.n, "latency_ms": args.latency_ms,
+        "db": f.db, "records": ds.n, "process": if f.child { "child" } else { "in-process" }, "latency_ms": args.latency_ms,
         "rpc_latency_ms": args.rpc_latency_ms.unwrap_or(args.latency_ms),
         "per_page": args.per_page, "concurrency": args.concurrency,
         "wall_s": secs, "floor_a_s": f.floor.wall.as_secs_f64(),
