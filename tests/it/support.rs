@@ -108,32 +108,48 @@ impl Anvil {
             skip("ANVIL_BIN is not set (anvil tests)");
             return None;
         };
-        let port = free_port();
-        let child = Command::new(bin)
-            .args([
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--silent",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn anvil");
-        let anvil = Anvil {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if anvil.try_rpc("eth_blockNumber", json!([])).await.is_ok() {
-                return Some(anvil);
+        // The port is free when picked but may be taken before anvil binds it (by another
+        // test's server): then anvil exits, or something else answers; try another port.
+        for _ in 0..5 {
+            let port = free_port();
+            let child = Command::new(&bin)
+                .args([
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    &port.to_string(),
+                    "--silent",
+                ])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn anvil");
+            let mut anvil = Anvil {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if anvil.child.try_wait().ok().flatten().is_some() {
+                    break; // could not bind
+                }
+                if let Ok(v) = anvil.try_rpc("web3_clientVersion", json!([])).await {
+                    if v.as_str()
+                        .is_some_and(|s| s.to_ascii_lowercase().starts_with("anvil"))
+                    {
+                        return Some(anvil);
+                    }
+                    break; // another server holds the port; dropping ours kills it
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "anvil did not answer within 20 s"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("anvil did not answer within 20 s");
+        panic!("anvil did not start on any of 5 free ports");
     }
 
     pub async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {

@@ -28,7 +28,19 @@ fn hex_u64(v: &Value) -> u64 {
 }
 
 impl Anvil {
+    /// Starts anvil on a free port. The port is free when picked but may be taken before
+    /// anvil binds it (by another test's server): then anvil exits, or something else
+    /// answers, and another port is tried.
     pub async fn start(bin: &str) -> Anvil {
+        for _ in 0..5 {
+            if let Some(anvil) = Anvil::try_start(bin).await {
+                return anvil;
+            }
+        }
+        panic!("anvil did not start on any of 5 free ports");
+    }
+
+    async fn try_start(bin: &str) -> Option<Anvil> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -45,7 +57,7 @@ impl Anvil {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn anvil");
-        let anvil = Anvil {
+        let mut anvil = Anvil {
             child,
             url: format!("http://127.0.0.1:{port}"),
             // No idle connections: anvil may close one just as a request is written on it
@@ -57,14 +69,23 @@ impl Anvil {
                 .expect("an HTTP client"),
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while anvil.try_rpc("eth_blockNumber", json!([])).await.is_err() {
+        loop {
+            if anvil.child.try_wait().ok().flatten().is_some() {
+                return None; // it could not bind: the port was taken meanwhile
+            }
+            if let Ok(v) = anvil.try_rpc("web3_clientVersion", json!([])).await {
+                // Ours, or another server that took the port (dropping `anvil` kills ours).
+                return v
+                    .as_str()
+                    .is_some_and(|s| s.to_ascii_lowercase().starts_with("anvil"))
+                    .then_some(anvil);
+            }
             assert!(
                 Instant::now() < deadline,
                 "anvil did not answer within 20 s"
             );
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
-        anvil
     }
 
     pub async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {
