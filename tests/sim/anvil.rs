@@ -17,7 +17,6 @@ mod world;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use payrecon::report::Report;
 use payrecon::sandbox::SANDBOX_API_KEY;
 use payrecon::store::NewOrder;
@@ -110,26 +109,8 @@ pub async fn run_slice() {
         }
     }
     let n_jobs = jobs.len();
-    let failures: Vec<String> = futures::stream::iter(jobs)
-        .map(|(seed, backend)| {
-            let bin = bin.clone();
-            async move {
-                let err = match tokio::spawn(run_seed(seed, backend, bin)).await {
-                    Ok(Ok(())) => return None,
-                    Ok(Err(e)) => e,
-                    Err(e) => format!("the simulator panicked: {e}"),
-                };
-                eprintln!(
-                    "anvil seed {seed} ({backend:?}) FAILED: {err}\nreplay: {}",
-                    replay(seed, backend)
-                );
-                Some(replay(seed, backend))
-            }
-        })
-        .buffer_unordered(PARALLEL_SEEDS)
-        .filter_map(|f| async move { f })
-        .collect()
-        .await;
+    let run = |seed, backend| run_seed(seed, backend, bin.clone());
+    let failures = crate::run_jobs("anvil ", jobs, PARALLEL_SEEDS, run, replay).await;
     let c = &COUNT;
     eprintln!(
         "anvil slice: {n_jobs} seed runs ({} seeds) in {:.1?}; runs={} reorgs={} (rollbacks={}, \

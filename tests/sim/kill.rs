@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use payrecon::domain::Address;
 use payrecon::sandbox::chaingateway::{notification, Fault};
 use payrecon::sandbox::SANDBOX_TOKEN;
@@ -78,23 +77,8 @@ pub async fn run_slice(backend: Backend) {
             (0..n.unwrap_or(SQLITE_SEEDS).min(pg)).collect()
         }
     };
-    let failures: Vec<String> = futures::stream::iter(seeds.clone())
-        .map(|seed| async move {
-            let err = match tokio::spawn(run_seed(seed, backend)).await {
-                Ok(Ok(())) => return None,
-                Ok(Err(e)) => e,
-                Err(e) => format!("the simulator panicked: {e}"),
-            };
-            eprintln!(
-                "kill seed {seed} ({backend:?}) FAILED: {err}\nreplay: {}",
-                replay(seed, backend)
-            );
-            Some(replay(seed, backend))
-        })
-        .buffer_unordered(PARALLEL_SEEDS)
-        .filter_map(|f| async move { f })
-        .collect()
-        .await;
+    let jobs = seeds.iter().map(|&s| (s, backend)).collect();
+    let failures = crate::run_jobs("kill ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
     let counts: Vec<String> = NAMES
         .iter()
         .zip(&COUNTS)

@@ -69,6 +69,42 @@ fn pg_enabled() -> bool {
     false
 }
 
+/// Runs `(seed, backend)` jobs, `parallel` at a time, each on its own task (a panic is a
+/// finding, not a crash of the simulator). Every failure is printed with the command that
+/// replays it (`replay`); returns those commands. `what` names the slice ("kill ", ...).
+pub async fn run_jobs<F, Fut>(
+    what: &str,
+    jobs: Vec<(u64, Backend)>,
+    parallel: usize,
+    run: F,
+    replay: fn(u64, Backend) -> String,
+) -> Vec<String>
+where
+    F: Fn(u64, Backend) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+{
+    futures::stream::iter(jobs)
+        .map(|(seed, backend)| {
+            let task = tokio::spawn(run(seed, backend));
+            async move {
+                let err = match task.await {
+                    Ok(Ok(())) => return None,
+                    Ok(Err(e)) => e,
+                    Err(e) => format!("the simulator panicked: {e}"),
+                };
+                eprintln!(
+                    "{what}seed {seed} ({backend:?}) FAILED: {err}\nreplay: {}",
+                    replay(seed, backend)
+                );
+                Some(replay(seed, backend))
+            }
+        })
+        .buffer_unordered(parallel)
+        .filter_map(|f| async move { f })
+        .collect()
+        .await
+}
+
 async fn run_shard(shard: u64) {
     let t0 = Instant::now();
     let seeds = seeds(shard);
@@ -83,23 +119,7 @@ async fn run_shard(shard: u64) {
         }
     }
     // Seeds mostly wait on loopback HTTP and fsync: a few at once keep the cores busy.
-    let failures: Vec<String> = futures::stream::iter(jobs)
-        .map(|(seed, backend)| async move {
-            let err = match tokio::spawn(scenario::run_seed(seed, backend)).await {
-                Ok(Ok(())) => return None,
-                Ok(Err(e)) => e,
-                Err(e) => format!("the simulator panicked: {e}"),
-            };
-            eprintln!(
-                "seed {seed} ({backend:?}) FAILED: {err}\nreplay: {}",
-                replay(seed, backend)
-            );
-            Some(replay(seed, backend))
-        })
-        .buffer_unordered(PARALLEL_SEEDS)
-        .filter_map(|f| async move { f })
-        .collect()
-        .await;
+    let failures = run_jobs("", jobs, PARALLEL_SEEDS, scenario::run_seed, replay).await;
     let faults: Vec<String> = scenario::FAULT_NAMES
         .iter()
         .zip(&scenario::FAULTS)
