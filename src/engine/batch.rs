@@ -26,7 +26,7 @@ pub struct BatchAcc {
     pub truncated: bool,
     pub elapsed: Duration,
     /// Fingerprints of records already examined in this run (distinct `checked`).
-    pub(crate) seen: HashSet<u64>,
+    pub(crate) seen: super::seen::SeenSet,
     /// The lease this part runs under (scheduled runs): every write batch presents it.
     pub(crate) fence: Option<crate::store::Fence>,
     /// When nothing is written (dry run, `apply = false`): the rows as earlier batches of
@@ -41,7 +41,7 @@ impl BatchAcc {
             findings: Vec::new(),
             truncated: false,
             elapsed: Duration::ZERO,
-            seen: HashSet::new(),
+            seen: super::seen::SeenSet::default(),
             fence: None,
             simulated: HashMap::new(),
         }

@@ -8,6 +8,7 @@ mod provider_run;
 mod reorg;
 mod retry_window;
 mod scan;
+mod seen;
 mod sweep;
 mod webhooks;
 

@@ -85,8 +85,14 @@ pub(super) async fn load_view(
         "SELECT {PG_ROW_COLUMNS} \
          FROM UNNEST($1::text[], $2::text[], $3::text[]) AS s(chain, pay_to, asset) \
          JOIN orders o ON o.chain = s.chain AND o.pay_to = s.pay_to AND o.asset = s.asset \
-         WHERE o.state = 'unpaid' AND o.tx_hash IS NULL ORDER BY o.created_at, o.id"
+         WHERE o.state = 'unpaid' ORDER BY o.created_at, o.id"
     );
+    // `tx_hash IS NULL` is checked below, not in SQL, on purpose: with it, the query also matches
+    // the deposit scan's partial index `orders_unpaid_scan (chain, id)`, and on a table without
+    // statistics (just loaded, autovacuum off or not yet run) the planner picks that index and
+    // filters every unpaid order of the chain for each slot (61 ms for 15 slots among 10,000
+    // unpaid orders, against 0.26 ms on `orders_unpaid_slot`). Without it, only the slot index
+    // applies. Test: `store::plans::the_slot_lookup_uses_the_slot_index_without_statistics`.
     for chunk in slots.chunks(LOOKUP_CHUNK) {
         let chains: Vec<&str> = chunk.iter().map(|s| s.0.as_str()).collect();
         let pay_to: Vec<&str> = chunk.iter().map(|s| s.1.as_str()).collect();
@@ -98,7 +104,11 @@ pub(super) async fn load_view(
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
-        valid_rows(rows.iter().map(|r| decode_raw_row!(r)))
+        let unkeyed = rows
+            .iter()
+            .map(|r| decode_raw_row!(r))
+            .filter(|raw| !matches!(raw, Ok(raw) if raw.tx_hash.is_some()));
+        valid_rows(unkeyed)
             .into_iter()
             .for_each(|r| view.insert_unpaid(r));
     }

@@ -4,6 +4,7 @@
 
 mod apply;
 mod blocks;
+mod plans;
 mod records;
 
 use std::time::Duration;

@@ -1,0 +1,112 @@
+//! Query plans that must not depend on table statistics. A merchant's `orders` may have just
+//! been bulk-loaded, or live where autovacuum is off: PostgreSQL then plans from the table's
+//! size alone, and a lookup that can match two partial indexes may take the wrong one.
+
+use std::time::{Duration, Instant};
+
+use payrecon::store::Store;
+use sqlx::Connection;
+
+use super::{addr, exec, open, slot, USDT};
+use crate::support;
+
+/// Index scans per index of this schema's `orders`, once the store's backends have flushed
+/// their statistics (they do when they exit: the pool is closed first).
+async fn index_scans(url: &str, index: &str) -> i64 {
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+    sqlx::query_scalar::<_, i64>(
+        "SELECT coalesce(sum(idx_scan), 0)::bigint FROM pg_stat_user_indexes \
+         WHERE schemaname = current_schema() AND indexrelname = $1",
+    )
+    .bind(index)
+    .fetch_one(&mut conn)
+    .await
+    .expect("read index statistics")
+}
+
+#[tokio::test]
+async fn the_slot_lookup_uses_the_slot_index_without_statistics() {
+    let Some(url) = support::pg_url().await else {
+        return;
+    };
+    let store = open(&url).await;
+    exec(
+        &store,
+        "ALTER TABLE orders SET (autovacuum_enabled = false)",
+    )
+    .await;
+    // 20,000 orders as a backfill finds them: 1% unpaid without a payment (every 100th), the
+    // rest final. One more unpaid row holds a payment key: the handler keyed it without moving
+    // its state, and the slot lookup must not offer it for a second payment.
+    exec(
+        &store,
+        &format!(
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, tx_hash, log_index, \
+             state) SELECT 'P-' || g, 'ethereum', '0x' || lpad(to_hex(g), 40, '0'), '{USDT}', \
+             1000, CASE WHEN g % 100 = 0 THEN NULL ELSE '0x' || lpad(to_hex(g), 64, '0') END, \
+             CASE WHEN g % 100 = 0 THEN NULL ELSE 0 END, \
+             CASE WHEN g % 100 = 0 THEN 'unpaid' ELSE 'final' END \
+             FROM generate_series(1, 20000) g"
+        ),
+    )
+    .await;
+    exec(
+        &store,
+        &format!(
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, tx_hash, log_index) \
+             VALUES ('P-keyed', 'ethereum', '{}', '{USDT}', 1000, '0x{:064x}', 3)",
+            addr(20_001),
+            777_777
+        ),
+    )
+    .await;
+    let Store::Postgres(pool) = &store else {
+        panic!("a PostgreSQL url opened another store");
+    };
+    let reltuples: f32 =
+        sqlx::query_scalar("SELECT reltuples FROM pg_class WHERE oid = 'orders'::regclass")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert!(
+        reltuples < 0.0,
+        "orders must have no statistics for this test (reltuples {reltuples})"
+    );
+
+    // 15 slots: 14 unpaid orders' addresses (every 100th), and one address that has only the
+    // keyed unpaid row.
+    let mut slots: Vec<_> = (1..=14u64).map(|i| slot(i * 1_000)).collect();
+    slots.push(slot(20_001));
+    let view = store.load_view(&[], &slots).await.unwrap();
+    let mut found: Vec<_> = view
+        .unpaid
+        .values()
+        .flatten()
+        .map(|r| r.order_ref.clone())
+        .collect();
+    found.sort();
+    let mut expected: Vec<_> = (1..=14u64).map(|i| format!("P-{}", i * 1_000)).collect();
+    expected.sort();
+    assert_eq!(found, expected, "unpaid orders without a payment, by slot");
+    assert!(view
+        .unpaid
+        .values()
+        .flatten()
+        .all(|r| r.key.is_none() && r.pay_to != addr(20_001)));
+
+    pool.close().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let slot_scans = loop {
+        let n = index_scans(&url, "orders_unpaid_slot").await;
+        if n > 0 || Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let scan_scans = index_scans(&url, "orders_unpaid_scan").await;
+    assert!(
+        slot_scans > 0 && scan_scans == 0,
+        "the slot lookup must probe orders_unpaid_slot, not the deposit scan's index \
+         (index scans: orders_unpaid_slot {slot_scans}, orders_unpaid_scan {scan_scans})"
+    );
+}
