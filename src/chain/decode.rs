@@ -4,7 +4,7 @@
 
 use alloy::primitives::{b256, Address as EvmAddress, Bytes, B256, U256, U64};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{Lookup, TransferQuery};
 use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey};
@@ -52,13 +52,13 @@ pub(crate) fn resolve(
     chain: &str,
     head: &ChainHead,
     query: &TransferQuery,
-    receipt: &Value,
-    tx: Option<&Value>,
+    receipt: Option<&RawValue>,
+    tx: Option<&RawValue>,
 ) -> Lookup {
-    if receipt.is_null() {
+    let Some(receipt) = receipt.filter(|r| !is_null(r)) else {
         return Lookup::NotFound;
-    }
-    let receipt: Receipt = match Receipt::deserialize(receipt) {
+    };
+    let receipt: Receipt = match serde_json::from_str(receipt.get()) {
         Ok(r) => r,
         Err(e) => return malformed("receipt", e),
     };
@@ -92,12 +92,10 @@ pub(crate) fn resolve(
     }
 }
 
-fn resolve_native(place: &Place, query: &TransferQuery, tx: Option<&Value>) -> Lookup {
-    let tx = match tx {
-        None | Some(Value::Null) => {
-            return no_transfer("the node has the receipt but not the transaction".into())
-        }
-        Some(v) => match Transaction::deserialize(v) {
+fn resolve_native(place: &Place, query: &TransferQuery, tx: Option<&RawValue>) -> Lookup {
+    let tx = match tx.filter(|t| !is_null(t)) {
+        None => return no_transfer("the node has the receipt but not the transaction".into()),
+        Some(v) => match serde_json::from_str::<Transaction>(v.get()) {
             Ok(t) => t,
             Err(e) => return malformed("transaction", e),
         },
@@ -239,6 +237,11 @@ fn transfer(
 pub(super) fn domain_address(a: EvmAddress) -> Address {
     Address::parse(&format!("0x{}", hex::encode(a.as_slice())))
         .expect("20 bytes always make an address")
+}
+
+/// A JSON `null` result (an unknown hash).
+fn is_null(raw: &RawValue) -> bool {
+    raw.get().trim() == "null"
 }
 
 fn malformed(what: &str, e: serde_json::Error) -> Lookup {

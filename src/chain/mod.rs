@@ -13,9 +13,13 @@ use std::time::Duration;
 use alloy::primitives::U64;
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
+use serde_json::value::RawValue;
 
 use crate::domain::{Address, Asset, ChainHead, ChainTransfer, TxHash};
+
+/// One hash's receipt and, for native-coin queries, its transaction, as the node's JSON text.
+type Fetched = (Box<RawValue>, Option<Box<RawValue>>);
 
 pub use decode::TRANSFER_TOPIC;
 pub use preflight::Preflight;
@@ -209,23 +213,23 @@ impl ChainClient {
         queries: &[TransferQuery],
     ) -> Result<Vec<Lookup>, ChainError> {
         let fetched = self.fetch(queries).await?;
-        let null = Value::Null;
         Ok(queries
             .iter()
             .map(|q| {
                 let (receipt, tx) = fetched
                     .get(&q.tx_hash)
-                    .map_or((&null, None), |(r, t)| (r, t.as_ref()));
+                    .map_or((None, None), |(r, t)| (Some(&**r), t.as_deref()));
                 decode::resolve(&self.settings.name, head, q, receipt, tx)
             })
             .collect())
     }
 
-    /// Receipts (and transactions for native queries) of each distinct hash, by hash.
+    /// Receipts (and transactions for native queries) of each distinct hash, by hash; a hash
+    /// the reply has no result for is absent (resolved as not found).
     async fn fetch(
         &self,
         queries: &[TransferQuery],
-    ) -> Result<HashMap<TxHash, (Value, Option<Value>)>, ChainError> {
+    ) -> Result<HashMap<TxHash, Fetched>, ChainError> {
         // Distinct hashes in first-seen order, each with whether it needs its transaction.
         let mut needs_tx: HashMap<&TxHash, bool> = HashMap::with_capacity(queries.len());
         let mut order = Vec::with_capacity(queries.len());
@@ -257,7 +261,7 @@ impl ChainClient {
     async fn fetch_batch(
         &self,
         hashes: Vec<(TxHash, bool)>,
-    ) -> Result<Vec<(TxHash, (Value, Option<Value>))>, ChainError> {
+    ) -> Result<Vec<(TxHash, Fetched)>, ChainError> {
         let mut calls = Vec::with_capacity(hashes.len() * 2);
         for (h, needs_tx) in &hashes {
             calls.push(("eth_getTransactionReceipt", json!([h.as_str()])));
@@ -268,7 +272,9 @@ impl ChainClient {
         let mut values = self.rpc.batch("receipts", &calls).await?.into_iter();
         let mut out = Vec::with_capacity(hashes.len());
         for (h, needs_tx) in hashes {
-            let receipt = values.next().unwrap_or(Value::Null);
+            let Some(receipt) = values.next() else {
+                break;
+            };
             let tx = if needs_tx { values.next() } else { None };
             out.push((h, (receipt, tx)));
         }

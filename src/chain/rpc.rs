@@ -18,6 +18,7 @@ use alloy::rpc::json_rpc::{RpcRecv, RpcSend};
 use alloy::transports::http::reqwest;
 use alloy::transports::{RpcError, TransportError};
 use rand::Rng;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -218,13 +219,14 @@ impl Rpc {
     }
 
     /// Sends `calls` (method, params) as one JSON-RPC batch request and returns the results
-    /// in the same order, as raw JSON (decoded by the caller, so that one malformed result
-    /// spoils only its own query). The whole batch is retried like a single call.
+    /// in the same order, as raw JSON text (decoded by the caller straight into the fields it
+    /// needs, so that one malformed result spoils only its own query, and no `Value` tree is
+    /// built per receipt). The whole batch is retried like a single call.
     pub(crate) async fn batch(
         &self,
         what: &'static str,
         calls: &[(&'static str, Value)],
-    ) -> Result<Vec<Value>, ChainError> {
+    ) -> Result<Vec<Box<RawValue>>, ChainError> {
         self.with_failover(what, |c| try_batch(c, calls)).await
     }
 
@@ -337,11 +339,11 @@ impl Rpc {
 async fn try_batch(
     client: RpcClient,
     calls: &[(&'static str, Value)],
-) -> Result<Vec<Value>, TransportError> {
+) -> Result<Vec<Box<RawValue>>, TransportError> {
     let mut batch = client.new_batch();
     let mut waiters = Vec::with_capacity(calls.len());
     for (method, params) in calls {
-        waiters.push(batch.add_call::<Value, Value>(*method, params)?);
+        waiters.push(batch.add_call::<Value, Box<RawValue>>(*method, params)?);
     }
     batch.send().await?;
     let mut out = Vec::with_capacity(waiters.len());

@@ -49,7 +49,15 @@ fn receipt(status: &str, logs: Vec<Value>) -> Value {
 }
 
 fn check(query: &TransferQuery, receipt: Value, tx: Option<Value>) -> Lookup {
-    resolve("ethereum", &head(), query, &receipt, tx.as_ref())
+    let raw = |v: &Value| serde_json::value::to_raw_value(v).unwrap();
+    let tx = tx.as_ref().map(raw);
+    resolve(
+        "ethereum",
+        &head(),
+        query,
+        Some(&raw(&receipt)),
+        tx.as_deref(),
+    )
 }
 
 fn no_transfer(l: Lookup) -> String {
