@@ -217,7 +217,11 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         Err(e) => return fail(&app.engine.redact(&e.to_string())),
     };
     match args.format {
-        Format::Json => println!("{}", report.to_json()),
+        Format::Json => {
+            if let Err(e) = report.write_json(std::io::stdout().lock()) {
+                return fail(&format!("could not write the report: {e}"));
+            }
+        }
         Format::Text => print!("{}", report.to_text()),
     }
     if let Some(path) = std::env::var_os("PAYRECON_RUN_STATS") {

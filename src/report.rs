@@ -115,6 +115,16 @@ impl Report {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }
 
+    /// Writes `to_json` and a newline to `w`, streamed: a report holding 10,000 findings is
+    /// not first built as one string (that string was the run's peak of memory at 1M records).
+    pub fn write_json(&self, w: impl std::io::Write) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut w = std::io::BufWriter::new(w);
+        serde_json::to_writer_pretty(&mut w, self)?;
+        w.write_all(b"\n")?;
+        w.flush()
+    }
+
     /// Reads a report printed by `run --format json` (tools and benchmarks).
     pub fn from_json(text: &str) -> Result<Report, serde_json::Error> {
         serde_json::from_str(text)
