@@ -6,6 +6,7 @@ mod attach;
 mod inbox;
 mod inspect;
 mod lease;
+mod pg_batch;
 mod postgres;
 mod readonly;
 mod rows;

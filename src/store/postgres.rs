@@ -176,6 +176,10 @@ pub(super) async fn apply(
             .fetch_all(counted(&mut *tx))
             .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
+    if let Some(out) = super::pg_batch::try_apply(&mut tx, batch, ctx, &now, &current).await? {
+        counted(tx).commit().await?;
+        return Ok(out);
+    }
     let mut out = Vec::with_capacity(batch.len());
     for t in batch {
         out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);

@@ -3,6 +3,7 @@
 //! `store/apply.rs`.
 
 mod apply;
+mod batches;
 mod blocks;
 mod plans;
 mod records;

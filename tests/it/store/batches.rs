@@ -1,0 +1,146 @@
+//! Whole write batches: on PostgreSQL a batch in which every transition goes through is one
+//! `UPDATE ... FROM UNNEST` and one audit `INSERT`; a batch with any transition that does not
+//! falls back to row by row, and the outcomes are the same on both backends either way.
+
+use payrecon::domain::State;
+use payrecon::store::{statements_issued, ApplyOutcome, Store};
+
+use super::{ctx, exec, hash, new_order, open, plan};
+use crate::support;
+
+const N: u64 = 100;
+
+#[tokio::test]
+async fn a_batch_that_goes_through_is_a_constant_number_of_statements() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let orders: Vec<_> = (1..=N)
+            .map(|i| new_order(&format!("S-{i}"), 100 + i, 1_000))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        // Half keyed by the merchant's handler at `pending` (advanced without attach), half
+        // unpaid (attached and advanced).
+        for i in (N / 2 + 1)..=N {
+            exec(
+                &store,
+                &format!(
+                    "UPDATE orders SET state = 'pending', tx_hash = '{}', log_index = 0 \
+                     WHERE order_ref = 'S-{i}'",
+                    hash(i)
+                ),
+            )
+            .await;
+        }
+        let mut batch = Vec::new();
+        for i in 1..=N {
+            let r = format!("S-{i}");
+            batch.push(if i <= N / 2 {
+                plan(&store, &r, State::Pending, Some((i, 0, 1_000))).await
+            } else {
+                plan(&store, &r, State::Confirmed, None).await
+            });
+        }
+        let before = statements_issued();
+        let out = store.apply(&batch, &ctx()).await.unwrap();
+        let statements = statements_issued() - before;
+        let expected: Vec<_> = (1..=N)
+            .map(|i| ApplyOutcome::Applied {
+                from: if i <= N / 2 {
+                    State::Unpaid
+                } else {
+                    State::Pending
+                },
+            })
+            .collect();
+        assert_eq!(out, expected, "{url}");
+        for i in [1, N / 2, N / 2 + 1, N] {
+            let o = store
+                .order_by_ref(&format!("S-{i}"))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(o.tx_hash.as_deref(), Some(hash(i).as_str()), "{url} S-{i}");
+            if i <= N / 2 {
+                assert_eq!(o.state, State::Pending);
+                assert_eq!(o.amount_paid.as_deref(), Some("1000"));
+                assert_eq!(o.block_number, Some((1000 + i) as i64));
+            } else {
+                assert_eq!(o.state, State::Confirmed);
+                assert_eq!(o.amount_paid, None, "no attach: payment columns untouched");
+            }
+        }
+        assert_eq!(store.count("payrecon_transitions").await.unwrap(), N as i64);
+        if matches!(store, Store::Postgres(_)) {
+            // begin, lock, savepoint, update, insert, release, commit: not one per row.
+            assert!(
+                statements <= 10,
+                "{url}: {statements} statements for a batch of {N}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_batch_with_a_transition_that_does_not_go_through_has_row_by_row_outcomes() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let orders: Vec<_> = (1..=6)
+            .map(|i| new_order(&format!("F-{i}"), 200 + i, 10))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        // F-1 holds tx 1; F-2 was audited at confirmed, then moved back by the merchant.
+        let t = plan(&store, "F-1", State::Pending, Some((1, 0, 10))).await;
+        store.apply(&[t], &ctx()).await.unwrap();
+        let t = plan(&store, "F-2", State::Confirmed, Some((2, 0, 10))).await;
+        store.apply(std::slice::from_ref(&t), &ctx()).await.unwrap();
+        assert!(store.set_state_raw("F-2", State::Pending).await.unwrap());
+        let audit_before = store.count("payrecon_transitions").await.unwrap();
+
+        // A key another order holds (F-3 <- tx 1), an audited step again (F-2 -> confirmed),
+        // two orders attaching one new key (F-4, F-5 <- tx 7), and a plain one (F-6).
+        let batch = vec![
+            plan(&store, "F-3", State::Pending, Some((1, 0, 10))).await,
+            plan(&store, "F-2", State::Confirmed, None).await,
+            plan(&store, "F-4", State::Pending, Some((7, 0, 10))).await,
+            plan(&store, "F-5", State::Pending, Some((7, 0, 10))).await,
+            plan(&store, "F-6", State::Final, Some((6, 0, 10))).await,
+        ];
+        let out = store.apply(&batch, &ctx()).await.unwrap();
+        assert_eq!(
+            out,
+            [
+                ApplyOutcome::Duplicate,
+                ApplyOutcome::Duplicate,
+                ApplyOutcome::Applied {
+                    from: State::Unpaid
+                },
+                ApplyOutcome::Duplicate,
+                ApplyOutcome::Applied {
+                    from: State::Unpaid
+                },
+            ],
+            "{url}"
+        );
+        let state = |r: &'static str| {
+            let store = store.clone();
+            async move { store.order_by_ref(r).await.unwrap().unwrap() }
+        };
+        assert_eq!(state("F-3").await.state, State::Unpaid);
+        assert_eq!(state("F-3").await.tx_hash, None);
+        assert_eq!(state("F-2").await.state, State::Pending);
+        assert_eq!(
+            state("F-4").await.tx_hash.as_deref(),
+            Some(hash(7).as_str())
+        );
+        assert_eq!(state("F-5").await.state, State::Unpaid);
+        assert_eq!(state("F-5").await.tx_hash, None);
+        assert_eq!(state("F-6").await.state, State::Final);
+        assert_eq!(
+            store.count("payrecon_transitions").await.unwrap(),
+            audit_before + 2,
+            "{url}: one audit row per applied transition, none for the others"
+        );
+    }
+}
