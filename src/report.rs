@@ -115,7 +115,7 @@ impl Report {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }
 
-    /// Writes `to_json` and a newline to `w`, streamed: a report holding 10,000 findings is
+    /// Writes what `to_json` returns, and a newline, to `w`, streamed: a report holding 10,000 findings is
     /// not first built as one string (that string was the run's peak of memory at 1M records).
     pub fn write_json(&self, w: impl std::io::Write) -> std::io::Result<()> {
         use std::io::Write as _;

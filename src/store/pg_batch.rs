@@ -11,7 +11,7 @@ use sqlx::{Acquire, Postgres, Transaction};
 
 use super::rows::{counted, rank_sql};
 use super::{is_unique_violation, ApplyContext, ApplyOutcome};
-use crate::domain::{PlannedTransition, State};
+use crate::domain::{Attach, PlannedTransition, State};
 
 /// The outcomes of `batch` in order, or `None` when the caller must apply it row by row
 /// (nothing of this attempt is left in the transaction then).
@@ -25,12 +25,55 @@ pub(super) async fn try_apply(
     let Some(from) = all_forward(batch, current) else {
         return Ok(None);
     };
-    let n = batch.len();
-    let mut a = Arrays::with_capacity(n);
-    for t in batch {
-        a.push(t);
-    }
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
+    let went_through = match write(&mut sp, batch, &from, ctx, now).await {
+        Ok(all) => all,
+        // Two transitions of the batch attaching one key, or a key another row holds.
+        Err(e) if is_unique_violation(&e) => false,
+        Err(e) => return Err(e),
+    };
+    if !went_through {
+        counted(sp).rollback().await?;
+        return Ok(None);
+    }
+    counted(sp).commit().await?;
+    Ok(Some(
+        from.into_iter()
+            .map(|from| ApplyOutcome::Applied { from })
+            .collect(),
+    ))
+}
+
+/// The UPDATE and the audit INSERT; true when both took every row of the batch (otherwise
+/// the caller rolls back: an audit row already there means the row was moved back since, and
+/// row by row undoes just that one).
+async fn write(
+    sp: &mut Transaction<'_, Postgres>,
+    batch: &[PlannedTransition],
+    from: &[State],
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<bool, sqlx::Error> {
+    // A text column of the attach, NULL for transitions without one.
+    let attach = |f: fn(&Attach) -> String| -> Vec<Option<String>> {
+        batch.iter().map(|t| t.attach.as_ref().map(f)).collect()
+    };
+    let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
+    let to_states: Vec<&str> = batch.iter().map(|t| t.to.as_str()).collect();
+    let to_ranks: Vec<i64> = batch.iter().map(|t| t.to.rank()).collect();
+    let attaches: Vec<bool> = batch.iter().map(|t| t.attach.is_some()).collect();
+    let log_indexes: Vec<Option<i64>> = batch
+        .iter()
+        .map(|t| t.attach.as_ref().map(|a| a.key.log_index))
+        .collect();
+    let block_numbers: Vec<Option<i64>> = batch
+        .iter()
+        .map(|t| {
+            t.attach
+                .as_ref()
+                .map(|a| i64::try_from(a.block.number).unwrap_or(i64::MAX))
+        })
+        .collect();
     let rank = rank_sql("o.state");
     let updated = sqlx::query_scalar::<_, i64>(&format!(
         "UPDATE orders o SET state = t.to_state, state_changed_at = $11::timestamptz, \
@@ -49,31 +92,21 @@ pub(super) async fn try_apply(
          AND o2.tx_hash = t.tx_hash AND o2.log_index = t.log_index AND o2.id <> o.id))) \
          RETURNING o.id"
     ))
-    .bind(&a.ids)
-    .bind(&a.to_states)
-    .bind(&a.to_ranks)
-    .bind(&a.attach)
-    .bind(&a.tx_hashes)
-    .bind(&a.log_indexes)
-    .bind(&a.amounts)
-    .bind(&a.block_numbers)
-    .bind(&a.block_hashes)
-    .bind(&a.chains)
+    .bind(&ids)
+    .bind(&to_states)
+    .bind(&to_ranks)
+    .bind(&attaches)
+    .bind(attach(|a| a.key.tx_hash.as_str().to_string()))
+    .bind(&log_indexes)
+    .bind(attach(|a| a.amount.to_string()))
+    .bind(&block_numbers)
+    .bind(attach(|a| a.block.hash.clone()))
+    .bind(attach(|a| a.key.chain.clone()))
     .bind(now)
-    .fetch_all(counted(&mut *sp))
-    .await;
-    let updated = match updated {
-        Ok(ids) => ids,
-        // Two transitions of the batch attaching one key, or a key another row holds.
-        Err(e) if is_unique_violation(&e) => {
-            counted(sp).rollback().await?;
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    };
-    if updated.len() != n {
-        counted(sp).rollback().await?;
-        return Ok(None);
+    .fetch_all(counted(&mut **sp))
+    .await?;
+    if updated.len() != batch.len() {
+        return Ok(false);
     }
     let from_states: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     let inserted = sqlx::query_scalar::<_, i64>(
@@ -83,27 +116,16 @@ pub(super) async fn try_apply(
          FROM UNNEST($1::bigint[], $2::text[], $3::text[]) AS t(id, from_state, to_state) \
          ON CONFLICT (order_id, to_state) DO NOTHING RETURNING order_id",
     )
-    .bind(&a.ids)
+    .bind(&ids)
     .bind(&from_states)
-    .bind(&a.to_states)
+    .bind(&to_states)
     .bind(ctx.source.as_str())
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
-    .fetch_all(counted(&mut *sp))
+    .fetch_all(counted(&mut **sp))
     .await?;
-    if inserted.len() != n {
-        // (order, to_state) applied before (the row has been moved back since): row by row,
-        // which undoes just that one.
-        counted(sp).rollback().await?;
-        return Ok(None);
-    }
-    counted(sp).commit().await?;
-    Ok(Some(
-        from.into_iter()
-            .map(|from| ApplyOutcome::Applied { from })
-            .collect(),
-    ))
+    Ok(inserted.len() == batch.len())
 }
 
 /// The locked state of each order when every transition moves a distinct order forward and
@@ -125,50 +147,4 @@ fn all_forward(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> O
         from.push(s);
     }
     Some(from)
-}
-
-/// The batch as columns, for `UNNEST`.
-struct Arrays<'a> {
-    ids: Vec<i64>,
-    to_states: Vec<&'static str>,
-    to_ranks: Vec<i64>,
-    attach: Vec<bool>,
-    tx_hashes: Vec<Option<&'a str>>,
-    log_indexes: Vec<Option<i64>>,
-    amounts: Vec<Option<String>>,
-    block_numbers: Vec<Option<i64>>,
-    block_hashes: Vec<Option<&'a str>>,
-    chains: Vec<Option<&'a str>>,
-}
-
-impl<'a> Arrays<'a> {
-    fn with_capacity(n: usize) -> Arrays<'a> {
-        Arrays {
-            ids: Vec::with_capacity(n),
-            to_states: Vec::with_capacity(n),
-            to_ranks: Vec::with_capacity(n),
-            attach: Vec::with_capacity(n),
-            tx_hashes: Vec::with_capacity(n),
-            log_indexes: Vec::with_capacity(n),
-            amounts: Vec::with_capacity(n),
-            block_numbers: Vec::with_capacity(n),
-            block_hashes: Vec::with_capacity(n),
-            chains: Vec::with_capacity(n),
-        }
-    }
-
-    fn push(&mut self, t: &'a PlannedTransition) {
-        self.ids.push(t.order_id);
-        self.to_states.push(t.to.as_str());
-        self.to_ranks.push(t.to.rank());
-        self.attach.push(t.attach.is_some());
-        let a = t.attach.as_ref();
-        self.tx_hashes.push(a.map(|a| a.key.tx_hash.as_str()));
-        self.log_indexes.push(a.map(|a| a.key.log_index));
-        self.amounts.push(a.map(|a| a.amount.to_string()));
-        self.block_numbers
-            .push(a.map(|a| i64::try_from(a.block.number).unwrap_or(i64::MAX)));
-        self.block_hashes.push(a.map(|a| a.block.hash.as_str()));
-        self.chains.push(a.map(|a| a.key.chain.as_str()));
-    }
 }
