@@ -196,6 +196,7 @@ async fn sweep_requests(args: &Args) -> anyhow::Result<()> {
         source: Source::Webhook,
         provider: "bench".into(),
         run_id: String::new(),
+        events: false,
     };
     for chunk in planned.chunks(5_000) {
         store.apply(chunk, &ctx).await?;

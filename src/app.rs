@@ -23,6 +23,8 @@ pub struct App {
     pub engine: Arc<Engine>,
     /// `POST /webhooks/<name>` of each provider with a webhook secret.
     pub webhooks: std::collections::HashMap<String, crate::webhook::Endpoint>,
+    /// The delivery loop of events to the merchant (`[events] url` set).
+    pub events: Option<Arc<crate::events::Deliverer>>,
 }
 
 impl App {
@@ -133,6 +135,10 @@ impl App {
             settings: config.reconcile.clone(),
             secrets,
             instance: instance_name(),
+            events_wake: config
+                .events
+                .as_ref()
+                .map(|_| Arc::new(tokio::sync::Notify::new())),
         };
         let webhooks = config
             .providers
@@ -143,10 +149,24 @@ impl App {
                 Some((p.name().to_string(), endpoint))
             })
             .collect();
+        let events = match (&config.events, &engine.events_wake) {
+            (Some(cfg), Some(wake)) => Some(Arc::new(
+                crate::events::Deliverer::new(
+                    cfg.clone(),
+                    engine.store.clone(),
+                    engine.metrics.clone(),
+                    engine.instance.clone(),
+                    wake.clone(),
+                )
+                .map_err(|e| AppError(e.to_string()))?,
+            )),
+            _ => None,
+        };
         Ok(App {
             config,
             engine: Arc::new(engine),
             webhooks,
+            events,
         })
     }
 
@@ -154,7 +174,9 @@ impl App {
     /// Returns one line per item and whether all passed.
     pub async fn check(&self) -> (Vec<String>, bool) {
         let db = self.engine.store.ping().await.map_err(|e| e.to_string());
-        check_items(&self.engine, db).await
+        let (mut lines, ok) = check_items(&self.engine, db).await;
+        let events_ok = check_events(&self.config, &mut lines).await;
+        (lines, ok && events_ok)
     }
 
     /// `payrecon check` from a configuration alone: the database is connected (never
@@ -175,7 +197,9 @@ impl App {
             ),
         };
         let app = Self::with_store(config, store)?;
-        Ok(check_items(&app.engine, db).await)
+        let (mut lines, ok) = check_items(&app.engine, db).await;
+        let events_ok = check_events(&app.config, &mut lines).await;
+        Ok((lines, ok && events_ok))
     }
 }
 
@@ -200,6 +224,45 @@ async fn connect(config: &Config) -> Result<Store, AppError> {
     Store::connect(url, config.database.max_connections)
         .await
         .map_err(|e| AppError(scrub(config, &e)))
+}
+
+/// The `[events]` line of `check`: a warning (not a failure) when payrecon applies
+/// transitions but tells no one; otherwise whether the endpoint answers HTTP at all (any
+/// status: a receiver may refuse a bare HEAD), which is a failure when it does not.
+async fn check_events(config: &Config, lines: &mut Vec<String>) -> bool {
+    let Some(ev) = &config.events else {
+        if config.reconcile.apply {
+            lines.push(
+                "WARN   events: reconcile.apply = true and no [events] url: the transitions \
+                 payrecon applies reach no application (SPEC §10)"
+                    .into(),
+            );
+        }
+        return true;
+    };
+    let shown = crate::secret::redact_url(&ev.url);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(ev.timeout)
+        .build();
+    let answer = match client {
+        Ok(c) => c.head(&ev.url).send().await.map_err(|e| e.without_url()),
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(resp) => {
+            lines.push(format!(
+                "ok     events endpoint {shown}: answers (HTTP {} to HEAD)",
+                resp.status().as_u16()
+            ));
+            true
+        }
+        Err(e) => {
+            let why = crate::secret::redact(&e.to_string(), &config.secrets());
+            lines.push(format!("FAILED events endpoint {shown}: {why}"));
+            false
+        }
+    }
 }
 
 async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) {

@@ -11,6 +11,8 @@ use crate::providers::http::{preset_webhook_scheme, HttpSettings};
 use crate::secret::Secret;
 
 mod duration;
+mod events;
+pub use events::{decode_secret, EventsConfig};
 mod http_provider;
 pub use http_provider::http_settings_from_toml;
 mod sections;
@@ -92,6 +94,8 @@ pub struct Config {
     pub chains: Vec<ChainSettings>,
     pub assets: BTreeMap<String, AssetConfig>,
     pub providers: Vec<ProviderConfig>,
+    /// `[events]` with a `url`: events to the merchant's application are on.
+    pub events: Option<EventsConfig>,
 }
 
 impl Config {
@@ -127,6 +131,7 @@ impl Config {
     pub fn secrets(&self) -> Vec<&Secret> {
         let mut v: Vec<&Secret> = self.providers.iter().flat_map(|p| p.secrets()).collect();
         v.push(&self.database.url);
+        v.extend(self.events.as_ref().map(|e| &e.secret));
         v
     }
 
@@ -432,7 +437,9 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
             webhook,
         });
     }
+    let events = raw.events.validate()?;
     Ok(Config {
+        events,
         database: raw.database,
         schedule: raw.schedule,
         listen,

@@ -14,6 +14,7 @@ use crate::domain::{
 use crate::engine::{RunOptions, Trigger};
 use crate::sandbox::chain::SandboxChain;
 use crate::sandbox::chaingateway::{notification, FakeChaingateway};
+use crate::sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
 use crate::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use crate::store::{ApplyContext, NewOrder, Source};
 
@@ -49,7 +50,13 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let chain = SandboxChain::new(1);
     let rpc_url = chain.serve().await.map_err(err)?;
     let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
-    let toml = config_toml(&database_url, &cg_url, &rpc_url, "");
+    // The merchant's application: events of every transition payrecon applies go there.
+    let (merchant, merchant_url) = SandboxMerchant::start().await.map_err(err)?;
+    let events = format!(
+        "[events]\nurl = \"{merchant_url}\"\nsecret = \"{SANDBOX_EVENTS_SECRET}\"\n\
+         timeout = \"5s\"\nflush_timeout = \"10s\"\n"
+    );
+    let toml = config_toml(&database_url, &cg_url, &rpc_url, &events);
     let config = Config::from_toml(&toml, std::iter::empty()).map_err(err)?;
     let app = App::build(config).await?;
     let store = &app.engine.store;
@@ -175,6 +182,7 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
             source: Source::Webhook,
             provider: "demo-handler".into(),
             run_id: String::new(),
+            events: false,
         };
         store.apply(&[t], &ctx).await.map_err(err)?;
     }
@@ -219,6 +227,30 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     };
     let report = app.engine.run(&opts).await.map_err(err)?;
     print!("{}", report.to_text());
+    if let Some(d) = &app.events {
+        d.flush(std::time::Duration::from_secs(10)).await;
+    }
+    let received = merchant.received();
+    println!();
+    println!(
+        "The sandbox merchant endpoint received {} event(s) (Standard Webhooks, signature checked):",
+        received.len()
+    );
+    for e in &received {
+        println!(
+            "  {:<16} {:<10} {} -> {}  {}{}",
+            e.kind,
+            e.order_ref,
+            e.from_state,
+            e.to_state,
+            e.id,
+            if e.signature_ok {
+                ""
+            } else {
+                "  (BAD SIGNATURE)"
+            }
+        );
+    }
 
     let config_path = dir.join("config.toml");
     let serve_toml = config_toml(
@@ -241,6 +273,10 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     );
     println!(
         "  sqlite3 {} 'select * from payrecon_transitions'",
+        db.display()
+    );
+    println!(
+        "  sqlite3 {} 'select id, type, delivered_at from payrecon_events'",
         db.display()
     );
     println!(

@@ -8,6 +8,8 @@
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
 //! - `schedule`, `serve`, `http`: the daemon; `sdnotify`: readiness and watchdog for systemd.
+//! - `events`: delivers the events of applied transitions to the merchant's application
+//!   (Standard Webhooks, retries, per-order order; the outbox rows are `store`'s).
 //! - `status`: `payrecon status`, the operator's read-only view (text and JSON).
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
@@ -20,6 +22,7 @@ pub mod config;
 pub mod demo;
 pub mod domain;
 pub mod engine;
+pub mod events;
 pub mod http;
 pub mod metrics;
 pub mod providers;

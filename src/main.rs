@@ -42,6 +42,53 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Events to your application: list them (read-only), or replay delivered/dead ones.
+    Events(EventsArgs),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct EventsArgs {
+    #[command(subcommand)]
+    action: Option<EventsAction>,
+    /// Only events in this state.
+    #[arg(long, value_enum)]
+    status: Option<EventStatus>,
+    /// Only the events of this order (its order_ref).
+    #[arg(long)]
+    order: Option<String>,
+    /// At most this many (the newest).
+    #[arg(long, default_value_t = 100)]
+    limit: i64,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Subcommand)]
+enum EventsAction {
+    /// Put delivered or dead events back in the queue, ids unchanged.
+    Replay(ReplayArgs),
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["id", "order", "since"])))]
+struct ReplayArgs {
+    /// One event, by its id (the webhook-id).
+    #[arg(long)]
+    id: Option<String>,
+    /// Every event of this order.
+    #[arg(long)]
+    order: Option<String>,
+    /// Every event written since T (RFC 3339, a date, or a duration back: 90m, 36h, 7d).
+    #[arg(long)]
+    since: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EventStatus {
+    Pending,
+    Dead,
+    Delivered,
 }
 
 #[derive(clap::Args)]
@@ -149,6 +196,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
             }
             Err(e) => fail(&e.to_string()),
         },
+        Command::Events(args) => events(&config, args).await,
         Command::Serve => {
             // Before anything else, so that no signal finds the default handlers.
             let shutdown = shutdown_signal();
@@ -216,6 +264,17 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         }
         Err(e) => return fail(&app.engine.redact(&e.to_string())),
     };
+    // The run's events (and any others due) go out before it exits, within flush_timeout.
+    if let (Some(d), false) = (&app.events, args.dry_run) {
+        let within = d.config().flush_timeout;
+        let f = d.flush(within).await;
+        tracing::info!(
+            delivered = f.delivered,
+            failed = f.failed,
+            dead = f.dead,
+            "Events flushed."
+        );
+    }
     match args.format {
         Format::Json => {
             if let Err(e) = report.write_json(std::io::stdout().lock()) {
@@ -233,6 +292,61 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+async fn events(config: &payrecon::config::Config, args: EventsArgs) -> ExitCode {
+    use payrecon::events::admin;
+    use payrecon::store::EventFilter;
+    if let Some(EventsAction::Replay(r)) = args.action {
+        let since = match r
+            .since
+            .as_deref()
+            .map(|s| payrecon::config::parse_time_arg(s, jiff::Timestamp::now()))
+        {
+            Some(Err(e)) => return usage(&format!("--since: {e}")),
+            Some(Ok(t)) => Some(t),
+            None => None,
+        };
+        let filter = EventFilter {
+            id: r.id,
+            order_ref: r.order,
+            since,
+            ..Default::default()
+        };
+        return match admin::replay(config, &filter).await {
+            Ok(n) => {
+                println!("{n} event(s) put back in the queue (ids unchanged)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e.to_string()),
+        };
+    }
+    if args.limit < 1 {
+        return usage("--limit must be at least 1");
+    }
+    let filter = EventFilter {
+        status: args.status.map(|s| {
+            match s {
+                EventStatus::Pending => "pending",
+                EventStatus::Dead => "dead",
+                EventStatus::Delivered => "delivered",
+            }
+            .to_string()
+        }),
+        order_ref: args.order,
+        limit: args.limit,
+        ..Default::default()
+    };
+    match admin::list(config, &filter).await {
+        Ok(list) => {
+            match args.format {
+                Format::Json => println!("{}", list.to_json()),
+                Format::Text => print!("{}", list.to_text()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
     }
 }
 

@@ -185,6 +185,20 @@ pub struct WebhookL {
     pub outcome: WebhookOutcome,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum EventOutcome {
+    delivered,
+    failed,
+    dead,
+}
+
+/// `payrecon_events_total{outcome}`: `failed` counts failed attempts.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventL {
+    pub outcome: EventOutcome,
+}
+
 #[derive(Clone)]
 pub struct DurationHistogram;
 
@@ -214,6 +228,12 @@ pub struct Metrics {
     pub reorged_open: Family<ChainL, Gauge>,
     /// Webhook deliveries by provider and outcome (series created by `init_webhooks`).
     pub webhooks: Family<WebhookL, Counter>,
+    /// Event delivery attempts to the merchant's application, by outcome (SPEC §10).
+    pub events: Family<EventL, Counter>,
+    /// Events neither delivered nor dead, as of the delivery loop's last count.
+    pub events_pending: Gauge,
+    /// Age of the oldest pending event (0 when none).
+    pub events_oldest_pending: FloatGauge,
 }
 
 impl Metrics {
@@ -236,6 +256,9 @@ impl Metrics {
             chain_head: Family::default(),
             reorged_open: Family::default(),
             webhooks: Family::default(),
+            events: Family::default(),
+            events_pending: Gauge::default(),
+            events_oldest_pending: FloatGauge::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -301,6 +324,28 @@ impl Metrics {
             "Webhook deliveries by provider and outcome",
             m.webhooks.clone(),
         );
+        r.register(
+            "events",
+            "Event deliveries to the merchant's application: delivered, failed attempts, dead",
+            m.events.clone(),
+        );
+        r.register(
+            "events_pending",
+            "Events to the merchant's application not yet delivered (dead ones excluded)",
+            m.events_pending.clone(),
+        );
+        r.register(
+            "events_oldest_pending_seconds",
+            "Age of the oldest pending event in seconds (0 when none is pending)",
+            m.events_oldest_pending.clone(),
+        );
+        for outcome in [
+            EventOutcome::delivered,
+            EventOutcome::failed,
+            EventOutcome::dead,
+        ] {
+            let _ = m.events.get_or_create(&EventL { outcome });
+        }
 
         let mut all: Vec<(String, Vec<String>)> = providers.to_vec();
         all.push(("chain".to_string(), chains.to_vec()));

@@ -57,6 +57,17 @@ pub async fn serve(
             tracing::error!(error = %e, "The HTTP listener failed.");
         }
     });
+    // Events to the merchant: delivered continuously, woken by every committed batch.
+    let deliverer = app.events.clone().map(|d| {
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            d.run(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+        })
+    });
+
     tracing::info!(listen = %addr, cron = %app.config.schedule.cron, "payrecon is serving.");
     on_ready(addr);
     let notifier = Arc::new(Notifier::from_env());
@@ -85,6 +96,10 @@ pub async fn serve(
     // The route is gone, so the queue is closed: the consumer finishes what it holds (what it
     // cannot finish in time stays in the inbox for the next run).
     let _ = tokio::time::timeout(grace, consumer).await;
+    // The attempts in flight finish (each bounded by events.timeout); the rest stays pending.
+    if let Some(d) = deliverer {
+        let _ = tokio::time::timeout(grace, d).await;
+    }
     tracing::info!("payrecon stopped.");
     Ok(())
 }

@@ -191,6 +191,7 @@ pub async fn seed_ledger(store: &Store, ds: &Dataset) -> anyhow::Result<Seeded> 
         source: Source::Webhook,
         provider: "bench-handler".into(),
         run_id: String::new(),
+        events: false,
     };
     let mut batch = Vec::with_capacity(SEED_BATCH);
     for (i, (tx, log_index, block)) in ds.payments.iter().enumerate() {

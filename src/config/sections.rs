@@ -208,4 +208,6 @@ pub(super) struct RawConfig {
     /// Read per kind in `validate` (each kind has its own keys).
     #[serde(default)]
     pub(super) providers: BTreeMap<String, toml::Table>,
+    #[serde(default)]
+    pub(super) events: super::events::RawEvents,
 }

@@ -429,3 +429,99 @@ fn the_database_url_can_come_from_a_credential_file() {
     let e = error_of(&missing, &[]);
     assert!(e.contains("database.url_file"), "{e}");
 }
+
+const EVENTS_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+#[test]
+fn shipped_config_toml_events_example_is_valid() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    let c = load(&text, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
+    assert!(c.events.is_none(), "no url: events are off");
+    let on = text
+        .replace(
+            "# url = \"https://shop.example/payrecon/events\"",
+            "url = \"https://shop.example/payrecon/events\"",
+        )
+        .replace(
+            "# secret = \"whsec_...\"",
+            &format!("secret = \"{EVENTS_SECRET}\""),
+        );
+    let c = load(&on, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
+    let e = c.events.clone().expect("events on");
+    assert_eq!(e.url, "https://shop.example/payrecon/events");
+    assert_eq!(e.timeout, std::time::Duration::from_secs(15));
+    assert_eq!(e.max_concurrency, 8);
+    assert_eq!(e.retry_schedule.len(), 9);
+    assert_eq!(e.retry_schedule[8], std::time::Duration::from_secs(86_400));
+    assert_eq!(e.flush_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(e.retention, std::time::Duration::from_secs(30 * 86_400));
+    assert_eq!(e.key().len(), 24);
+    assert!(c.secrets().iter().any(|s| s.expose() == EVENTS_SECRET));
+}
+
+#[test]
+fn events_keys_are_validated_and_errors_name_the_key_never_the_secret() {
+    let with = |events: &str| format!("{BASE}\n[events]\n{events}\n");
+    let url = "url = \"https://shop.example/e\"";
+    for (events, key) in [
+        (
+            format!("{url}\nsecret = \"sk_not_whsec_value\""),
+            "events.secret",
+        ),
+        (
+            format!("{url}\nsecret = \"whsec_!!notbase64\""),
+            "events.secret",
+        ),
+        // 8 bytes: too short.
+        (
+            format!("{url}\nsecret = \"whsec_c2hvcnRrZXk=\""),
+            "events.secret",
+        ),
+        (url.to_string(), "events.secret"),
+        (
+            format!("url = \"ftp://shop.example/e\"\nsecret = \"{EVENTS_SECRET}\""),
+            "events.url",
+        ),
+        (
+            format!("url = \"not a url\"\nsecret = \"{EVENTS_SECRET}\""),
+            "events.url",
+        ),
+        (
+            format!("{url}\nsecret = \"{EVENTS_SECRET}\"\nmax_concurrency = 0"),
+            "events.max_concurrency",
+        ),
+        (
+            format!("{url}\nsecret = \"{EVENTS_SECRET}\"\nretry_schedule = [\"5s\", \"soon\"]"),
+            "events.retry_schedule[1]",
+        ),
+        (
+            format!("{url}\nsecret = \"{EVENTS_SECRET}\"\nsurprise = 1"),
+            "events",
+        ),
+    ] {
+        let e = error_of(&with(&events), &[]);
+        assert!(e.contains(key), "{events}: {e}");
+        assert!(
+            !e.contains("sk_not_whsec_value") && !e.contains("MfKQ9r8G"),
+            "{e}"
+        );
+    }
+    // secret_file: read once, newline stripped.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("events_secret");
+    std::fs::write(&f, format!("{EVENTS_SECRET}\n")).unwrap();
+    let c = load(
+        &with(&format!("{url}\nsecret_file = \"{}\"", f.display())),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.events.unwrap().secret.expose(), EVENTS_SECRET);
+    let e = error_of(
+        &with(&format!(
+            "{url}\nsecret = \"{EVENTS_SECRET}\"\nsecret_file = \"x\""
+        )),
+        &[],
+    );
+    assert!(e.contains("not both"), "{e}");
+}

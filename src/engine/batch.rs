@@ -111,10 +111,22 @@ impl Engine {
                 source: ctx.source,
                 provider: provider.clone(),
                 run_id: ctx.run_id.clone(),
+                events: self.events_wake.is_some(),
             };
-            self.store
+            let outcomes = self
+                .store
                 .apply_fenced(&plan.transitions, &actx, acc.fence.as_ref())
-                .await?
+                .await?;
+            // The batch committed: its events are due now (the delivery loop also polls).
+            if let Some(wake) = &self.events_wake {
+                if outcomes
+                    .iter()
+                    .any(|o| matches!(o, ApplyOutcome::Applied { .. }))
+                {
+                    wake.notify_one();
+                }
+            }
+            outcomes
         } else {
             Vec::new()
         };

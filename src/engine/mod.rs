@@ -161,6 +161,9 @@ pub struct Engine {
     pub secrets: Vec<Secret>,
     /// This process's name as a lease holder (host, pid, a random suffix).
     pub instance: String,
+    /// Events are on (`[events] url`): every transition applied writes its event, and a
+    /// committed batch wakes the delivery loop through this.
+    pub events_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// Per-run context shared by the stages.

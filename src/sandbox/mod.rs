@@ -5,6 +5,7 @@
 pub mod chain;
 pub mod chaingateway;
 mod gate;
+pub mod merchant;
 pub mod paymos;
 pub mod qvard;
 

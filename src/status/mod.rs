@@ -46,6 +46,20 @@ pub struct Status {
     /// Whether `payrecon_leases` exists; without it there is one instance and no lease.
     pub lease_table: bool,
     pub leases: Vec<Lease>,
+    /// Events to the merchant's application (SPEC §10).
+    pub events: EventsStatus,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsStatus {
+    /// `[events] url` is set in this configuration.
+    pub enabled: bool,
+    /// Neither delivered nor dead.
+    pub pending: i64,
+    /// Every retry failed: kept until `payrecon events replay`.
+    pub dead: i64,
+    pub oldest_pending_at: Option<String>,
+    pub oldest_pending_age_seconds: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -165,7 +179,9 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
         Store::Sqlite(p) => p.close().await,
         Store::Postgres(p) => p.close().await,
     }
-    Ok(build(data?, &names, backend, now, since, cooldown))
+    let mut status = build(data?, &names, backend, now, since, cooldown);
+    status.events.enabled = config.events.is_some();
+    Ok(status)
 }
 
 /// Assembles the view from what was read (no IO).
@@ -264,6 +280,20 @@ pub fn build(
             unprocessed: d.inbox_unprocessed,
             oldest_received_at: d.inbox_oldest,
             oldest_age_seconds,
+        },
+        events: {
+            let c = d.events.unwrap_or_default();
+            EventsStatus {
+                enabled: false,
+                pending: c.pending,
+                dead: c.dead,
+                oldest_pending_age_seconds: c
+                    .oldest_pending
+                    .as_deref()
+                    .and_then(|t| t.parse::<Timestamp>().ok())
+                    .map(|t| now.duration_since(t).as_secs().max(0)),
+                oldest_pending_at: c.oldest_pending,
+            }
         },
         lease_table: d.leases.is_some(),
         leases: d

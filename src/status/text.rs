@@ -67,6 +67,31 @@ impl Status {
             ),
             _ => writeln!(s, "\nwebhook inbox: {} unprocessed", w.unprocessed),
         };
+        let e = &self.events;
+        let _ = match (&e.oldest_pending_at, e.oldest_pending_age_seconds) {
+            (Some(t), Some(age)) => writeln!(
+                s,
+                "\nevents: {} pending, {} dead, oldest pending written {t} ({age}s ago){}",
+                e.pending,
+                e.dead,
+                if e.enabled {
+                    ""
+                } else {
+                    " (events are off in this configuration)"
+                }
+            ),
+            _ => writeln!(
+                s,
+                "\nevents: {} pending, {} dead{}",
+                e.pending,
+                e.dead,
+                if e.enabled {
+                    ""
+                } else {
+                    " (events are off in this configuration)"
+                }
+            ),
+        };
         if !self.lease_table {
             let _ = writeln!(s, "\nleases: no leases (single instance)");
         } else {

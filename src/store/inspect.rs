@@ -47,7 +47,8 @@ pub struct RunSnapshot {
 }
 
 /// Tables `count` may name.
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 8] = [
+    "payrecon_events",
     "orders",
     "payrecon_transitions",
     "payrecon_findings",

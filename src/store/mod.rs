@@ -3,9 +3,11 @@
 //! UPDATE plus its audit row in the same transaction.
 
 mod attach;
+mod events;
 mod inbox;
 mod inspect;
 mod lease;
+mod outbox;
 mod pg_batch;
 mod postgres;
 mod readonly;
@@ -21,9 +23,11 @@ use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
 
+pub use events::{Attempt, ClaimedEvent, EventCounts, EventFilter, EventRow};
 pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use lease::Fence;
+pub use outbox::event_type;
 pub use status::{
     LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,
 };
@@ -64,6 +68,9 @@ pub struct ApplyContext {
     /// Provider name (`chain` for the sweep).
     pub provider: String,
     pub run_id: String,
+    /// Write each applied transition's event (`payrecon_events`) in its transaction:
+    /// `[events] url` is set. The merchant's own writes (demo, tests) pass false.
+    pub events: bool,
 }
 
 impl ApplyContext {

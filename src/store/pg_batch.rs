@@ -9,9 +9,24 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::{Acquire, Postgres, Transaction};
 
+use super::outbox::{self, EventOrder, PG_RETURNING};
 use super::rows::{counted, rank_sql};
 use super::{is_unique_violation, ApplyContext, ApplyOutcome};
 use crate::domain::{Attach, PlannedTransition, State};
+
+/// `o.id` then the `EventOrder` columns, as one flat row.
+type IdAndOrder = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+);
 
 /// The outcomes of `batch` in order, or `None` when the caller must apply it row by row
 /// (nothing of this attempt is left in the transaction then).
@@ -75,7 +90,8 @@ async fn write(
         })
         .collect();
     let rank = rank_sql("o.state");
-    let updated = sqlx::query_scalar::<_, i64>(&format!(
+    let cols = PG_RETURNING;
+    let updated = sqlx::query_as::<_, IdAndOrder>(&format!(
         "UPDATE orders o SET state = t.to_state, state_changed_at = $11::timestamptz, \
          tx_hash = CASE WHEN t.attach THEN t.tx_hash ELSE o.tx_hash END, \
          log_index = CASE WHEN t.attach THEN t.log_index ELSE o.log_index END, \
@@ -90,7 +106,7 @@ async fn write(
          AND (o.tx_hash IS NULL OR (o.tx_hash = t.tx_hash AND o.log_index = t.log_index)) \
          AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = t.chain \
          AND o2.tx_hash = t.tx_hash AND o2.log_index = t.log_index AND o2.id <> o.id))) \
-         RETURNING o.id"
+         RETURNING o.id, {cols}"
     ))
     .bind(&ids)
     .bind(&to_states)
@@ -109,12 +125,12 @@ async fn write(
         return Ok(false);
     }
     let from_states: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
-    let inserted = sqlx::query_scalar::<_, i64>(
+    let inserted = sqlx::query_as::<_, (i64, i64)>(
         "INSERT INTO payrecon_transitions \
          (order_id, from_state, to_state, source, provider, run_id, created_at) \
          SELECT t.id, t.from_state, t.to_state, $4, $5, $6, $7::timestamptz \
          FROM UNNEST($1::bigint[], $2::text[], $3::text[]) AS t(id, from_state, to_state) \
-         ON CONFLICT (order_id, to_state) DO NOTHING RETURNING order_id",
+         ON CONFLICT (order_id, to_state) DO NOTHING RETURNING order_id, id",
     )
     .bind(&ids)
     .bind(&from_states)
@@ -125,7 +141,37 @@ async fn write(
     .bind(now)
     .fetch_all(counted(&mut **sp))
     .await?;
-    Ok(inserted.len() == batch.len())
+    if inserted.len() != batch.len() {
+        return Ok(false);
+    }
+    if ctx.events {
+        let transition_of: HashMap<i64, i64> = inserted.into_iter().collect();
+        let orders: HashMap<i64, EventOrder> = updated
+            .into_iter()
+            .map(|(id, a, b, c, d, e, f, g, h, i)| (id, (a, b, c, d, e, f, g, h, i)))
+            .collect();
+        let mut events = Vec::with_capacity(batch.len());
+        for (pos, t) in batch.iter().enumerate() {
+            let Some(order) = orders.get(&t.order_id) else {
+                return Ok(false);
+            };
+            let Some(&transition_id) = transition_of.get(&t.order_id) else {
+                return Ok(false);
+            };
+            let (from, to) = (from[pos], t.to);
+            events.push(outbox::new_event(
+                t.order_id,
+                transition_id,
+                from,
+                to,
+                order,
+                ctx,
+                now,
+            ));
+        }
+        outbox::pg_insert(sp, &events, now).await?;
+    }
+    Ok(true)
 }
 
 /// The locked state of each order when every transition moves a distinct order forward and

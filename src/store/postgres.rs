@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Acquire, PgPool, Postgres, QueryBuilder, Transaction};
 
+use super::outbox::{self, EventOrder, PG_RETURNING};
 use super::rows::{
     connect_error, counted, cutoff, db_error, decode_raw_row, rank_sql, valid_rows, LOOKUP_CHUNK,
     PG_ROW_COLUMNS,
@@ -164,7 +165,7 @@ pub(super) async fn apply(
     ctx: &ApplyContext,
     fence: Option<&super::Fence>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
-    let now = Timestamp::now().to_string();
+    let now = super::rows::sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin().await?;
     if let Some(f) = fence {
         super::lease::pg_check(&mut tx, f).await?;
@@ -213,27 +214,28 @@ async fn apply_one(
     };
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
     let rank = rank_sql("state");
+    let cols = PG_RETURNING;
     let updated = match &t.attach {
         None => {
-            sqlx::query(&format!(
-                "UPDATE orders SET state = $2, state_changed_at = $3::timestamptz \
-                 WHERE id = $1 AND {rank} < $4"
+            sqlx::query_as::<_, EventOrder>(&format!(
+                "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz \
+                 WHERE id = $1 AND {rank} < $4 RETURNING {cols}"
             ))
             .bind(t.order_id)
             .bind(t.to.as_str())
             .bind(now)
             .bind(t.to.rank())
-            .execute(counted(&mut *sp))
+            .fetch_optional(counted(&mut *sp))
             .await
         }
         Some(a) => {
-            sqlx::query(&format!(
-                "UPDATE orders SET state = $2, state_changed_at = $3::timestamptz, tx_hash = $5, \
+            sqlx::query_as::<_, EventOrder>(&format!(
+                "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz, tx_hash = $5, \
                  log_index = $6, amount_paid = $7::numeric, block_number = $8, block_hash = $9 \
                  WHERE id = $1 AND {rank} < $4 AND chain = $10 \
                  AND (tx_hash IS NULL OR (tx_hash = $5 AND log_index = $6)) \
                  AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $10 \
-                 AND o2.tx_hash = $5 AND o2.log_index = $6 AND o2.id <> $1)"
+                 AND o2.tx_hash = $5 AND o2.log_index = $6 AND o2.id <> $1) RETURNING {cols}"
             ))
             .bind(t.order_id)
             .bind(t.to.as_str())
@@ -245,31 +247,31 @@ async fn apply_one(
             .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
             .bind(&a.block.hash)
             .bind(&a.key.chain)
-            .execute(counted(&mut *sp))
+            .fetch_optional(counted(&mut *sp))
             .await
         }
     };
-    let affected = match updated {
-        Ok(r) => r.rows_affected(),
+    let order = match updated {
+        Ok(r) => r,
         Err(e) if is_unique_violation(&e) => {
             counted(sp).rollback().await?;
             return Ok(ApplyOutcome::Duplicate);
         }
         Err(e) => return Err(e),
     };
-    if affected == 0 {
+    let Some(order) = order else {
         counted(sp).rollback().await?;
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM orders WHERE id = $1")
             .bind(t.order_id)
             .fetch_optional(counted(&mut **tx))
             .await?;
         return Ok(outcome_after_miss(state.as_deref(), t.to));
-    }
-    let inserted = sqlx::query(
+    };
+    let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO payrecon_transitions \
          (order_id, from_state, to_state, source, provider, run_id, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz) \
-         ON CONFLICT (order_id, to_state) DO NOTHING",
+         ON CONFLICT (order_id, to_state) DO NOTHING RETURNING id",
     )
     .bind(t.order_id)
     .bind(from.as_str())
@@ -278,13 +280,16 @@ async fn apply_one(
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
-    .execute(counted(&mut *sp))
-    .await?
-    .rows_affected();
-    if inserted == 0 {
+    .fetch_optional(counted(&mut *sp))
+    .await?;
+    let Some(transition_id) = inserted else {
         // (order, to_state) was applied before (the row has been moved back since): undo.
         counted(sp).rollback().await?;
         return Ok(ApplyOutcome::Duplicate);
+    };
+    if ctx.events {
+        let event = outbox::new_event(t.order_id, transition_id, from, t.to, &order, ctx, now);
+        outbox::pg_insert(&mut sp, std::slice::from_ref(&event), now).await?;
     }
     counted(sp).commit().await?;
     current.insert(t.order_id, t.to.as_str().to_string());

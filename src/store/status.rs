@@ -19,6 +19,8 @@ pub(super) const REQUIRED: [&str; 4] = [
     "payrecon_webhook_events",
 ];
 pub(super) const LEASES: &str = "payrecon_leases";
+/// The event outbox (added by a later migration): read only when it exists.
+pub(super) const EVENTS: &str = "payrecon_events";
 
 /// One `payrecon_runs` row as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +85,8 @@ pub struct StatusData {
     pub inbox_oldest: Option<String>,
     /// None when the lease table does not exist.
     pub leases: Option<Vec<LeaseRow>>,
+    /// None when the event outbox does not exist.
+    pub events: Option<super::EventCounts>,
 }
 
 /// A timestamp column as RFC 3339 UTC text with milliseconds (PostgreSQL).
@@ -181,6 +185,9 @@ impl Store {
         self.read_inbox(&mut d).await?;
         if tables.iter().any(|t| t == LEASES) {
             d.leases = Some(self.leases().await?);
+        }
+        if tables.iter().any(|t| t == EVENTS) {
+            d.events = Some(self.event_counts().await?);
         }
         Ok(d)
     }

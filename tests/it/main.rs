@@ -5,6 +5,7 @@ mod chain;
 mod chaingateway;
 mod cli;
 mod depfaults;
+mod events;
 mod evm;
 mod grafana;
 mod http_provider;

@@ -213,6 +213,7 @@ impl World {
             source: Source::Webhook,
             provider: "merchant".into(),
             run_id: String::new(),
+            events: false,
         };
         self.store().apply(&[t], &ctx).await.expect("seed");
     }

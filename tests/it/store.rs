@@ -52,6 +52,7 @@ pub fn ctx() -> ApplyContext {
         source: Source::Reconcile,
         provider: "cg".into(),
         run_id: "run-1".into(),
+        events: false,
     }
 }
 

@@ -82,7 +82,8 @@ async fn unreachable_database_exits_1_without_the_password() {
             // check still reports every item: the database failed, the chain and the
             // provider reachable.
             let lines: Vec<&str> = out.stdout.lines().collect();
-            assert_eq!(lines.len(), 3, "{}", out.stdout);
+            assert_eq!(lines.len(), 4, "{}", out.stdout);
+            assert!(lines[3].starts_with("WARN   events"), "{}", lines[3]);
             assert!(lines[0].starts_with("FAILED database"), "{}", lines[0]);
             assert!(lines[1].starts_with("ok") && lines[1].contains("chain ethereum"));
             assert!(lines[2].starts_with("ok") && lines[2].contains("provider sandbox"));

@@ -50,7 +50,18 @@ async fn check_prints_one_line_per_item_and_fails_when_the_provider_is_down() {
     out.assert_code(0);
     out.assert_no_panic();
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "database, chain, provider:\n{}", out.stdout);
+    assert_eq!(
+        lines.len(),
+        4,
+        "database, chain, provider, events:\n{}",
+        out.stdout
+    );
+    // apply = true and no [events] url: a warning, not a failure (exit 0 above).
+    assert!(
+        lines[3].starts_with("WARN") && lines[3].contains("[events] url"),
+        "{}",
+        lines[3]
+    );
     assert!(
         lines[0].starts_with("ok") && lines[0].contains("database"),
         "{}",
@@ -75,7 +86,8 @@ async fn check_prints_one_line_per_item_and_fails_when_the_provider_is_down() {
     out.assert_code(1);
     out.assert_no_panic();
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    assert_eq!(lines.len(), 4, "{}", out.stdout);
+    assert!(lines[3].starts_with("WARN"), "{}", out.stdout);
     assert!(
         lines[0].starts_with("ok") && lines[1].starts_with("ok"),
         "{}",

@@ -23,6 +23,7 @@ fn ctx() -> ApplyContext {
         source: Source::Webhook,
         provider: "merchant".into(),
         run_id: String::new(),
+        events: false,
     }
 }
 

@@ -6,7 +6,7 @@ use super::{series, world_with_payments, Served, EVERY_SECOND, NEVER};
 use crate::cli::harness::World;
 use crate::support::wait_until;
 
-const METRICS: [&str; 12] = [
+const METRICS: [&str; 15] = [
     "payrecon_runs_total",
     "payrecon_run_duration_seconds",
     "payrecon_last_success_timestamp_seconds",
@@ -19,6 +19,9 @@ const METRICS: [&str; 12] = [
     "payrecon_provider_requests_total",
     "payrecon_records_rejected_total",
     "payrecon_chain_head_block",
+    "payrecon_events_total",
+    "payrecon_events_pending",
+    "payrecon_events_oldest_pending_seconds",
 ];
 
 /// Every label value is a bounded enum or a configured name: never a hash or an address.
@@ -54,6 +57,9 @@ fn assert_bounded_labels(text: &str) {
         "bad_request",
         "too_large",
         "unknown_provider",
+        // payrecon_events_total (SPEC §10).
+        "delivered",
+        "dead",
     ];
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         assert!(

@@ -87,6 +87,7 @@ async fn lost_payment(w: &World, i: u32) {
         source: Source::Webhook,
         provider: "merchant".into(),
         run_id: String::new(),
+        events: false,
     };
     w.store.apply(&[t], &ctx).await.unwrap();
 }

@@ -80,6 +80,7 @@ async fn a_transition_without_attach_leaves_the_payment_columns_alone() {
             source: Source::Webhook,
             provider: "qvard".into(),
             run_id: String::new(),
+            events: false,
         };
         let t = plan(&store, "A-1", State::Confirmed, None).await;
         let out = store.apply(&[t], &webhook).await.unwrap();

@@ -1,0 +1,140 @@
+//! `payrecon events` (read-only, like `status`) and `payrecon events replay`: the operator's
+//! view of the outbox and the way to send delivered or dead events again, ids unchanged.
+
+use std::fmt::Write as _;
+
+use jiff::Timestamp;
+
+use crate::config::Config;
+use crate::store::{EventCounts, EventFilter, EventRow, Store};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AdminError(pub String);
+
+/// What `payrecon events` shows.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EventList {
+    pub counts: EventCounts,
+    pub events: Vec<EventRow>,
+    /// More events matched than `limit`: the newest are shown.
+    pub truncated: bool,
+}
+
+fn scrub(config: &Config, e: &dyn std::fmt::Display) -> AdminError {
+    AdminError(crate::secret::redact(&e.to_string(), &config.secrets()))
+}
+
+/// Reads events on a read-only connection (never creates or migrates anything).
+pub async fn list(config: &Config, filter: &EventFilter) -> Result<EventList, AdminError> {
+    let store = Store::connect_read_only(
+        config.database.url.expose(),
+        config.database.max_connections,
+    )
+    .await
+    .map_err(|e| scrub(config, &e))?;
+    let mut f = filter.clone();
+    f.limit = filter.limit.saturating_add(1);
+    let read = async {
+        let mut events = store.list_events(&f).await?;
+        let counts = store.event_counts().await?;
+        let truncated = events.len() as i64 > filter.limit;
+        if truncated {
+            events.remove(0);
+        }
+        Ok::<_, crate::store::StoreError>(EventList {
+            counts,
+            events,
+            truncated,
+        })
+    }
+    .await;
+    match &store {
+        Store::Sqlite(p) => p.close().await,
+        Store::Postgres(p) => p.close().await,
+    }
+    read.map_err(|e| {
+        let text = e.to_string();
+        if text.contains("payrecon_events") {
+            AdminError(format!(
+                "{}; run `payrecon migrate` first",
+                crate::secret::redact(&text, &config.secrets())
+            ))
+        } else {
+            scrub(config, &e)
+        }
+    })
+}
+
+/// Puts the matching delivered or dead events back in the queue; returns how many.
+pub async fn replay(config: &Config, filter: &EventFilter) -> Result<u64, AdminError> {
+    let store = Store::connect(config.database.url.expose(), 2)
+        .await
+        .map_err(|e| scrub(config, &e))?;
+    let n = store
+        .replay_events(filter, Timestamp::now())
+        .await
+        .map_err(|e| scrub(config, &e));
+    match &store {
+        Store::Sqlite(p) => p.close().await,
+        Store::Postgres(p) => p.close().await,
+    }
+    n
+}
+
+impl EventList {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".into())
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let c = &self.counts;
+        let _ = writeln!(
+            s,
+            "{} pending, {} dead{}",
+            c.pending,
+            c.dead,
+            c.oldest_pending
+                .as_deref()
+                .map(|t| format!(", oldest pending written {t}"))
+                .unwrap_or_default()
+        );
+        if self.events.is_empty() {
+            let _ = writeln!(s, "no events match");
+            return s;
+        }
+        let _ = writeln!(
+            s,
+            "\n{:<36} {:<16} {:<15} {:<9} {:>8}  {:<24} last",
+            "id", "order", "type", "status", "attempts", "when"
+        );
+        for e in &self.events {
+            let when = match e.status.as_str() {
+                "delivered" => e.delivered_at.clone(),
+                "dead" => e.dead_at.clone(),
+                _ => e.next_attempt_at.clone().map(|t| format!("next {t}")),
+            }
+            .unwrap_or_default();
+            let last = match (e.last_status, &e.last_error) {
+                (_, Some(err)) => err.clone(),
+                (Some(st), None) => format!("HTTP {st}"),
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "{:<36} {:<16} {:<15} {:<9} {:>8}  {:<24} {last}",
+                e.id,
+                e.order_ref.as_deref().unwrap_or("?"),
+                e.kind,
+                e.status,
+                e.attempts,
+                when
+            );
+        }
+        if self.truncated {
+            let _ = writeln!(s, "(more events match; the newest are shown: use --limit)");
+        }
+        s
+    }
+}

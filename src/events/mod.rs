@@ -1,0 +1,414 @@
+//! Events to the merchant's application (SPEC §10): the delivery loop. It claims due events
+//! in the database (one instance at a time per event, per-order order), POSTs each with
+//! Standard Webhooks headers, and records the attempt: delivered on a 2xx within `timeout`,
+//! otherwise retried after the next delay of `retry_schedule` (plus jitter, or a longer
+//! `Retry-After`), and dead after the last one. `serve` runs it until shutdown, woken by each
+//! committed batch (polling is the fallback for other processes' commits); `run` flushes for
+//! up to `flush_timeout`.
+
+pub mod admin;
+pub mod sign;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::{FuturesUnordered, StreamExt as _};
+use jiff::Timestamp;
+use tokio::sync::Notify;
+
+use crate::config::EventsConfig;
+use crate::metrics::{EventL, EventOutcome, Metrics};
+use crate::store::{Attempt, ClaimedEvent, Store};
+
+/// How often the loop looks for due events when nothing woke it (another process's commits,
+/// retries coming due).
+pub const POLL: Duration = Duration::from_millis(500);
+/// How often the pending and dead gauges are refreshed.
+const COUNT_EVERY: Duration = Duration::from_secs(5);
+/// How often `serve` deletes delivered events past `events.retention`.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// A claim outlives the attempt's timeout by this much; a process that died holding one
+/// leaves the event to another instance after that.
+const CLAIM_MARGIN: Duration = Duration::from_secs(30);
+/// The longest `Retry-After` honoured.
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(3600);
+/// Jitter added to each delay of the schedule: up to this share of it.
+const JITTER: f64 = 0.2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    #[error("events: cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// What a flush did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flushed {
+    pub delivered: u64,
+    pub failed: u64,
+    pub dead: u64,
+}
+
+pub struct Deliverer {
+    store: Store,
+    cfg: EventsConfig,
+    key: Vec<u8>,
+    client: reqwest::Client,
+    metrics: Arc<Metrics>,
+    /// This process as a claim holder.
+    holder: String,
+    wake: Arc<Notify>,
+}
+
+enum Mode {
+    /// `serve`: until stopped; deletes delivered events past retention.
+    Serve,
+    /// `run`: until nothing is due, or the deadline.
+    Flush(Instant),
+}
+
+impl Deliverer {
+    pub fn new(
+        cfg: EventsConfig,
+        store: Store,
+        metrics: Arc<Metrics>,
+        holder: String,
+        wake: Arc<Notify>,
+    ) -> Result<Deliverer, EventsError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(cfg.timeout)
+            .user_agent(concat!("payrecon/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| EventsError::Client(e.to_string()))?;
+        Ok(Deliverer {
+            key: cfg.key(),
+            store,
+            cfg,
+            client,
+            metrics,
+            holder,
+            wake,
+        })
+    }
+
+    pub fn config(&self) -> &EventsConfig {
+        &self.cfg
+    }
+
+    /// `serve`: delivers until `stop` resolves, then lets the attempts in flight finish
+    /// (each bounded by `timeout`).
+    pub async fn run(&self, stop: impl Future<Output = ()>) {
+        self.pump(Mode::Serve, stop).await;
+    }
+
+    /// `run`: delivers what is due, and what becomes due within `within` (an order's next
+    /// event, a retry), then returns; the rest waits for the next `serve` or `run`.
+    pub async fn flush(&self, within: Duration) -> Flushed {
+        self.pump(Mode::Flush(Instant::now() + within), std::future::pending())
+            .await
+    }
+
+    async fn pump(&self, mode: Mode, stop: impl Future<Output = ()>) -> Flushed {
+        let mut tally = Flushed::default();
+        let mut inflight = FuturesUnordered::new();
+        let mut store_failing = false;
+        let mut counted_at: Option<Instant> = None;
+        let mut pruned_at: Option<Instant> = None;
+        tokio::pin!(stop);
+        loop {
+            let free = self.cfg.max_concurrency.saturating_sub(inflight.len());
+            let mut claimed = 0;
+            if free > 0 {
+                let lease = self.cfg.timeout + CLAIM_MARGIN;
+                match self
+                    .store
+                    .claim_events(&self.holder, Timestamp::now(), lease, free)
+                    .await
+                {
+                    Ok(events) => {
+                        if store_failing {
+                            tracing::info!("The event outbox can be read again.");
+                            store_failing = false;
+                        }
+                        claimed = events.len();
+                        inflight.extend(events.into_iter().map(|e| self.deliver(e)));
+                    }
+                    Err(e) => {
+                        if !store_failing {
+                            tracing::warn!(error = %e, "Cannot claim events to deliver; retrying.");
+                        }
+                        store_failing = true;
+                    }
+                }
+            }
+            if counted_at.is_none_or(|t| t.elapsed() >= COUNT_EVERY) {
+                self.refresh_gauges().await;
+                counted_at = Some(Instant::now());
+            }
+            if matches!(mode, Mode::Serve) && pruned_at.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
+                self.prune().await;
+                pruned_at = Some(Instant::now());
+            }
+            let deadline = match mode {
+                Mode::Flush(d) => {
+                    if Instant::now() >= d {
+                        break;
+                    }
+                    // Nothing in flight and nothing due: wait only for a retry that comes
+                    // due before the deadline.
+                    if inflight.is_empty() && claimed == 0 && !self.due_before(d).await {
+                        break;
+                    }
+                    d
+                }
+                Mode::Serve => Instant::now() + Duration::from_secs(3600),
+            };
+            tokio::select! {
+                Some(outcome) = inflight.next(), if !inflight.is_empty() => tally.add(outcome),
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(POLL) => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+                _ = &mut stop => break,
+            }
+        }
+        while let Some(outcome) = inflight.next().await {
+            tally.add(outcome);
+        }
+        self.refresh_gauges().await;
+        tally
+    }
+
+    /// One attempt of one claimed event, recorded.
+    async fn deliver(&self, ev: ClaimedEvent) -> EventOutcome {
+        let attempt = self.send(&ev).await;
+        let outcome = match &attempt {
+            Attempt::Delivered { .. } => EventOutcome::delivered,
+            Attempt::Retry { .. } => EventOutcome::failed,
+            Attempt::Dead { .. } => EventOutcome::dead,
+        };
+        match &attempt {
+            Attempt::Delivered { status } => {
+                tracing::info!(event_id = %ev.id, order_id = ev.order_id, status, "Event delivered.")
+            }
+            Attempt::Retry { error, next, .. } => {
+                tracing::warn!(event_id = %ev.id, order_id = ev.order_id, attempt = ev.attempts + 1,
+                    error = %error, next_attempt_at = %next, "An event delivery failed; it will be retried.")
+            }
+            Attempt::Dead { error, .. } => {
+                tracing::error!(event_id = %ev.id, order_id = ev.order_id, attempts = ev.attempts + 1,
+                    error = %error, "An event is dead: every retry failed (`payrecon events replay` sends it again).")
+            }
+        }
+        let counter = |o: EventOutcome| {
+            self.metrics
+                .events
+                .get_or_create(&EventL { outcome: o })
+                .inc()
+        };
+        // `failed` counts failed attempts, the last one of a dead event included.
+        if matches!(outcome, EventOutcome::dead) {
+            counter(EventOutcome::failed);
+        }
+        counter(outcome.clone());
+        if let Err(e) = self
+            .store
+            .record_attempt(&ev.id, &self.holder, Timestamp::now(), &attempt)
+            .await
+        {
+            // The claim expires; the event is attempted again then (same webhook-id).
+            tracing::warn!(event_id = %ev.id, error = %e, "Cannot record an event delivery attempt.");
+        }
+        outcome
+    }
+
+    /// POSTs the stored body with this attempt's timestamp and signature.
+    async fn send(&self, ev: &ClaimedEvent) -> Attempt {
+        let ts = Timestamp::now().as_second();
+        let signature = sign::signature(&self.key, &ev.id, ts, ev.body.as_bytes());
+        let res = self
+            .client
+            .post(&self.cfg.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", &ev.id)
+            .header("webhook-timestamp", ts.to_string())
+            .header("webhook-signature", signature)
+            .body(ev.body.clone())
+            .send()
+            .await;
+        let (status, error, retry_after) = match res {
+            Ok(resp) if resp.status().is_success() => {
+                return Attempt::Delivered {
+                    status: resp.status().as_u16(),
+                }
+            }
+            Ok(resp) => {
+                let status = resp.status();
+                let what = if status.is_redirection() {
+                    format!("HTTP {} (redirects are not followed)", status.as_u16())
+                } else {
+                    format!("HTTP {}", status.as_u16())
+                };
+                (Some(status.as_u16()), what, retry_after(&resp))
+            }
+            Err(e) => (None, describe(&e, self.cfg.timeout), None),
+        };
+        let jitter: f64 = rand::random();
+        match next_attempt(
+            &self.cfg.retry_schedule,
+            ev.attempts,
+            retry_after,
+            Timestamp::now(),
+            jitter,
+        ) {
+            Some(next) => Attempt::Retry {
+                status,
+                error,
+                next,
+            },
+            None => Attempt::Dead { status, error },
+        }
+    }
+
+    /// Some pending event becomes due before `deadline` (a retry within the flush).
+    async fn due_before(&self, deadline: Instant) -> bool {
+        let now = Timestamp::now();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(left) = jiff::SignedDuration::try_from(left) else {
+            return false;
+        };
+        match self.store.next_due_at(now).await {
+            Ok(Some(at)) => at <= now + left,
+            Ok(None) => false,
+            Err(e) => {
+                tracing::debug!(error = %e, "Cannot read when the next event is due.");
+                false
+            }
+        }
+    }
+
+    async fn refresh_gauges(&self) {
+        match self.store.event_counts().await {
+            Ok(c) => {
+                self.metrics.events_pending.set(c.pending);
+                let age = c
+                    .oldest_pending
+                    .and_then(|t| t.parse::<Timestamp>().ok())
+                    .map(|t| Timestamp::now().duration_since(t).as_secs_f64().max(0.0))
+                    .unwrap_or(0.0);
+                self.metrics.events_oldest_pending.set(age);
+            }
+            Err(e) => tracing::debug!(error = %e, "Cannot count pending events."),
+        }
+    }
+
+    async fn prune(&self) {
+        let Ok(keep) = jiff::SignedDuration::try_from(self.cfg.retention) else {
+            return;
+        };
+        let Ok(before) = Timestamp::now().checked_sub(keep) else {
+            return;
+        };
+        match self.store.prune_events(before).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "Deleted delivered events past retention."),
+            Err(e) => tracing::warn!(error = %e, "Cannot delete delivered events past retention."),
+        }
+    }
+}
+
+impl Flushed {
+    fn add(&mut self, o: EventOutcome) {
+        match o {
+            EventOutcome::delivered => self.delivered += 1,
+            EventOutcome::failed => self.failed += 1,
+            EventOutcome::dead => self.dead += 1,
+        }
+    }
+}
+
+/// When to attempt again after a failed attempt, `attempts` having been made before it:
+/// the next delay of `schedule` plus up to 20 % (`jitter` in [0, 1)), or a longer
+/// `Retry-After` (at most 1 h). `None` when the schedule is spent: the event is dead.
+pub fn next_attempt(
+    schedule: &[Duration],
+    attempts: i64,
+    retry_after: Option<Duration>,
+    now: Timestamp,
+    jitter: f64,
+) -> Option<Timestamp> {
+    let delay = *schedule.get(usize::try_from(attempts).ok()?)?;
+    let jittered = delay.mul_f64(1.0 + JITTER * jitter.clamp(0.0, 1.0));
+    let wait = match retry_after.map(|r| r.min(RETRY_AFTER_CAP)) {
+        Some(r) if r > jittered => r,
+        _ => jittered,
+    };
+    now.checked_add(jiff::SignedDuration::try_from(wait).ok()?)
+        .ok()
+}
+
+/// `Retry-After` in seconds (an HTTP date is not honoured).
+fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    let secs: u64 = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+/// A transport error in one line with its causes, without the URL (it may carry a token).
+fn describe(e: &reqwest::Error, timeout: Duration) -> String {
+    if e.is_timeout() {
+        return format!(
+            "no answer within {} (events.timeout)",
+            crate::config::format_duration(timeout)
+        );
+    }
+    let mut text = if e.is_connect() {
+        "connection failed".to_string()
+    } else {
+        "request failed".to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[test]
+    fn retries_follow_the_schedule_then_the_event_is_dead() {
+        let now: Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+        let schedule = [s(5), s(300)];
+        let at = |attempts, ra, j| {
+            next_attempt(&schedule, attempts, ra, now, j)
+                .map(|t| t.duration_since(now).as_secs_f64())
+        };
+        assert_eq!(at(0, None, 0.0), Some(5.0));
+        assert_eq!(at(1, None, 0.0), Some(300.0));
+        assert_eq!(at(2, None, 0.0), None, "after the last delay: dead");
+        // Jitter adds up to 20 %.
+        assert_eq!(at(1, None, 0.5), Some(330.0));
+        assert!(at(1, None, 0.999).unwrap() < 360.0);
+        // A longer Retry-After wins, a shorter one does not, and it is capped at 1 h.
+        assert_eq!(at(0, Some(s(60)), 0.0), Some(60.0));
+        assert_eq!(at(1, Some(s(60)), 0.0), Some(300.0));
+        assert_eq!(at(0, Some(s(86_400)), 0.0), Some(3600.0));
+        assert_eq!(at(-1, None, 0.0), None);
+    }
+}

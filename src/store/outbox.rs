@@ -1,0 +1,226 @@
+//! The outbox write (SPEC §10): the `payrecon_events` row of a transition payrecon applied,
+//! built from the order row its UPDATE returned and inserted in the same transaction as the
+//! `payrecon_transitions` row. The body is serialised here once; the delivery loop sends
+//! these exact bytes on every attempt.
+
+use serde::Serialize;
+use sqlx::{Postgres, Sqlite, Transaction};
+
+use super::rows::counted;
+use super::ApplyContext;
+use crate::domain::State;
+
+/// The order columns an applying UPDATE returns (`RETURNING`), for the event body.
+pub(crate) type EventOrder = (
+    String,         // order_ref
+    String,         // chain
+    Option<String>, // tx_hash
+    Option<i64>,    // log_index
+    Option<i64>,    // block_number
+    Option<String>, // block_hash
+    String,         // asset
+    String,         // amount_due (text)
+    Option<String>, // amount_paid (text)
+);
+
+/// `RETURNING` list of an UPDATE of `orders` (SQLite), in `EventOrder` order.
+pub(crate) const SQLITE_RETURNING: &str = "order_ref, chain, tx_hash, log_index, block_number, \
+     block_hash, asset, CAST(amount_due AS TEXT), CAST(amount_paid AS TEXT)";
+/// The same for PostgreSQL, on the alias `o`.
+pub(crate) const PG_RETURNING: &str = "o.order_ref, o.chain, o.tx_hash, o.log_index, \
+     o.block_number, o.block_hash, o.asset, o.amount_due::text, o.amount_paid::text";
+
+/// An event row about to be written.
+pub(crate) struct NewEvent {
+    pub id: String,
+    pub transition_id: i64,
+    pub order_id: i64,
+    pub kind: &'static str,
+    pub body: String,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    timestamp: &'a str,
+    data: Data<'a>,
+}
+
+#[derive(Serialize)]
+struct Data<'a> {
+    order_ref: &'a str,
+    order_id: i64,
+    from_state: &'a str,
+    to_state: &'a str,
+    chain: &'a str,
+    tx_hash: Option<&'a str>,
+    log_index: Option<i64>,
+    block_number: Option<i64>,
+    block_hash: Option<&'a str>,
+    asset: &'a str,
+    amount_due: &'a str,
+    amount_paid: Option<&'a str>,
+    source: &'a str,
+    provider: &'a str,
+    run_id: Option<&'a str>,
+}
+
+/// `order.pending` | `order.confirmed` | `order.final` (never `unpaid`: no transition goes
+/// there).
+pub fn event_type(to: State) -> &'static str {
+    match to {
+        State::Unpaid => "order.unpaid",
+        State::Pending => "order.pending",
+        State::Confirmed => "order.confirmed",
+        State::Final => "order.final",
+    }
+}
+
+/// The event of transition `transition_id` (`from -> to` of `order_id`), written at `now`
+/// (RFC 3339), from the order row as the UPDATE left it.
+pub(crate) fn new_event(
+    order_id: i64,
+    transition_id: i64,
+    from: State,
+    to: State,
+    order: &EventOrder,
+    ctx: &ApplyContext,
+    now: &str,
+) -> NewEvent {
+    let kind = event_type(to);
+    let body = Body {
+        kind,
+        timestamp: now,
+        data: Data {
+            order_ref: &order.0,
+            order_id,
+            from_state: from.as_str(),
+            to_state: to.as_str(),
+            chain: &order.1,
+            tx_hash: order.2.as_deref(),
+            log_index: order.3,
+            block_number: order.4,
+            block_hash: order.5.as_deref().filter(|h| !h.is_empty()),
+            asset: &order.6,
+            amount_due: &order.7,
+            amount_paid: order.8.as_deref(),
+            source: ctx.source.as_str(),
+            provider: &ctx.provider,
+            run_id: ctx.run_id_or_null(),
+        },
+    };
+    NewEvent {
+        id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+        transition_id,
+        order_id,
+        kind,
+        // Plain structs of strings and integers: serialising cannot fail.
+        body: serde_json::to_string(&body).unwrap_or_default(),
+    }
+}
+
+pub(crate) async fn sqlite_insert(
+    tx: &mut Transaction<'_, Sqlite>,
+    e: &NewEvent,
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO payrecon_events \
+         (id, transition_id, order_id, type, body, created_at, next_attempt_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+    )
+    .bind(&e.id)
+    .bind(e.transition_id)
+    .bind(e.order_id)
+    .bind(e.kind)
+    .bind(&e.body)
+    .bind(now)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(())
+}
+
+/// One statement for any number of events (the set-wise batch and row by row alike).
+pub(crate) async fn pg_insert(
+    tx: &mut Transaction<'_, Postgres>,
+    events: &[NewEvent],
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    let transitions: Vec<i64> = events.iter().map(|e| e.transition_id).collect();
+    let orders: Vec<i64> = events.iter().map(|e| e.order_id).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
+    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO payrecon_events \
+         (id, transition_id, order_id, type, body, created_at, next_attempt_at) \
+         SELECT t.id, t.transition_id, t.order_id, t.type, t.body, $6::timestamptz, \
+         $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::text[], \
+         $5::text[]) AS t(id, transition_id, order_id, type, body)",
+    )
+    .bind(&ids)
+    .bind(&transitions)
+    .bind(&orders)
+    .bind(&kinds)
+    .bind(&bodies)
+    .bind(now)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Source;
+
+    #[test]
+    fn the_body_names_the_transition_and_the_payment() {
+        let order: EventOrder = (
+            "A-1".into(),
+            "ethereum".into(),
+            Some(format!("0x{}", "ab".repeat(32))),
+            Some(7),
+            Some(123),
+            Some(String::new()),
+            "native".into(),
+            "25000000".into(),
+            Some("25000000".into()),
+        );
+        let ctx = ApplyContext {
+            source: Source::Reconcile,
+            provider: "cg".into(),
+            run_id: String::new(),
+            events: true,
+        };
+        let e = new_event(
+            17,
+            3,
+            State::Unpaid,
+            State::Final,
+            &order,
+            &ctx,
+            "2026-12-01T10:00:00.000Z",
+        );
+        assert!(e.id.starts_with("evt_") && e.id.len() == 36, "{}", e.id);
+        assert_eq!(e.kind, "order.final");
+        let v: serde_json::Value = serde_json::from_str(&e.body).unwrap();
+        assert_eq!(v["type"], "order.final");
+        assert_eq!(v["timestamp"], "2026-12-01T10:00:00.000Z");
+        let d = &v["data"];
+        assert_eq!(d["order_ref"], "A-1");
+        assert_eq!(d["order_id"], 17);
+        assert_eq!(d["from_state"], "unpaid");
+        assert_eq!(d["to_state"], "final");
+        assert_eq!(d["log_index"], 7);
+        assert_eq!(d["amount_paid"], "25000000");
+        assert!(d["block_hash"].is_null(), "an empty hash is null");
+        assert!(d["run_id"].is_null(), "no run: null");
+        assert_eq!(d["source"], "reconcile");
+        assert_eq!(d["provider"], "cg");
+    }
+}

@@ -1,0 +1,119 @@
+//! The real binary: `run` flushes its events to a receiver before it exits, `payrecon events`
+//! lists them read-only, `events replay` queues them again (ids unchanged), `check` reports
+//! the endpoint, and the secret appears in no output.
+
+use super::receiver::{Receiver, Reply};
+use super::SECRET;
+use crate::cli::harness::{payrecon, World};
+
+fn events_toml(url: &str) -> String {
+    format!(
+        "[events]\nurl = \"{url}\"\nsecret = \"{SECRET}\"\ntimeout = \"2s\"\n\
+         retry_schedule = [\"100ms\"]\nflush_timeout = \"10s\"\n"
+    )
+}
+
+#[tokio::test]
+async fn run_flushes_its_events_and_the_operator_lists_and_replays_them() {
+    let w = World::sqlite().await;
+    let receiver = Receiver::start().await;
+    // P-2's event fails twice: dead after the one retry of the schedule.
+    receiver.script_order("P-2", [Reply::status(500), Reply::status(500)]);
+    w.missing_payments(1, 3).await;
+    let config = w.config(&events_toml(&receiver.url()));
+
+    let run = payrecon(&config, &["run", "--format", "json"]).await;
+    run.assert_code(0);
+    assert_eq!(run.json()["totals"]["applied"], 3);
+    let delivered = receiver.delivered();
+    assert_eq!(delivered.len(), 2, "P-1 and P-3 before run exited");
+
+    // P-2's retry came due within flush_timeout and failed too: dead.
+    let list = payrecon(&config, &["events", "--format", "json"]).await;
+    list.assert_code(0);
+    let v = list.json();
+    assert_eq!(v["events"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(
+        (
+            v["counts"]["pending"].as_i64(),
+            v["counts"]["dead"].as_i64()
+        ),
+        (Some(0), Some(1)),
+        "{v}"
+    );
+    let pending = payrecon(&config, &["events", "--status", "dead", "--order", "P-2"]).await;
+    pending.assert_code(0);
+    assert!(
+        pending.stdout.contains("P-2") && pending.stdout.contains("HTTP 500"),
+        "{}",
+        pending.stdout
+    );
+    let dead = payrecon(&config, &["events", "--status", "dead", "--format", "json"]).await;
+    let dead = dead.json();
+    assert_eq!(dead["events"].as_array().unwrap().len(), 1, "{dead}");
+    let id = dead["events"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(receiver.received().iter().filter(|r| r.id == id).count(), 2);
+
+    let replay = payrecon(&config, &["events", "replay", "--id", &id]).await;
+    replay.assert_code(0);
+    assert!(replay.stdout.starts_with("1 event(s)"), "{}", replay.stdout);
+    let usage = payrecon(&config, &["events", "replay"]).await;
+    usage.assert_code(2);
+    payrecon(&config, &["run"]).await.assert_code(0);
+    let last = receiver.received().into_iter().last().unwrap();
+    assert_eq!((last.id.as_str(), last.answered), (id.as_str(), 200));
+
+    let check = payrecon(&config, &["check"]).await;
+    assert!(
+        check
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("events endpoint")),
+        "{}",
+        check.stdout
+    );
+    receiver.stop();
+    let down = payrecon(&config, &["check"]).await;
+    down.assert_code(1);
+    assert!(
+        down.stdout.contains("FAILED events endpoint"),
+        "{}",
+        down.stdout
+    );
+
+    let status = payrecon(&config, &["status", "--format", "json"]).await;
+    assert_eq!(status.json()["events"]["enabled"], true);
+    for out in [&run, &list, &pending, &replay, &check, &down, &status] {
+        for text in [&out.stdout, &out.stderr] {
+            assert!(!text.contains(&SECRET[6..]), "the secret leaked: {text}");
+        }
+    }
+}
+
+/// `payrecon demo` delivers its events to the sandbox merchant endpoint and shows them.
+#[tokio::test]
+async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(crate::cli::harness::BIN);
+    cmd.arg("demo")
+        .arg("--dir")
+        .arg(dir.path())
+        .kill_on_drop(true);
+    let out = crate::cli::harness::output(cmd).await;
+    out.assert_code(0);
+    let (head, rest) = out
+        .stdout
+        .split_once("The sandbox merchant endpoint received ")
+        .unwrap_or_else(|| panic!("no events shown:\n{}", out.stdout));
+    let n: usize = rest.split_whitespace().next().unwrap().parse().unwrap();
+    let lines: Vec<&str> = rest
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  order."))
+        .collect();
+    assert!(n >= 5, "{}", out.stdout);
+    assert_eq!(lines.len(), n, "{rest}");
+    assert!(lines.iter().any(|l| l.contains("order.final")), "{rest}");
+    assert!(!rest.contains("BAD SIGNATURE"), "{rest}");
+    assert!(head.contains("applied"), "the report comes first");
+}
