@@ -83,6 +83,11 @@ struct Args {
     /// `cargo build --release --bins --examples`).
     #[arg(long)]
     payrecon_bin: Option<std::path::PathBuf>,
+    /// Events on (`[events] url`): every transition also writes its outbox row. The run's
+    /// delivery is left out of the figures (`flush_timeout = "0s"`, an endpoint that refuses
+    /// at once), so the apply path is what differs from a run without.
+    #[arg(long)]
+    events: bool,
 }
 
 /// What one run measured.
@@ -105,6 +110,8 @@ struct Figures {
     floor_b: floor::FloorB,
     floor_requests: u64,
     report: Report,
+    /// Rows in `payrecon_events` after the run (`--events`).
+    events_written: Option<i64>,
 }
 
 fn main() -> ExitCode {
@@ -213,10 +220,16 @@ async fn bench_on(
     cg: &FakeChaingateway,
     ds: &seed::Dataset,
 ) -> anyhow::Result<Figures> {
-    let extra = match args.batch_size {
+    let mut extra = match args.batch_size {
         Some(n) => format!("[reconcile]\nbatch_size = {n}\n"),
         None => String::new(),
     };
+    if args.events {
+        extra.push_str(
+            "[events]\nurl = \"http://127.0.0.1:9/refused\"\n\
+             secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\nflush_timeout = \"0s\"\n",
+        );
+    }
     let toml = config_toml(db_url, cg.base_url(), rpc_url, &extra);
     let env = [(
         "PAYRECON_PROVIDERS__SANDBOX__MAX_CONCURRENCY".to_string(),
@@ -313,7 +326,19 @@ async fn bench_on(
     )
     .await?;
     let floor_requests = cg.requests();
+    let events_written = if args.events {
+        let store = Store::connect(db_url, 1).await?;
+        let n = store.count("payrecon_events").await?;
+        match &store {
+            Store::Postgres(pool) => pool.close().await,
+            Store::Sqlite(pool) => pool.close().await,
+        }
+        Some(n)
+    } else {
+        None
+    };
     Ok(Figures {
+        events_written,
         db,
         child,
         insert_orders: seeded.insert_orders,
@@ -408,6 +433,9 @@ fn print_figures(args: &Args, ds: &seed::Dataset, f: &Figures) {
         "SQL             {} statements (counted in the store)",
         f.statements
     );
+    if let Some(n) = f.events_written {
+        println!("events          {n} written with their transitions (events on)");
+    }
     println!(
         "report          checked {} gaps {} applied {} resends {}",
         t.checked, t.gaps, t.applied, t.resends_requested

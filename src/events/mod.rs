@@ -30,7 +30,7 @@ const COUNT_EVERY: Duration = Duration::from_secs(5);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// A claim outlives the attempt's timeout by this much; a process that died holding one
 /// leaves the event to another instance after that.
-const CLAIM_MARGIN: Duration = Duration::from_secs(30);
+const CLAIM_MARGIN: Duration = Duration::from_secs(10);
 /// The longest `Retry-After` honoured.
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(3600);
 /// Jitter added to each delay of the schedule: up to this share of it.

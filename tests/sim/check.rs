@@ -13,7 +13,12 @@ fn db<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
 }
 
 /// Every secret a simulated configuration holds.
-pub const SECRETS: [&str; 3] = [SANDBOX_API_KEY, crate::webhooks::SECRET, crate::qvard::KEY];
+pub const SECRETS: [&str; 4] = [
+    SANDBOX_API_KEY,
+    crate::webhooks::SECRET,
+    crate::qvard::KEY,
+    crate::merchant::SECRET,
+];
 
 fn has_secret(text: &str) -> bool {
     SECRETS.iter().any(|s| text.contains(s))
@@ -313,6 +318,78 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
             return Err(format!(
                 "{} holds {tx}, which only a webhook reported, with no webhook transition",
                 o.order_ref
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// SPEC §10 over the whole seed: every transition payrecon applied has exactly one event of
+/// its type and order (and no event lacks its transition); in the end every event is
+/// delivered; and each order that ends `final` was fulfilled exactly once, by the merchant's
+/// handler when its conditional update won, or by payrecon's event when payrecon's did.
+pub async fn effects(w: &World) -> Result<(), String> {
+    let s = w.store();
+    // Claims of processes that are gone (a SIGKILLed child, a record cut off by the proxy)
+    // expire after `timeout` + 10 s; nothing delivers now, so expire them at once.
+    let expire = "UPDATE payrecon_events SET claimed_by = NULL, claimed_until = NULL \
+                  WHERE delivered_at IS NULL";
+    match s {
+        payrecon::store::Store::Sqlite(p) => sqlx::query(expire).execute(p).await.map(|_| ()),
+        payrecon::store::Store::Postgres(p) => sqlx::query(expire).execute(p).await.map(|_| ()),
+    }
+    .map_err(|e| format!("database: {e}"))?;
+    for _ in 0..20 {
+        let c = db(s.event_counts().await)?;
+        if c.pending == 0 && c.dead == 0 {
+            break;
+        }
+        if c.dead > 0 {
+            let dead = payrecon::store::EventFilter {
+                status: Some("dead".into()),
+                ..Default::default()
+            };
+            db(s.replay_events(&dead, jiff::Timestamp::now()).await)?;
+        }
+        w.deliver_events().await;
+    }
+    let c = db(s.event_counts().await)?;
+    if c.pending != 0 || c.dead != 0 {
+        return Err(format!("events left undelivered at the end: {c:?}"));
+    }
+    let transitions = db(s.count("payrecon_transitions").await)?;
+    let events = db(s.count("payrecon_events").await)?;
+    let unmatched_sql = "SELECT COUNT(*) FROM payrecon_events e LEFT JOIN payrecon_transitions t \
+         ON t.id = e.transition_id WHERE t.id IS NULL OR t.order_id <> e.order_id \
+         OR e.type <> 'order.' || t.to_state";
+    let unmatched: i64 = match s {
+        payrecon::store::Store::Sqlite(p) => sqlx::query_scalar(unmatched_sql).fetch_one(p).await,
+        payrecon::store::Store::Postgres(p) => sqlx::query_scalar(unmatched_sql).fetch_one(p).await,
+    }
+    .map_err(|e| format!("database: {e}"))?;
+    if transitions != events || unmatched != 0 {
+        return Err(format!(
+            "{transitions} transitions, {events} events, {unmatched} events without their transition"
+        ));
+    }
+    if w.merchant.bad_signatures() > 0 {
+        return Err(format!(
+            "{} event(s) with a bad signature",
+            w.merchant.bad_signatures()
+        ));
+    }
+    let fulfilled = w.merchant.fulfilments();
+    for o in &w.orders {
+        let snap = db(s.order_by_ref(&o.order_ref).await)?
+            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        let by = fulfilled.get(&o.order_ref).cloned().unwrap_or_default();
+        let want = usize::from(snap.state == State::Final);
+        if by.len() != want {
+            return Err(format!(
+                "{} ends {:?} and was fulfilled {} time(s): {by:?}",
+                o.order_ref,
+                snap.state,
+                by.len()
             ));
         }
     }

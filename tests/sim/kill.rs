@@ -86,11 +86,14 @@ pub async fn run_slice(backend: Backend) {
         .collect();
     let runs = RUNS.load(Ordering::Relaxed).max(1);
     eprintln!(
-        "kill slice ({backend:?}): {} seeds in {:.1?}; {}; mean run to completion {} ms",
+        "kill slice ({backend:?}): {} seeds in {:.1?}; {}; mean run to completion {} ms; \
+         events received={} redelivered after a kill={}",
         seeds.len(),
         t0.elapsed(),
         counts.join(" "),
-        RUN_MS.load(Ordering::Relaxed) / runs
+        RUN_MS.load(Ordering::Relaxed) / runs,
+        crate::merchant::EVENTS_RECEIVED.load(Ordering::Relaxed),
+        crate::merchant::EVENTS_REDELIVERED.load(Ordering::Relaxed),
     );
     assert!(
         failures.is_empty(),
@@ -341,6 +344,9 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let after = probe::snap(&w).await?;
     probe::consistent(&w, &before, &after).await?;
     crate::check::final_state(&w).await?;
+    // Kills between an event's 2xx and its record send it again (same webhook-id): the
+    // merchant still fulfils each final order once.
+    crate::check::effects(&w).await?;
     if let Some((base, name)) = w.pg_schema.take() {
         drop(w);
         crate::world::drop_schema(&base, &name).await;

@@ -11,6 +11,7 @@ mod anvil;
 mod check;
 mod extras;
 mod kill;
+mod merchant;
 mod pgproxy;
 mod qvard;
 mod scenario;
@@ -137,7 +138,8 @@ async fn run_shard(shard: u64) {
     };
     eprintln!(
         "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
-         webhooks: {}; lists and database: {}; qvard: {}",
+         webhooks: {}; lists and database: {}; qvard: {}; events: received={} refused={} \
+         redelivered={} handler_fulfilments={}",
         seeds.len(),
         t0.elapsed(),
         faults.join(" "),
@@ -146,7 +148,19 @@ async fn run_shard(shard: u64) {
         counted(&webhooks::NAMES, &webhooks::COUNTS),
         counted(&extras::NAMES, &extras::COUNTS),
         counted(&qvard::NAMES, &qvard::COUNTS),
+        merchant::EVENTS_RECEIVED.load(Ordering::Relaxed),
+        merchant::EVENTS_REFUSED.load(Ordering::Relaxed),
+        merchant::EVENTS_REDELIVERED.load(Ordering::Relaxed),
+        merchant::HANDLER_FULFILMENTS.load(Ordering::Relaxed),
     );
+    if seeds.len() >= 100 {
+        assert!(
+            merchant::EVENTS_RECEIVED.load(Ordering::Relaxed) > 0
+                && merchant::EVENTS_REFUSED.load(Ordering::Relaxed) > 0
+                && merchant::HANDLER_FULFILMENTS.load(Ordering::Relaxed) > 0,
+            "the merchant slice did nothing: no event, no refusal or no handler fulfilment"
+        );
+    }
     assert!(
         failures.is_empty(),
         "{} failing seed(s); replay each with:\n{}",

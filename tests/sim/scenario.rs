@@ -228,6 +228,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     }
     check::final_state(&w).await?;
     check::webhooks(&w).await?;
+    check::effects(&w).await?;
     crate::qvard::check(&w)?;
     stat(
         5,
@@ -269,13 +270,15 @@ async fn step(
     let fired = Arc::new(AtomicBool::new(false));
     let store = w.store().clone();
     let tolerant = cut.is_some();
+    let shop = w.merchant.clone();
     let writer = async move {
         for (r, to) in merchant {
-            let res = World::try_merchant_write(&store, &r, to).await;
-            if let Err(e) = res {
-                if !tolerant {
-                    return Err(format!("the merchant's write failed: {e}"));
-                }
+            match World::try_merchant_write(&store, &r, to).await {
+                // The guide's handler: its conditional update changed the row to final.
+                Ok(true) if to == State::Final => shop.fulfil_by_handler(&r),
+                Ok(_) => {}
+                Err(e) if !tolerant => return Err(format!("the merchant's write failed: {e}")),
+                Err(_) => {}
             }
         }
         Ok(())
@@ -330,6 +333,8 @@ async fn step(
         check::report_clean(w, &r).await?;
         w.run_ids.push(r.run_id.clone());
     }
+    // The merchant hears of what this step applied (both instances deliver at once).
+    w.deliver_events().await;
     check::monotone(w).await
 }
 

@@ -72,6 +72,8 @@ pub struct World {
     /// Pays the fake Qvard lists, and faults queued in it so far.
     pub qv_listed: std::collections::HashSet<usize>,
     pub qv_faults: u64,
+    /// The merchant's application: receives payrecon's events, fulfils on `order.final`.
+    pub merchant: crate::merchant::Merchant,
 }
 
 /// What `World::start_with` adds to a plain world.
@@ -163,6 +165,11 @@ impl World {
         } else {
             extra.to_string()
         };
+        // Some seeds' receivers refuse every 3rd to 7th request (500): retries.
+        let refuse = (db_url.len() as u64 + u64::from(second)) % 6;
+        let merchant =
+            crate::merchant::Merchant::start(if refuse < 2 { 0 } else { refuse + 1 }).await;
+        extra.push_str(&merchant.config_keys());
         let qv = if x.qvard {
             let qv = crate::qvard::start().await;
             extra.push_str(&crate::qvard::config(qv.base_url()));
@@ -200,6 +207,7 @@ impl World {
             qv,
             qv_listed: std::collections::HashSet::new(),
             qv_faults: 0,
+            merchant,
         }
     }
 
@@ -268,12 +276,13 @@ impl World {
             .expect("the merchant's write");
     }
 
-    /// `merchant_write` that returns the database's error (while the connection is cut).
+    /// `merchant_write` that returns the database's error (while the connection is cut), and
+    /// whether the conditional update changed the row (the guide's handler then fulfils).
     pub async fn try_merchant_write(
         store: &Store,
         order_ref: &str,
         to: State,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2 AND tx_hash IS NOT NULL \
                    AND (CASE state WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
                    WHEN 'confirmed' THEN 2 ELSE 3 END) < $3";
@@ -285,16 +294,35 @@ impl World {
                 .bind(rank)
                 .execute(p)
                 .await
-                .map(|_| ()),
+                .map(|r| r.rows_affected() == 1),
             Store::Postgres(p) => sqlx::query(sql)
                 .bind(to.as_str())
                 .bind(order_ref)
                 .bind(rank)
                 .execute(p)
                 .await
-                .map(|_| ()),
+                .map(|r| r.rows_affected() == 1),
         };
         res
+    }
+
+    /// Delivers the outbox: both instances' delivery loops at once (they claim in the
+    /// database), each until nothing is due.
+    pub async fn deliver_events(&self) {
+        let flush = |app: &App| {
+            let d = app.events.clone();
+            async move {
+                if let Some(d) = d {
+                    d.flush(std::time::Duration::from_secs(5)).await;
+                }
+            }
+        };
+        let other = async {
+            if let Some(o) = &self.other {
+                flush(o).await;
+            }
+        };
+        tokio::join!(flush(&self.app), other);
     }
 
     /// True when the fake Qvard lists `pays[i]`.

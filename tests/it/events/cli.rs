@@ -53,6 +53,19 @@ async fn run_flushes_its_events_and_the_operator_lists_and_replays_them() {
     assert_eq!(dead["events"].as_array().unwrap().len(), 1, "{dead}");
     let id = dead["events"][0]["id"].as_str().unwrap().to_string();
     assert_eq!(receiver.received().iter().filter(|r| r.id == id).count(), 2);
+    let with_dead = payrecon(&config, &["status", "--format", "json"]).await;
+    let ev = &with_dead.json()["events"];
+    assert_eq!(
+        (ev["pending"].as_i64(), ev["dead"].as_i64()),
+        (Some(0), Some(1)),
+        "{ev}"
+    );
+    let text = payrecon(&config, &["status"]).await;
+    assert!(
+        text.stdout.contains("events: 0 pending, 1 dead"),
+        "{}",
+        text.stdout
+    );
 
     let replay = payrecon(&config, &["events", "replay", "--id", &id]).await;
     replay.assert_code(0);
@@ -116,4 +129,45 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
     assert!(lines.iter().any(|l| l.contains("order.final")), "{rest}");
     assert!(!rest.contains("BAD SIGNATURE"), "{rest}");
     assert!(head.contains("applied"), "the report comes first");
+}
+
+/// A manual `run` beside `serve` on one SQLite ledger: both apply and both deliver (serve's
+/// loop, run's flush), claiming in the database; no event reaches the receiver twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_beside_serve_sends_no_event_twice() {
+    use crate::cli::harness::{command, Running};
+    let w = World::sqlite().await;
+    let receiver = Receiver::start().await;
+    // Slow answers widen the window in which both processes look for due events.
+    receiver.script((0..200).map(|_| Reply {
+        delay: std::time::Duration::from_millis(25),
+        ..Reply::status(200)
+    }));
+    w.missing_payments(1, 24).await;
+    let base = std::fs::read_to_string(w.config(&events_toml(&receiver.url()))).unwrap();
+    let text = format!(
+        "{}\n[schedule]\ncron = \"* * * * * *\"\n",
+        base.replace("127.0.0.1:9187", "127.0.0.1:0")
+    );
+    let config = w.write("serve.toml", &text);
+    let mut serve = Running::spawn(command(&config, &["serve"]));
+    let run = payrecon(&config, &["run", "--format", "json"]).await;
+    run.assert_code(0);
+    crate::support::wait_until(
+        "every event delivered",
+        std::time::Duration::from_secs(30),
+        || async {
+            let c = w.store.event_counts().await.unwrap();
+            let n = w.store.count("payrecon_events").await.unwrap();
+            n == 24 && c.pending == 0
+        },
+    )
+    .await;
+    serve.signal("TERM").await;
+    let (code, _) = serve.wait(std::time::Duration::from_secs(20)).await;
+    assert_eq!(code, Some(0), "{}", serve.stderr());
+    let got = receiver.received();
+    assert_eq!(w.count("payrecon_transitions").await, 24);
+    assert_eq!(super::distinct_ids(&got).len(), 24);
+    assert_eq!(got.len(), 24, "an event was sent twice");
 }

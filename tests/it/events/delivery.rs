@@ -417,3 +417,66 @@ async fn two_instances_on_postgres_never_send_one_event_twice() {
         "both instances worked"
     );
 }
+
+/// `serve`'s loop is woken by a committed batch: the event goes out well within 1 s of the
+/// commit, without waiting for the poll.
+#[tokio::test]
+async fn a_committed_batch_wakes_the_delivery_loop() {
+    crate::reconcile::on_backends(|url| async move {
+        let receiver = Receiver::start().await;
+        let app = app(&url, &receiver, 2, "2s").await;
+        let store = app.engine.store.clone();
+        let (stop, task) = serve_loop(deliverer(&app));
+        // The loop is idle (nothing pending); a batch commits and wakes it, as Engine does.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let t0 = std::time::Instant::now();
+        pending_orders(&store, 1).await;
+        let committed = t0.elapsed();
+        app.engine.events_wake.as_ref().unwrap().notify_one();
+        wait_until("delivered", Duration::from_secs(1), || async {
+            !receiver.received().is_empty()
+        })
+        .await;
+        let latency = receiver.received()[0].at.duration_since(t0) - committed;
+        assert!(latency < Duration::from_secs(1), "{latency:?}");
+        let _ = stop.send(());
+        task.await.unwrap();
+    })
+    .await;
+}
+
+/// Retention deletes delivered events older than the cutoff, never pending or dead ones.
+#[tokio::test]
+async fn retention_deletes_only_old_delivered_events() {
+    crate::reconcile::on_backends(|url| async move {
+        let receiver = Receiver::start().await;
+        receiver.script_order("D-1", [Reply::status(500)]);
+        let app = app(&url, &receiver, 0, "2s").await;
+        let store = app.engine.store.clone();
+        pending_orders(&store, 3).await;
+        // D-0 and D-2 delivered, D-1 dead (no retries in this schedule).
+        deliverer(&app).flush(Duration::from_secs(5)).await;
+        let before = all_events(&store).await;
+        let kinds: Vec<&str> = before.iter().map(|e| e.status.as_str()).collect();
+        assert_eq!(kinds, ["delivered", "dead", "delivered"]);
+        let now = jiff::Timestamp::now();
+        assert_eq!(
+            store
+                .prune_events(now - jiff::SignedDuration::from_hours(1))
+                .await
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            store
+                .prune_events(now + jiff::SignedDuration::from_secs(1))
+                .await
+                .unwrap(),
+            2
+        );
+        let left = all_events(&store).await;
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].status, "dead");
+    })
+    .await;
+}

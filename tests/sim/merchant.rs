@@ -1,0 +1,133 @@
+//! The merchant's application (SPEC §10): a receiver of payrecon's events on loopback that
+//! fulfils an order on `order.final`, deduplicating on `webhook-id` as the reference receiver
+//! does, and the merchant's own webhook handler, which fulfils when *its* conditional update
+//! (the Qvard guide's `UPDATE … WHERE state <> 'paid'`) moved the order to `final`. The
+//! invariant: each order that ends `final` is fulfilled exactly once, whoever won.
+//!
+//! The receiver refuses some requests (500, deterministic per seed), so retries, and a
+//! second instance claiming the same outbox, are part of every seed that has events.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State as AxState;
+use axum::http::{HeaderMap, StatusCode};
+
+/// The events secret of the simulated merchant.
+pub const SECRET: &str = "whsec_c2ltdWxhdG9yLW1lcmNoYW50LXNlY3JldC0wMDE=";
+
+/// Counters for the summary line.
+pub static EVENTS_RECEIVED: AtomicU64 = AtomicU64::new(0);
+pub static EVENTS_REFUSED: AtomicU64 = AtomicU64::new(0);
+pub static EVENTS_REDELIVERED: AtomicU64 = AtomicU64::new(0);
+pub static HANDLER_FULFILMENTS: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Default)]
+struct Inner {
+    /// webhook-ids recorded with their effect (the receiver's unique index).
+    seen: HashSet<String>,
+    /// order_ref -> who fulfilled it, in order (`event` or `handler`).
+    fulfilled: HashMap<String, Vec<&'static str>>,
+    /// Requests so far (every `refuse_every`-th is answered 500).
+    requests: u64,
+    bad_signatures: u64,
+}
+
+#[derive(Clone)]
+pub struct Merchant {
+    pub url: String,
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    inner: Arc<Mutex<Inner>>,
+    key: Vec<u8>,
+    refuse_every: u64,
+}
+
+impl Merchant {
+    /// `refuse_every` = 0: never refuse.
+    pub async fn start(refuse_every: u64) -> Merchant {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let shared = Shared {
+            inner: inner.clone(),
+            key: payrecon::config::decode_secret(SECRET).expect("a valid secret"),
+            refuse_every,
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/payrecon/events", listener.local_addr().unwrap());
+        let app = axum::Router::new()
+            .route("/payrecon/events", axum::routing::post(receive))
+            .with_state(shared);
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Merchant { url, inner }
+    }
+
+    /// The `[events]` table pointing at this receiver (short delays: a seed lasts seconds).
+    pub fn config_keys(&self) -> String {
+        format!(
+            "\n[events]\nurl = \"{}\"\nsecret = \"{SECRET}\"\ntimeout = \"2s\"\n\
+             max_concurrency = 4\nretry_schedule = [\"10ms\", \"10ms\", \"20ms\", \"20ms\", \
+             \"50ms\", \"50ms\"]\nflush_timeout = \"5s\"\n",
+            self.url
+        )
+    }
+
+    /// The merchant's own handler won its conditional update to `final`: it fulfils.
+    pub fn fulfil_by_handler(&self, order_ref: &str) {
+        HANDLER_FULFILMENTS.fetch_add(1, Ordering::Relaxed);
+        let mut g = self.inner.lock().unwrap();
+        g.fulfilled
+            .entry(order_ref.to_string())
+            .or_default()
+            .push("handler");
+    }
+
+    pub fn fulfilments(&self) -> HashMap<String, Vec<&'static str>> {
+        self.inner.lock().unwrap().fulfilled.clone()
+    }
+
+    pub fn bad_signatures(&self) -> u64 {
+        self.inner.lock().unwrap().bad_signatures
+    }
+}
+
+async fn receive(AxState(s): AxState<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let h = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let id = h("webhook-id");
+    let ts: i64 = h("webhook-timestamp").parse().unwrap_or_default();
+    let good = h("webhook-signature") == payrecon::events::sign::signature(&s.key, &id, ts, &body);
+    let mut g = s.inner.lock().unwrap();
+    g.requests += 1;
+    if !good {
+        g.bad_signatures += 1;
+        return StatusCode::BAD_REQUEST;
+    }
+    if s.refuse_every > 0 && g.requests % s.refuse_every == 0 {
+        EVENTS_REFUSED.fetch_add(1, Ordering::Relaxed);
+        return StatusCode::INTERNAL_SERVER_ERROR;
+    }
+    EVENTS_RECEIVED.fetch_add(1, Ordering::Relaxed);
+    // One "transaction": the id and the effect together.
+    if !g.seen.insert(id) {
+        EVENTS_REDELIVERED.fetch_add(1, Ordering::Relaxed);
+        return StatusCode::OK;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    if v["type"] == "order.final" {
+        let order_ref = v["data"]["order_ref"].as_str().unwrap_or("?").to_string();
+        g.fulfilled.entry(order_ref).or_default().push("event");
+    }
+    StatusCode::OK
+}
