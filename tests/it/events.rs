@@ -12,6 +12,7 @@ use crate::support;
 
 mod cli;
 mod delivery;
+mod ingest;
 mod outbox;
 mod receiver;
 mod reference;

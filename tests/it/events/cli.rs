@@ -13,9 +13,27 @@ fn events_toml(url: &str) -> String {
     )
 }
 
+/// A sandbox world per backend (SQLite, and PostgreSQL when configured).
+async fn worlds() -> (tempfile::TempDir, Vec<World>) {
+    let (dir, urls) = crate::support::backends().await;
+    let mut out = Vec::new();
+    for url in urls {
+        let w = World::new(tempfile::tempdir().unwrap(), url).await;
+        out.push(w);
+    }
+    // The SQLite file lives in `dir`: the caller keeps it for the test's duration.
+    (dir, out)
+}
+
 #[tokio::test]
 async fn run_flushes_its_events_and_the_operator_lists_and_replays_them() {
-    let w = World::sqlite().await;
+    let (_dir, worlds) = worlds().await;
+    for w in worlds {
+        run_flushes(w).await;
+    }
+}
+
+async fn run_flushes(w: World) {
     let receiver = Receiver::start().await;
     // P-2's event fails twice: dead after the one retry of the schedule.
     receiver.script_order("P-2", [Reply::status(500), Reply::status(500)]);
@@ -135,8 +153,14 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
 /// loop, run's flush), claiming in the database; no event reaches the receiver twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_beside_serve_sends_no_event_twice() {
+    let (_dir, worlds) = worlds().await;
+    for w in worlds {
+        run_beside_serve(w).await;
+    }
+}
+
+async fn run_beside_serve(w: World) {
     use crate::cli::harness::{command, Running};
-    let w = World::sqlite().await;
     let receiver = Receiver::start().await;
     // Slow answers widen the window in which both processes look for due events.
     receiver.script((0..200).map(|_| Reply {
