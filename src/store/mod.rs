@@ -3,6 +3,7 @@
 //! UPDATE plus its audit row in the same transaction.
 
 mod attach;
+mod event_list;
 mod events;
 mod inbox;
 mod inspect;
@@ -23,7 +24,8 @@ use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
 
-pub use events::{Attempt, ClaimedEvent, EventCounts, EventFilter, EventRow};
+pub use event_list::{EventCounts, EventFilter, EventRow};
+pub use events::{Attempt, ClaimedEvent};
 pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use lease::Fence;

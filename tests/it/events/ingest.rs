@@ -39,9 +39,16 @@ async fn a_webhook_transition_is_delivered_as_an_event_by_serve() {
         assert_eq!(v["data"]["provider"], CG);
         assert!(v["data"]["run_id"].is_null(), "{v}");
         assert_eq!(v["data"]["tx_hash"], tx.as_str());
+        // The receiver answered; serve records the delivery right after.
+        wait_until("the delivery recorded", Duration::from_secs(5), || async {
+            super::all_events(w.store())
+                .await
+                .iter()
+                .all(|e| e.status == "delivered")
+        })
+        .await;
         let events = super::all_events(w.store()).await;
         assert_eq!(events.len(), 1);
-        assert_eq!(events[0].status, "delivered");
         assert_eq!(events[0].id, got[0].id);
         let m = d.metrics().await;
         assert!(
