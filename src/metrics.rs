@@ -234,6 +234,8 @@ pub struct Metrics {
     pub events_pending: Gauge,
     /// Age of the oldest pending event (0 when none).
     pub events_oldest_pending: FloatGauge,
+    /// Dead events in the database (every retry failed; kept until replayed).
+    pub events_dead: Gauge,
 }
 
 impl Metrics {
@@ -259,6 +261,7 @@ impl Metrics {
             events: Family::default(),
             events_pending: Gauge::default(),
             events_oldest_pending: FloatGauge::default(),
+            events_dead: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -333,6 +336,12 @@ impl Metrics {
             "events_pending",
             "Events to the merchant's application not yet delivered (dead ones excluded)",
             m.events_pending.clone(),
+        );
+        r.register(
+            "events_dead",
+            "Dead events to the merchant's application in the database (every retry failed; \
+             kept until `payrecon events replay`)",
+            m.events_dead.clone(),
         );
         r.register(
             "events_oldest_pending_seconds",

@@ -19,8 +19,9 @@ CREATE TABLE IF NOT EXISTS payrecon_events (
     claimed_by      TEXT,
     claimed_until   TIMESTAMPTZ
 );
--- Due events: pending ones by next attempt (the delivery loop's claim).
-CREATE INDEX IF NOT EXISTS payrecon_events_due ON payrecon_events (next_attempt_at)
+-- Due events: pending ones by next attempt, then transition (the delivery loop's claim reads
+-- it in order and stops at its LIMIT, however long the backlog).
+CREATE INDEX IF NOT EXISTS payrecon_events_due ON payrecon_events (next_attempt_at, transition_id)
     WHERE delivered_at IS NULL AND dead_at IS NULL;
 -- Per-order order: an event waits while an earlier one of its order is undelivered.
 CREATE INDEX IF NOT EXISTS payrecon_events_order ON payrecon_events (order_id, transition_id)

@@ -13,9 +13,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt as _};
 use jiff::Timestamp;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 
 use crate::config::EventsConfig;
 use crate::metrics::{EventL, EventOutcome, Metrics};
@@ -31,6 +31,8 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// A claim outlives the attempt's timeout by this much; a process that died holding one
 /// leaves the event to another instance after that.
 const CLAIM_MARGIN: Duration = Duration::from_secs(10);
+/// A flush starts no attempt with less time than this left (or `timeout`, if shorter).
+const FLUSH_LAST_ATTEMPT: Duration = Duration::from_secs(1);
 /// The longest `Retry-After` honoured.
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(3600);
 /// Jitter added to each delay of the schedule: up to this share of it.
@@ -98,30 +100,64 @@ impl Deliverer {
     }
 
     /// `serve`: delivers until `stop` resolves, then lets the attempts in flight finish
-    /// (each bounded by `timeout`).
-    pub async fn run(&self, stop: impl Future<Output = ()>) {
+    /// (each bounded by `timeout`). Also refreshes the gauges and applies retention.
+    pub async fn run(self: &Arc<Self>, stop: impl Future<Output = ()>) {
+        let housekeeping = {
+            let me = self.clone();
+            tokio::spawn(async move { me.housekeeping().await })
+        };
         self.pump(Mode::Serve, stop).await;
+        housekeeping.abort();
     }
 
     /// `run`: delivers what is due, and what becomes due within `within` (an order's next
-    /// event, a retry), then returns; the rest waits for the next `serve` or `run`.
-    pub async fn flush(&self, within: Duration) -> Flushed {
-        self.pump(Mode::Flush(Instant::now() + within), std::future::pending())
-            .await
+    /// event, a retry), then returns; the rest waits for the next `serve` or `run`. It never
+    /// overruns `within`: an attempt started near the end gets the time that is left, and
+    /// none starts in its last second.
+    pub async fn flush(self: &Arc<Self>, within: Duration) -> Flushed {
+        let tally = self
+            .pump(Mode::Flush(Instant::now() + within), std::future::pending())
+            .await;
+        self.refresh_gauges().await;
+        tally
     }
 
-    async fn pump(&self, mode: Mode, stop: impl Future<Output = ()>) -> Flushed {
-        let mut tally = Flushed::default();
-        let mut inflight = FuturesUnordered::new();
-        let mut store_failing = false;
-        let mut counted_at: Option<Instant> = None;
+    /// Gauges every `COUNT_EVERY`, retention every `PRUNE_EVERY` (its own task: a slow count
+    /// or delete never holds up a delivery).
+    async fn housekeeping(&self) {
         let mut pruned_at: Option<Instant> = None;
+        loop {
+            self.refresh_gauges().await;
+            if pruned_at.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
+                self.prune().await;
+                pruned_at = Some(Instant::now());
+            }
+            tokio::time::sleep(COUNT_EVERY).await;
+        }
+    }
+
+    async fn pump(self: &Arc<Self>, mode: Mode, stop: impl Future<Output = ()>) -> Flushed {
+        let mut tally = Flushed::default();
+        // Each attempt on its own task: it progresses whatever the loop is waiting on.
+        let mut inflight: JoinSet<EventOutcome> = JoinSet::new();
+        let mut store_failing = false;
         tokio::pin!(stop);
         loop {
+            // In a flush, the time left bounds each attempt; none starts in the last second.
+            let timeout = match mode {
+                Mode::Flush(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left < FLUSH_LAST_ATTEMPT.min(self.cfg.timeout) {
+                        break;
+                    }
+                    left.min(self.cfg.timeout)
+                }
+                Mode::Serve => self.cfg.timeout,
+            };
             let free = self.cfg.max_concurrency.saturating_sub(inflight.len());
             let mut claimed = 0;
             if free > 0 {
-                let lease = self.cfg.timeout + CLAIM_MARGIN;
+                let lease = timeout + CLAIM_MARGIN;
                 match self
                     .store
                     .claim_events(&self.holder, Timestamp::now(), lease, free)
@@ -133,7 +169,10 @@ impl Deliverer {
                             store_failing = false;
                         }
                         claimed = events.len();
-                        inflight.extend(events.into_iter().map(|e| self.deliver(e)));
+                        for ev in events {
+                            let me = self.clone();
+                            inflight.spawn(async move { me.deliver(ev, timeout).await });
+                        }
                     }
                     Err(e) => {
                         if !store_failing {
@@ -143,19 +182,8 @@ impl Deliverer {
                     }
                 }
             }
-            if counted_at.is_none_or(|t| t.elapsed() >= COUNT_EVERY) {
-                self.refresh_gauges().await;
-                counted_at = Some(Instant::now());
-            }
-            if matches!(mode, Mode::Serve) && pruned_at.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
-                self.prune().await;
-                pruned_at = Some(Instant::now());
-            }
             let deadline = match mode {
                 Mode::Flush(d) => {
-                    if Instant::now() >= d {
-                        break;
-                    }
                     // Nothing in flight and nothing due: wait only for a retry that comes
                     // due before the deadline.
                     if inflight.is_empty() && claimed == 0 && !self.due_before(d).await {
@@ -166,23 +194,22 @@ impl Deliverer {
                 Mode::Serve => Instant::now() + Duration::from_secs(3600),
             };
             tokio::select! {
-                Some(outcome) = inflight.next(), if !inflight.is_empty() => tally.add(outcome),
+                Some(done) = inflight.join_next(), if !inflight.is_empty() => tally.add_joined(done),
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {}
                 _ = &mut stop => break,
             }
         }
-        while let Some(outcome) = inflight.next().await {
-            tally.add(outcome);
+        while let Some(done) = inflight.join_next().await {
+            tally.add_joined(done);
         }
-        self.refresh_gauges().await;
         tally
     }
 
-    /// One attempt of one claimed event, recorded.
-    async fn deliver(&self, ev: ClaimedEvent) -> EventOutcome {
-        let attempt = self.send(&ev).await;
+    /// One attempt of one claimed event (answered within `timeout`), recorded.
+    async fn deliver(&self, ev: ClaimedEvent, timeout: Duration) -> EventOutcome {
+        let attempt = self.send(&ev, timeout).await;
         let outcome = match &attempt {
             Attempt::Delivered { .. } => EventOutcome::delivered,
             Attempt::Retry { .. } => EventOutcome::failed,
@@ -224,7 +251,7 @@ impl Deliverer {
     }
 
     /// POSTs the stored body with this attempt's timestamp and signature.
-    async fn send(&self, ev: &ClaimedEvent) -> Attempt {
+    async fn send(&self, ev: &ClaimedEvent, timeout: Duration) -> Attempt {
         let ts = Timestamp::now().as_second();
         let signature = sign::signature(&self.key, &ev.id, ts, ev.body.as_bytes());
         let res = self
@@ -234,6 +261,7 @@ impl Deliverer {
             .header("webhook-id", &ev.id)
             .header("webhook-timestamp", ts.to_string())
             .header("webhook-signature", signature)
+            .timeout(timeout)
             .body(ev.body.clone())
             .send()
             .await;
@@ -252,7 +280,7 @@ impl Deliverer {
                 };
                 (Some(status.as_u16()), what, retry_after(&resp))
             }
-            Err(e) => (None, describe(&e, self.cfg.timeout), None),
+            Err(e) => (None, describe(&e, timeout), None),
         };
         let jitter: f64 = rand::random();
         match next_attempt(
@@ -292,6 +320,7 @@ impl Deliverer {
         match self.store.event_counts().await {
             Ok(c) => {
                 self.metrics.events_pending.set(c.pending);
+                self.metrics.events_dead.set(c.dead);
                 let age = c
                     .oldest_pending
                     .and_then(|t| t.parse::<Timestamp>().ok())
@@ -319,6 +348,14 @@ impl Deliverer {
 }
 
 impl Flushed {
+    fn add_joined(&mut self, done: Result<EventOutcome, tokio::task::JoinError>) {
+        match done {
+            Ok(o) => self.add(o),
+            // The attempt's task panicked: its claim expires and the event is sent again.
+            Err(e) => tracing::error!(error = %e, "An event delivery task failed."),
+        }
+    }
+
     fn add(&mut self, o: EventOutcome) {
         match o {
             EventOutcome::delivered => self.delivered += 1,

@@ -146,7 +146,8 @@ impl Store {
         let res = if let Attempt::Delivered { .. } = attempt {
             let sql = format!(
                 "UPDATE payrecon_events SET attempts = attempts + 1, delivered_at = {}{cast}, \
-                 last_status = {}, last_error = NULL, claimed_by = NULL, claimed_until = NULL \
+                 last_status = {}, last_error = NULL, dead_at = NULL, claimed_by = NULL, \
+                 claimed_until = NULL \
                  WHERE id = {} AND delivered_at IS NULL",
                 p(1),
                 p(2),

@@ -6,7 +6,7 @@ use super::{series, world_with_payments, Served, EVERY_SECOND, NEVER};
 use crate::cli::harness::World;
 use crate::support::wait_until;
 
-const METRICS: [&str; 15] = [
+const METRICS: [&str; 16] = [
     "payrecon_runs_total",
     "payrecon_run_duration_seconds",
     "payrecon_last_success_timestamp_seconds",
@@ -22,6 +22,7 @@ const METRICS: [&str; 15] = [
     "payrecon_events_total",
     "payrecon_events_pending",
     "payrecon_events_oldest_pending_seconds",
+    "payrecon_events_dead",
 ];
 
 /// Every label value is a bounded enum or a configured name: never a hash or an address.
