@@ -293,6 +293,19 @@ async fn run_seed(seed: u64, backend: Backend, bin: String) -> Result<(), String
     run(&mut w).await?;
     let last = run(&mut w).await?;
     let gone = verify::converged(&w, &last).await?;
+    // Reorgs re-key payments without a transition (no event); every final order, whatever
+    // the chain did on the way, was fulfilled once.
+    let refs: Vec<&str> = w.orders.iter().map(|o| o.order_ref.as_str()).collect();
+    let events = w.app.events.clone();
+    crate::check::effects_of(&w.app.engine.store, &w.merchant, &refs, || {
+        let events = events.clone();
+        async move {
+            if let Some(d) = events {
+                d.flush(std::time::Duration::from_secs(5)).await;
+            }
+        }
+    })
+    .await?;
     COUNT.flagged_gone.add(gone);
     if let Some((base, name)) = w.pg.take() {
         drop(w);

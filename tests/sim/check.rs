@@ -329,7 +329,21 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
 /// delivered; and each order that ends `final` was fulfilled exactly once, by the merchant's
 /// handler when its conditional update won, or by payrecon's event when payrecon's did.
 pub async fn effects(w: &World) -> Result<(), String> {
-    let s = w.store();
+    let refs: Vec<&str> = w.orders.iter().map(|o| o.order_ref.as_str()).collect();
+    effects_of(w.store(), &w.merchant, &refs, || w.deliver_events()).await
+}
+
+/// `effects` for any world: its ledger, its merchant, its orders, and how it delivers.
+pub async fn effects_of<F, Fut>(
+    s: &payrecon::store::Store,
+    merchant: &crate::merchant::Merchant,
+    order_refs: &[&str],
+    deliver: F,
+) -> Result<(), String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     // Claims of processes that are gone (a SIGKILLed child, a record cut off by the proxy)
     // expire after `timeout` + 10 s; nothing delivers now, so expire them at once.
     let expire = "UPDATE payrecon_events SET claimed_by = NULL, claimed_until = NULL \
@@ -351,7 +365,7 @@ pub async fn effects(w: &World) -> Result<(), String> {
             };
             db(s.replay_events(&dead, jiff::Timestamp::now()).await)?;
         }
-        w.deliver_events().await;
+        deliver().await;
     }
     let c = db(s.event_counts().await)?;
     if c.pending != 0 || c.dead != 0 {
@@ -372,22 +386,21 @@ pub async fn effects(w: &World) -> Result<(), String> {
             "{transitions} transitions, {events} events, {unmatched} events without their transition"
         ));
     }
-    if w.merchant.bad_signatures() > 0 {
+    if merchant.bad_signatures() > 0 {
         return Err(format!(
             "{} event(s) with a bad signature",
-            w.merchant.bad_signatures()
+            merchant.bad_signatures()
         ));
     }
-    let fulfilled = w.merchant.fulfilments();
-    for o in &w.orders {
-        let snap = db(s.order_by_ref(&o.order_ref).await)?
-            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
-        let by = fulfilled.get(&o.order_ref).cloned().unwrap_or_default();
+    let fulfilled = merchant.fulfilments();
+    for &order_ref in order_refs {
+        let snap = db(s.order_by_ref(order_ref).await)?
+            .ok_or_else(|| format!("order {order_ref} vanished"))?;
+        let by = fulfilled.get(order_ref).cloned().unwrap_or_default();
         let want = usize::from(snap.state == State::Final);
         if by.len() != want {
             return Err(format!(
-                "{} ends {:?} and was fulfilled {} time(s): {by:?}",
-                o.order_ref,
+                "{order_ref} ends {:?} and was fulfilled {} time(s): {by:?}",
                 snap.state,
                 by.len()
             ));

@@ -43,6 +43,8 @@ pub struct AWorld {
     /// Each order's row after the previous run.
     pub last: HashMap<String, OrderSnapshot>,
     pub pg: Option<(String, String)>,
+    /// The merchant's application (events receiver, fulfilment on `order.final`).
+    pub merchant: crate::merchant::Merchant,
     _dir: tempfile::TempDir,
 }
 
@@ -131,7 +133,11 @@ pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
     let confs = rng.gen_range(2..=3);
     let final_depth = rng.gen_range(4..=8);
     let batch = [1usize, 2, 5, 500][rng.gen_range(0..4)];
-    let text = config(&db, &cg_url, &anvil.url, &token, confs, final_depth, batch);
+    // (No draw from `rng`: the seeds keep their scenarios.) Some receivers refuse requests.
+    let refuse = (final_depth + batch as u64) % 6;
+    let merchant = crate::merchant::Merchant::start(if refuse < 2 { 0 } else { refuse + 1 }).await;
+    let text = config(&db, &cg_url, &anvil.url, &token, confs, final_depth, batch)
+        + &merchant.config_keys();
     let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
     let app = App::build(config).await.expect("App::build");
     AWorld {
@@ -146,6 +152,7 @@ pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
         final_depth,
         last: HashMap::new(),
         pg,
+        merchant,
         _dir: dir,
     }
 }
