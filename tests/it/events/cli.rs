@@ -195,3 +195,23 @@ async fn run_beside_serve(w: World) {
     assert_eq!(super::distinct_ids(&got).len(), 24);
     assert_eq!(got.len(), 24, "an event was sent twice");
 }
+
+/// `payrecon events` is read-only like `status`: it never creates a SQLite file.
+#[tokio::test]
+async fn listing_events_creates_nothing() {
+    let w = World::sqlite().await;
+    let missing = w.dir.path().join("nope.db");
+    let text = std::fs::read_to_string(w.config(""))
+        .unwrap()
+        .replace(&w.db_url, &format!("sqlite://{}", missing.display()));
+    let config = w.write("missing.toml", &text);
+    let out = payrecon(&config, &["events"]).await;
+    out.assert_code(1);
+    out.assert_no_panic();
+    assert!(
+        !missing.exists(),
+        "payrecon events created {}",
+        missing.display()
+    );
+    assert!(out.stderr.contains("migrate"), "{}", out.stderr);
+}
