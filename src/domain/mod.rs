@@ -4,6 +4,7 @@
 pub mod amount;
 pub mod by_ref;
 pub mod model;
+pub mod page_search;
 pub mod plan;
 pub mod reconcile;
 pub mod reorg;
