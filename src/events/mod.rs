@@ -102,12 +102,13 @@ impl Deliverer {
     /// `serve`: delivers until `stop` resolves, then lets the attempts in flight finish
     /// (each bounded by `timeout`). Also refreshes the gauges and applies retention.
     pub async fn run(self: &Arc<Self>, stop: impl Future<Output = ()>) {
-        let housekeeping = {
+        // Aborted however `run` ends (returns, panics, or its future is dropped).
+        let mut housekeeping = JoinSet::new();
+        {
             let me = self.clone();
-            tokio::spawn(async move { me.housekeeping().await })
-        };
+            housekeeping.spawn(async move { me.housekeeping().await });
+        }
         self.pump(Mode::Serve, stop).await;
-        housekeeping.abort();
     }
 
     /// `run`: delivers what is due, and what becomes due within `within` (an order's next
@@ -186,7 +187,12 @@ impl Deliverer {
                 Mode::Flush(d) => {
                     // Nothing in flight and nothing due: wait only for a retry that comes
                     // due before the deadline.
-                    if inflight.is_empty() && claimed == 0 && !self.due_before(d).await {
+                    // (While the outbox cannot be read, keep trying until the deadline.)
+                    if inflight.is_empty()
+                        && claimed == 0
+                        && !store_failing
+                        && !self.due_before(d).await
+                    {
                         break;
                     }
                     d
@@ -194,11 +200,13 @@ impl Deliverer {
                 Mode::Serve => Instant::now() + Duration::from_secs(3600),
             };
             tokio::select! {
+                // A stop wins over everything else: no new attempt starts after it.
+                biased;
+                _ = &mut stop => break,
                 Some(done) = inflight.join_next(), if !inflight.is_empty() => tally.add_joined(done),
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {}
-                _ = &mut stop => break,
             }
         }
         while let Some(done) = inflight.join_next().await {

@@ -117,9 +117,9 @@ impl Store {
             .collect())
     }
 
-    /// Records one attempt of event `id` and releases the claim. A failure is recorded only
-    /// while `holder` still holds the claim and the event is pending (a late answer never
-    /// undoes another instance's delivery); a 2xx is always recorded.
+    /// Records one attempt of event `id` and releases the claim, only while `holder` still
+    /// holds it and the event is pending: a late answer never undoes another instance's
+    /// delivery, and a 2xx from before a replay never marks the replayed event delivered.
     pub async fn record_attempt(
         &self,
         id: &str,
@@ -144,20 +144,23 @@ impl Store {
         };
         let p = |n: usize| if pg { format!("${n}") } else { format!("?{n}") };
         let res = if let Attempt::Delivered { .. } = attempt {
+            // Only while this holder's claim stands: a 2xx that comes back after a replay
+            // released the claim must not mark the replayed event delivered unsent.
             let sql = format!(
                 "UPDATE payrecon_events SET attempts = attempts + 1, delivered_at = {}{cast}, \
                  last_status = {}, last_error = NULL, dead_at = NULL, claimed_by = NULL, \
-                 claimed_until = NULL \
-                 WHERE id = {} AND delivered_at IS NULL",
+                 claimed_until = NULL WHERE id = {} AND claimed_by = {} AND delivered_at IS NULL",
                 p(1),
                 p(2),
-                p(3)
+                p(3),
+                p(4)
             );
             match self {
                 Store::Sqlite(pool) => sqlx::query(&sql)
                     .bind(&now_s)
                     .bind(status)
                     .bind(id)
+                    .bind(holder)
                     .execute(pool)
                     .await
                     .map(|r| r.rows_affected()),
@@ -165,6 +168,7 @@ impl Store {
                     .bind(&now_s)
                     .bind(status)
                     .bind(id)
+                    .bind(holder)
                     .execute(pool)
                     .await
                     .map(|r| r.rows_affected()),

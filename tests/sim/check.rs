@@ -345,7 +345,8 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     // Claims of processes that are gone (a SIGKILLed child, a record cut off by the proxy)
-    // expire after `timeout` + 10 s; nothing delivers now, so expire them at once.
+    // expire after `timeout` + 10 s. Safe to expire them at once only because nothing
+    // delivers now: every caller has joined its flushes (and child processes) before.
     let expire = "UPDATE payrecon_events SET claimed_by = NULL, claimed_until = NULL \
                   WHERE delivered_at IS NULL";
     match s {
@@ -385,6 +386,10 @@ where
         return Err(format!(
             "{transitions} transitions, {events} events, {unmatched} events without their transition"
         ));
+    }
+    let disorder = merchant.out_of_order();
+    if !disorder.is_empty() {
+        return Err(format!("events out of order: {disorder:?}"));
     }
     if merchant.bad_signatures() > 0 {
         return Err(format!(

@@ -33,6 +33,10 @@ struct Inner {
     /// Requests so far (every `refuse_every`-th is answered 500).
     requests: u64,
     bad_signatures: u64,
+    /// Per order, the rank of the highest `to_state` acknowledged (2xx) so far.
+    acked: HashMap<String, u8>,
+    /// SPEC §10 order violations seen (an order's later event acknowledged first).
+    out_of_order: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -95,6 +99,11 @@ impl Merchant {
     pub fn bad_signatures(&self) -> u64 {
         self.inner.lock().unwrap().bad_signatures
     }
+
+    /// Events acknowledged out of their order's transition order (must stay empty).
+    pub fn out_of_order(&self) -> Vec<String> {
+        self.inner.lock().unwrap().out_of_order.clone()
+    }
 }
 
 async fn receive(AxState(s): AxState<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
@@ -125,8 +134,23 @@ async fn receive(AxState(s): AxState<Shared>, headers: HeaderMap, body: Bytes) -
         return StatusCode::OK;
     }
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let order_ref = v["data"]["order_ref"].as_str().unwrap_or("?").to_string();
+    // An order's events arrive in the order of its transitions: each acknowledged event
+    // goes further than every one acknowledged before it.
+    let rank = match v["data"]["to_state"].as_str() {
+        Some("pending") => 1,
+        Some("confirmed") => 2,
+        Some("final") => 3,
+        _ => 0,
+    };
+    let prev = g.acked.get(&order_ref).copied().unwrap_or(0);
+    if rank <= prev {
+        let kind = v["type"].as_str().unwrap_or("?").to_string();
+        g.out_of_order
+            .push(format!("{order_ref}: {kind} after an event to rank {prev}"));
+    }
+    g.acked.insert(order_ref.clone(), rank.max(prev));
     if v["type"] == "order.final" {
-        let order_ref = v["data"]["order_ref"].as_str().unwrap_or("?").to_string();
         g.fulfilled.entry(order_ref).or_default().push("event");
     }
     StatusCode::OK
