@@ -236,6 +236,10 @@ pub struct Metrics {
     pub events_oldest_pending: FloatGauge,
     /// Dead events in the database (every retry failed; kept until replayed).
     pub events_dead: Gauge,
+    /// Lists read whole because their pages contradicted the boundary search (SPEC §11).
+    /// No run searches yet (every list is read whole by design until the search is wired),
+    /// so the series stay at 0.
+    pub list_full_scans: Family<ProviderL, Counter>,
 }
 
 impl Metrics {
@@ -262,6 +266,7 @@ impl Metrics {
             events_pending: Gauge::default(),
             events_oldest_pending: FloatGauge::default(),
             events_dead: Gauge::default(),
+            list_full_scans: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -348,6 +353,11 @@ impl Metrics {
             "Age of the oldest pending event in seconds (0 when none is pending)",
             m.events_oldest_pending.clone(),
         );
+        r.register(
+            "list_full_scans",
+            "Provider lists read whole because their pages contradicted the boundary search",
+            m.list_full_scans.clone(),
+        );
         for outcome in [
             EventOutcome::delivered,
             EventOutcome::failed,
@@ -383,6 +393,9 @@ impl Metrics {
         let _ = self.last_success.get_or_create(&pl);
         let _ = self.gap_ratio.get_or_create(&pl);
         let _ = self.rejected.get_or_create(&pl);
+        if http {
+            let _ = self.list_full_scans.get_or_create(&pl);
+        }
         for chain in chains {
             let _ = self.checked.get_or_create(&ProviderChainL {
                 provider: provider(),

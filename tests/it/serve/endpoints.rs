@@ -6,7 +6,7 @@ use super::{series, world_with_payments, Served, EVERY_SECOND, NEVER};
 use crate::cli::harness::World;
 use crate::support::wait_until;
 
-const METRICS: [&str; 16] = [
+const METRICS: [&str; 17] = [
     "payrecon_runs_total",
     "payrecon_run_duration_seconds",
     "payrecon_last_success_timestamp_seconds",
@@ -23,6 +23,7 @@ const METRICS: [&str; 16] = [
     "payrecon_events_pending",
     "payrecon_events_oldest_pending_seconds",
     "payrecon_events_dead",
+    "payrecon_list_full_scans_total",
 ];
 
 /// Every label value is a bounded enum or a configured name: never a hash or an address.
