@@ -210,7 +210,6 @@ async fn bench(args: &Args, db: &str, url: &str, seen: &Arc<Mutex<Seen>>) -> any
         insert_orders(&store, &order_ref, 1).await?;
         let id = order_id(&store, &format!("{order_ref}-0")).await?;
         let before = seen.lock().unwrap().at.len();
-        let t = Instant::now();
         apply(&store, &[id]).await?;
         let committed = Instant::now();
         wake.notify_one();
@@ -226,7 +225,6 @@ async fn bench(args: &Args, db: &str, url: &str, seen: &Arc<Mutex<Seen>>) -> any
             anyhow::ensure!(Instant::now() < deadline, "sample {i} was not delivered");
             tokio::time::sleep(Duration::from_micros(200)).await;
         };
-        let _ = t;
         if let Some(a) = arrived {
             latencies.push(a.saturating_duration_since(committed));
         }

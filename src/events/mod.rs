@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 
 use crate::config::EventsConfig;
 use crate::metrics::{EventL, EventOutcome, Metrics};
+use crate::providers::retry::retry_after_secs;
 use crate::store::{Attempt, ClaimedEvent, Store};
 
 /// How often the loop looks for due events when nothing woke it (another process's commits,
@@ -286,7 +287,7 @@ impl Deliverer {
                 } else {
                     format!("HTTP {}", status.as_u16())
                 };
-                (Some(status.as_u16()), what, retry_after(&resp))
+                (Some(status.as_u16()), what, retry_after_secs(&resp))
             }
             Err(e) => (None, describe(&e, timeout), None),
         };
@@ -391,19 +392,6 @@ pub fn next_attempt(
     };
     now.checked_add(jiff::SignedDuration::try_from(wait).ok()?)
         .ok()
-}
-
-/// `Retry-After` in seconds (an HTTP date is not honoured).
-fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
-    let secs: u64 = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(Duration::from_secs(secs))
 }
 
 /// A transport error in one line with its causes, without the URL (it may carry a token).

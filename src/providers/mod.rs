@@ -3,7 +3,7 @@
 
 pub mod chaingateway;
 pub mod http;
-mod retry;
+pub(crate) mod retry;
 
 use std::sync::Arc;
 

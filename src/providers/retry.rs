@@ -88,6 +88,12 @@ pub(super) fn status_class(status: StatusCode) -> StatusClass {
 
 /// `Retry-After` in seconds (the HTTP-date form is not used by Laravel's throttle), capped.
 pub(super) fn retry_after(resp: &Response) -> Option<Duration> {
+    retry_after_secs(resp).map(|d| d.min(RETRY_AFTER_CAP))
+}
+
+/// `Retry-After` in seconds, uncapped (an HTTP date is not read). Shared with the event
+/// delivery loop, which caps it its own way.
+pub(crate) fn retry_after_secs(resp: &Response) -> Option<Duration> {
     let secs: u64 = resp
         .headers()
         .get(reqwest::header::RETRY_AFTER)?
@@ -96,7 +102,7 @@ pub(super) fn retry_after(resp: &Response) -> Option<Duration> {
         .trim()
         .parse()
         .ok()?;
-    Some(Duration::from_secs(secs).min(RETRY_AFTER_CAP))
+    Some(Duration::from_secs(secs))
 }
 
 /// A library error with its causes (`... : connection refused`), the key removed.

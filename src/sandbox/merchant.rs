@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use crate::events::sign::signature;
+use crate::events::sign::verify;
 
 /// The demo's events secret (a sandbox value; never use it for a real endpoint).
 pub const SANDBOX_EVENTS_SECRET: &str = "whsec_c2FuZGJveC1ldmVudHMtc2VjcmV0LWRlbW8tb25seQ==";
@@ -68,7 +68,7 @@ async fn receive(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> St
     };
     let id = h("webhook-id");
     let ts: i64 = h("webhook-timestamp").parse().unwrap_or_default();
-    let signature_ok = h("webhook-signature") == signature(&s.key, &id, ts, &body);
+    let signature_ok = verify(&s.key, &id, ts, &body, &h("webhook-signature"));
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let field = |p: &str| {
         v.pointer(p)

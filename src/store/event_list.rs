@@ -5,8 +5,9 @@
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::events::{pg_ts, PENDING};
-use super::rows::{db_error, sqlite_ts};
+use super::events::PENDING;
+use super::rows::{db_error, on_pool, sqlite_ts};
+use super::status::pg_ts;
 use super::{Store, StoreError};
 
 /// One row of `payrecon events`.
@@ -164,22 +165,13 @@ impl Store {
                 "e.last_status"
             },
         );
-        let rows: Vec<Row> = match self {
-            Store::Sqlite(p) => {
-                let mut q = sqlx::query_as(&sql);
-                for b in &binds {
-                    q = q.bind(b);
-                }
-                q.bind(f.limit).fetch_all(p).await
+        let rows: Vec<Row> = on_pool!(self, p => {
+            let mut q = sqlx::query_as(&sql);
+            for b in &binds {
+                q = q.bind(b);
             }
-            Store::Postgres(p) => {
-                let mut q = sqlx::query_as(&sql);
-                for b in &binds {
-                    q = q.bind(b);
-                }
-                q.bind(f.limit).fetch_all(p).await
-            }
-        }
+            q.bind(f.limit).fetch_all(p).await
+        })
         .map_err(|e| db_error("list events", e))?;
         let mut out: Vec<EventRow> = rows
             .into_iter()
@@ -229,28 +221,16 @@ impl Store {
              last_error = NULL WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {clause} \
              AND (e.delivered_at IS NOT NULL OR e.dead_at IS NOT NULL))"
         );
-        let res = match self {
-            Store::Sqlite(p) => {
-                let mut q = sqlx::query(&sql);
-                for b in &binds {
-                    q = q.bind(b);
-                }
-                q.bind(sqlite_ts(now))
-                    .execute(p)
-                    .await
-                    .map(|r| r.rows_affected())
+        let res = on_pool!(self, p => {
+            let mut q = sqlx::query(&sql);
+            for b in &binds {
+                q = q.bind(b);
             }
-            Store::Postgres(p) => {
-                let mut q = sqlx::query(&sql);
-                for b in &binds {
-                    q = q.bind(b);
-                }
-                q.bind(sqlite_ts(now))
-                    .execute(p)
-                    .await
-                    .map(|r| r.rows_affected())
-            }
-        };
+            q.bind(sqlite_ts(now))
+                .execute(p)
+                .await
+                .map(|r| r.rows_affected())
+        });
         res.map_err(|e| db_error("replay events", e))
     }
 

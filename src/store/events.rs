@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::rows::{db_error, sqlite_ts};
+use super::rows::{db_error, on_pool, sqlite_ts};
+use super::status::pg_ts;
 use super::{Store, StoreError};
 
 /// An event claimed for one delivery attempt.
@@ -52,10 +53,6 @@ fn waiting_sql(now: &str) -> String {
          AND NOT EXISTS (SELECT 1 FROM payrecon_events p WHERE p.order_id = e.order_id \
          AND p.transition_id < e.transition_id AND p.delivered_at IS NULL)"
     )
-}
-
-pub(super) fn pg_ts(column: &str) -> String {
-    format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
 }
 
 impl Store {
@@ -155,24 +152,14 @@ impl Store {
                 p(3),
                 p(4)
             );
-            match self {
-                Store::Sqlite(pool) => sqlx::query(&sql)
+            on_pool!(self, pool => sqlx::query(&sql)
                     .bind(&now_s)
                     .bind(status)
                     .bind(id)
                     .bind(holder)
                     .execute(pool)
                     .await
-                    .map(|r| r.rows_affected()),
-                Store::Postgres(pool) => sqlx::query(&sql)
-                    .bind(&now_s)
-                    .bind(status)
-                    .bind(id)
-                    .bind(holder)
-                    .execute(pool)
-                    .await
-                    .map(|r| r.rows_affected()),
-            }
+                    .map(|r| r.rows_affected()))
         } else {
             // Dead: `next_attempt_at` stays (a replay sets it); retry: the next attempt.
             let next_s = next.map(sqlite_ts);
@@ -189,8 +176,7 @@ impl Store {
                 p(5),
                 p(6)
             );
-            match self {
-                Store::Sqlite(pool) => sqlx::query(&sql)
+            on_pool!(self, pool => sqlx::query(&sql)
                     .bind(status)
                     .bind(error)
                     .bind(&next_s)
@@ -199,18 +185,7 @@ impl Store {
                     .bind(holder)
                     .execute(pool)
                     .await
-                    .map(|r| r.rows_affected()),
-                Store::Postgres(pool) => sqlx::query(&sql)
-                    .bind(status)
-                    .bind(error)
-                    .bind(&next_s)
-                    .bind(&dead_at)
-                    .bind(id)
-                    .bind(holder)
-                    .execute(pool)
-                    .await
-                    .map(|r| r.rows_affected()),
-            }
+                    .map(|r| r.rows_affected()))
         };
         res.map_err(|e| db_error("record an event delivery attempt", e))?;
         Ok(())

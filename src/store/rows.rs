@@ -75,6 +75,18 @@ macro_rules! decode_raw_row {
 }
 pub(crate) use decode_raw_row;
 
+/// The same expression on either backend's pool (`$p` bound to it): for statements whose
+/// text and binds are the same on both (placeholders chosen by the caller).
+macro_rules! on_pool {
+    ($store:expr, $p:ident => $body:expr) => {
+        match $store {
+            $crate::store::Store::Sqlite($p) => $body,
+            $crate::store::Store::Postgres($p) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
 impl RawRow {
     /// Validates every value: state, amounts, hash, block number.
     pub fn parse(self) -> Result<LedgerRow, InputError> {

@@ -90,7 +90,7 @@ pub struct StatusData {
 }
 
 /// A timestamp column as RFC 3339 UTC text with milliseconds (PostgreSQL).
-fn pg_ts(col: &str) -> String {
+pub(super) fn pg_ts(col: &str) -> String {
     format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
 }
 

@@ -116,7 +116,7 @@ async fn receive(AxState(s): AxState<Shared>, headers: HeaderMap, body: Bytes) -
     };
     let id = h("webhook-id");
     let ts: i64 = h("webhook-timestamp").parse().unwrap_or_default();
-    let good = h("webhook-signature") == payrecon::events::sign::signature(&s.key, &id, ts, &body);
+    let good = payrecon::events::sign::verify(&s.key, &id, ts, &body, &h("webhook-signature"));
     let mut g = s.inner.lock().unwrap();
     g.requests += 1;
     if !good {

@@ -115,14 +115,13 @@ async fn the_reference_receiver_fulfils_each_final_order_once() {
     .await;
 }
 
-fn sqlite_exec(db: &str, sql: &str) {
+/// Runs `sql` on the receiver's SQLite file with Python's sqlite3 (committed); the first
+/// column of the first row, if any.
+fn sqlite(db: &str, sql: &str) -> String {
+    let script = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
+                  r=c.execute(sys.argv[2]).fetchone(); c.commit(); print('' if r is None else r[0])";
     let out = Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()",
-            db,
-            sql,
-        ])
+        .args(["-c", script, db, sql])
         .output()
         .unwrap();
     assert!(
@@ -130,22 +129,13 @@ fn sqlite_exec(db: &str, sql: &str) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn sqlite_exec(db: &str, sql: &str) {
+    sqlite(db, sql);
 }
 
 fn sqlite_count(db: &str, sql: &str) -> i64 {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])",
-            db,
-            sql,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    sqlite(db, sql).parse().unwrap()
 }
