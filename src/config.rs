@@ -287,6 +287,8 @@ fn chaingateway(
         backoff: p.backoff,
         chains: p.chains,
         decimals: decimals.clone(),
+        list_margin: p.list_margin,
+        full_scan_every: p.full_scan_every,
     };
     Ok((ProviderKind::Chaingateway(settings), p.retry_window))
 }

@@ -59,6 +59,12 @@ pub struct ProviderReport {
     pub refused_backwards: u64,
     pub rejected: u64,
     pub resends: Resends,
+    /// Pages of the provider's lists fetched in this run (SPEC §11).
+    #[serde(default)]
+    pub pages_read: u64,
+    /// Pages the lists held (`last_page` summed over the lists read).
+    #[serde(default)]
+    pub pages_total: u64,
 }
 
 impl ProviderReport {
@@ -74,6 +80,8 @@ impl ProviderReport {
             refused_backwards: 0,
             rejected: 0,
             resends: Resends::default(),
+            pages_read: 0,
+            pages_total: 0,
         }
     }
     pub fn failed(&self) -> bool {
@@ -147,7 +155,7 @@ impl Report {
             let g = &p.gaps;
             let _ = writeln!(
                 s,
-                "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}",
+                "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
                 p.provider,
                 p.status,
                 p.checked,
@@ -164,6 +172,11 @@ impl Report {
                 p.resends.requested,
                 p.resends.skipped,
                 p.resends.failed,
+                if p.pages_read > 0 {
+                    format!("  pages {}/{}", p.pages_read, p.pages_total)
+                } else {
+                    String::new()
+                },
                 p.error.as_ref().map(|e| format!("\n           error: {e}")).unwrap_or_default()
             );
         }

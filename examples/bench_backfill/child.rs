@@ -23,11 +23,25 @@ pub fn default_binary() -> Option<PathBuf> {
     bin.is_file().then_some(bin)
 }
 
+/// `payrecon run --since 2000-01-01T00:00:00Z --format json` (a backfill of everything).
+#[allow(dead_code)] // not every example that includes this file backfills
 pub async fn run(
     bin: &Path,
     dir: &Path,
     toml: &str,
     env: &[(String, String)],
+) -> anyhow::Result<ChildRun> {
+    let args = ["run", "--since", "2000-01-01T00:00:00Z", "--format", "json"];
+    run_with(bin, dir, toml, env, &args).await
+}
+
+/// `payrecon <args>` (a `run … --format json`), with its figures.
+pub async fn run_with(
+    bin: &Path,
+    dir: &Path,
+    toml: &str,
+    env: &[(String, String)],
+    args: &[&str],
 ) -> anyhow::Result<ChildRun> {
     let config = dir.join("bench.toml");
     std::fs::write(&config, toml)?;
@@ -35,7 +49,7 @@ pub async fn run(
     let mut cmd = Command::new(bin);
     cmd.arg("--config")
         .arg(&config)
-        .args(["run", "--since", "2000-01-01T00:00:00Z", "--format", "json"])
+        .args(args)
         .env("PAYRECON_RUN_STATS", &stats)
         .env("PAYRECON_LOG", "error")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -157,6 +157,12 @@ fn default_network() -> String {
 fn default_backoff() -> Duration {
     Duration::from_millis(200)
 }
+fn default_list_margin() -> Duration {
+    Duration::from_secs(600)
+}
+fn default_full_scan_every() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,6 +194,12 @@ pub(super) struct RawProvider {
     /// Chaingateway never retries a notification: 0 (resend at once).
     #[serde(default, with = "duration::serde_duration")]
     pub(super) retry_window: Duration,
+    /// The boundary search reads from `since - list_margin` (SPEC §11).
+    #[serde(default = "default_list_margin", with = "duration::serde_duration")]
+    pub(super) list_margin: Duration,
+    /// One run per period reads every list whole (`0s`: never).
+    #[serde(default = "default_full_scan_every", with = "duration::serde_duration")]
+    pub(super) full_scan_every: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]

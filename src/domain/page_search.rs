@@ -44,11 +44,14 @@ pub fn page_direction(times: &[i64]) -> Result<Option<Direction>, String> {
     }
 }
 
-/// A page read during the search: the range of its times.
+/// A page read during the search: the range of its times, and the list's size when it was
+/// served (pages served at different sizes of a list that moves are not compared: records
+/// moved between them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
     min: i64,
     max: i64,
+    epoch: u64,
 }
 
 /// The search over pages `1..=last` for the first (oldest-first) or last (newest-first) page
@@ -70,7 +73,12 @@ pub struct PageSearch {
 
 impl PageSearch {
     /// Starts from page 1 (which tells `last`). `last` of 0 is an empty list.
-    pub fn new(last: u64, cutoff: i64, page1: &[i64]) -> Result<PageSearch, Contradiction> {
+    pub fn new(
+        last: u64,
+        cutoff: i64,
+        page1: &[i64],
+        epoch: u64,
+    ) -> Result<PageSearch, Contradiction> {
         let last = last.max(1);
         let mut s = PageSearch {
             last,
@@ -80,7 +88,7 @@ impl PageSearch {
             bound: 0,
             before: 0,
         };
-        s.observe(1, page1)?;
+        s.observe(1, page1, epoch)?;
         Ok(s)
     }
 
@@ -90,12 +98,24 @@ impl PageSearch {
 
     /// The next page the search needs, or `None` when `range` is final.
     pub fn next_probe(&self) -> Option<u64> {
+        self.next_probes(1).first().copied()
+    }
+
+    /// Up to `k` pages the search needs next, to be fetched at once: they split the pages
+    /// not yet known into `k + 1` even parts (a `k + 1`-ary search: about
+    /// `k · log_{k+1}(pages)` pages in `log_{k+1}(pages)` rounds). Empty when `range` is final.
+    pub fn next_probes(&self, k: usize) -> Vec<u64> {
         let Some(dir) = self.direction else {
             // Page 1 could not tell the order: the last page can (unless it is page 1).
-            return (self.last > 1 && !self.spans.contains_key(&self.last)).then_some(self.last);
+            let last = self.last > 1 && !self.spans.contains_key(&self.last);
+            return if last { vec![self.last] } else { Vec::new() };
         };
         let (lo, hi) = self.open(dir);
-        (lo < hi).then(|| lo + (hi - lo) / 2)
+        let width = hi.saturating_sub(lo);
+        let k = (k.max(1) as u64).min(width);
+        let mut probes: Vec<u64> = (1..=k).map(|i| lo + (width * i) / (k + 1)).collect();
+        probes.dedup();
+        probes
     }
 
     /// The pages not yet known, as a half-open interval `[lo, hi)` of candidates.
@@ -108,13 +128,14 @@ impl PageSearch {
         }
     }
 
-    /// Takes in one page read (probed, or read for the range). A page must agree with the
-    /// order and with every page read before it.
-    pub fn observe(&mut self, page: u64, times: &[i64]) -> Result<(), Contradiction> {
+    /// Takes in one page read (probed, or read for the range) and the list's size as that
+    /// page reported it (`epoch`). A page must agree with the order and with every page read
+    /// before it at the same size.
+    pub fn observe(&mut self, page: u64, times: &[i64], epoch: u64) -> Result<(), Contradiction> {
         let contra = |reason: String| Contradiction { page, reason };
         let own = page_direction(times).map_err(contra)?;
         let span = match (times.iter().min(), times.iter().max()) {
-            (Some(&min), Some(&max)) => Span { min, max },
+            (Some(&min), Some(&max)) => Span { min, max, epoch },
             // An empty page (past the end of a list that shrank): says nothing.
             _ => return Ok(()),
         };
@@ -134,7 +155,7 @@ impl PageSearch {
                     (Direction::NewestFirst, true) => s.min >= span.max,
                     (Direction::NewestFirst, false) => span.min >= s.max,
                 };
-                if !ok && p != page {
+                if !ok && p != page && s.epoch == epoch {
                     return Err(contra(format!(
                         "its created_at range disagrees with page {p}'s ({dir:?})"
                     )));
@@ -215,17 +236,17 @@ mod tests {
         list: &[Vec<i64>],
         cutoff: i64,
     ) -> Result<(RangeInclusive<u64>, usize), Contradiction> {
-        let mut s = PageSearch::new(list.len() as u64, cutoff, &list[0])?;
+        let mut s = PageSearch::new(list.len() as u64, cutoff, &list[0], 0)?;
         let mut probes = 0;
         while let Some(p) = s.next_probe() {
             probes += 1;
             assert!(probes < 200, "the search does not end");
-            s.observe(p, &list[(p - 1) as usize])?;
+            s.observe(p, &list[(p - 1) as usize], 0)?;
         }
         // The caller reads the range, observing every page.
         let range = s.range();
         for p in range.clone() {
-            s.observe(p, &list[(p - 1) as usize])?;
+            s.observe(p, &list[(p - 1) as usize], 0)?;
         }
         Ok((range, probes))
     }
@@ -298,6 +319,47 @@ mod tests {
         let e = search(&unsorted, 4).unwrap_err();
         assert_eq!(e.page, 1);
         assert!(e.reason.contains("not sorted"), "{e:?}");
+    }
+
+    #[test]
+    fn concurrent_probes_stay_within_two_log2_pages() {
+        let list = pages(1_000_000, 15, |i| i as i64);
+        let n = list.len() as u64;
+        for cutoff in [0, 10, 333_333, 990_000, 999_999, 5_000_000] {
+            let mut s = PageSearch::new(n, cutoff, &list[0], 0).unwrap();
+            let (mut probed, mut rounds) = (0, 0);
+            loop {
+                let probes = s.next_probes(3);
+                if probes.is_empty() {
+                    break;
+                }
+                rounds += 1;
+                probed += probes.len();
+                for p in probes {
+                    s.observe(p, &list[(p - 1) as usize], 0).unwrap();
+                }
+            }
+            let range = s.range();
+            assert!(covers(&list, cutoff, &range), "{cutoff}: {range:?}");
+            let log2 = (n as f64).log2().ceil() as usize;
+            assert!(probed <= 2 * log2, "{cutoff}: {probed} probes");
+            assert!(rounds <= log2 / 2 + 1, "{cutoff}: {rounds} rounds");
+        }
+    }
+
+    #[test]
+    fn pages_served_while_the_list_moved_are_not_compared() {
+        // Newest first: page 2 read after 5 arrivals holds page 1's last 5 records.
+        let mut s =
+            PageSearch::new(10, 0, &[100, 99, 98, 97, 96, 95, 94, 93, 92, 91], 100).unwrap();
+        assert!(s
+            .observe(2, &[95, 94, 93, 92, 91, 90, 89, 88, 87, 86], 105)
+            .is_ok());
+        // The same pages at one size are a contradiction.
+        let e = s
+            .observe(3, &[92, 91, 90, 89, 88, 87, 86, 85, 84, 83], 100)
+            .unwrap_err();
+        assert_eq!(e.page, 3);
     }
 
     #[test]

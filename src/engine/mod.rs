@@ -24,13 +24,13 @@ use crate::chain::ChainClient;
 use crate::config::ReconcileConfig;
 use crate::domain::ChainHead;
 use crate::metrics::{Metrics, ProviderL, RunL, RunOutcome};
-use crate::providers::chaingateway::ChaingatewayClient;
+use crate::providers::chaingateway::{ChaingatewayClient, ListPlan, StatsCell};
 use crate::providers::http::HttpClient;
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord, Rejected};
 use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
 use crate::secret::Secret;
 use crate::store::{Fence, RunRow, RunTotals, Source, Store, StoreError};
-use futures::stream::BoxStream;
+use futures::stream::{BoxStream, StreamExt};
 
 pub use batch::BatchAcc;
 pub use webhooks::InboxTally;
@@ -59,16 +59,64 @@ impl Provider {
         }
     }
 
-    /// The pages of one list (`chain` for per-chain APIs), in the run's window.
+    /// The pages of one list (`chain` for per-chain APIs), in the run's window, read as
+    /// `plan` says where the provider's list has no window filter of its own; what the read
+    /// did is in `stats` once the stream has ended.
     pub fn pages(
         &self,
         chain: Option<&str>,
         list: ListKind,
         window: (Timestamp, Timestamp),
+        plan: ListPlan,
+        stats: StatsCell,
     ) -> BoxStream<'_, Result<Page, ProviderError>> {
         match self {
-            Provider::Chaingateway(c) => c.pages(chain.unwrap_or_default(), list),
-            Provider::Http(c) => c.pages(list, window.0, window.1),
+            Provider::Chaingateway(c) => c.pages(chain.unwrap_or_default(), list, plan, stats),
+            // Filtered by the window server-side: every page read is a page of the window.
+            Provider::Http(c) => c
+                .pages(list, window.0, window.1)
+                .inspect(move |p| {
+                    if p.is_ok() {
+                        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+                        s.pages_read += 1;
+                        s.pages_total += 1;
+                    }
+                })
+                .boxed(),
+        }
+    }
+
+    /// How a run reads `list`: the notifications list of a provider without a window filter
+    /// by the boundary search from `since - list_margin`, unless the last whole read is
+    /// `full_scan_every` old or more (or there was none); everything else whole.
+    pub fn list_plan(
+        &self,
+        list: ListKind,
+        since: Timestamp,
+        now: Timestamp,
+        last_full: Option<Timestamp>,
+    ) -> ListPlan {
+        let Provider::Chaingateway(c) = self else {
+            return ListPlan::default();
+        };
+        let s = c.settings();
+        let every = s.full_scan_every;
+        let due = !every.is_zero()
+            && last_full.is_none_or(|t| {
+                jiff::SignedDuration::try_from(every)
+                    .ok()
+                    .and_then(|d| t.checked_add(d).ok())
+                    .is_none_or(|next| next <= now)
+            });
+        if list != ListKind::All || due {
+            return ListPlan::default();
+        }
+        let cutoff = jiff::SignedDuration::try_from(s.list_margin)
+            .ok()
+            .and_then(|m| since.checked_sub(m).ok())
+            .unwrap_or(Timestamp::MIN);
+        ListPlan {
+            cutoff: Some(cutoff),
         }
     }
 

@@ -14,7 +14,9 @@ use crate::chain::{ChainClient, Lookup, TransferQuery};
 use crate::domain::{
     pick_transfer, ChainHead, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
 };
+use crate::providers::chaingateway::{ListPlan, ListStats, StatsCell};
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord};
+use crate::store::ListRead;
 
 impl Engine {
     pub(crate) async fn run_provider(
@@ -25,6 +27,13 @@ impl Engine {
     ) -> BatchAcc {
         let mut acc = BatchAcc::new(e.provider.name(), e.provider.kind());
         acc.fence = fence;
+        let last_full = match self.store.last_full_reads(e.provider.name()).await {
+            Ok(rows) => rows,
+            Err(err) => {
+                acc.fail(self.redact(&err.to_string()));
+                return acc;
+            }
+        };
         // Failed notifications first: they are few, and their resends should not wait.
         for (chain, list) in e.provider.lists(&e.chains) {
             if let Some(chain) = &chain {
@@ -34,18 +43,68 @@ impl Engine {
                     continue;
                 }
             }
+            let chain_name = chain.clone().unwrap_or_default();
+            let full_at = last_full
+                .iter()
+                .find(|(c, l, _)| *c == chain_name && l == list_name(list))
+                .map(|(_, _, t)| *t);
+            let plan = e.provider.list_plan(list, ctx.since, ctx.started, full_at);
+            let stats = StatsCell::default();
             let pages = spawn_pages(
                 e.provider.clone(),
                 chain,
                 list,
                 (ctx.since, ctx.until),
+                (plan, stats.clone()),
                 self.settings.batch_size,
             );
-            if let Err(err) = self.run_list(ctx, e, list, pages, &mut acc).await {
+            let result = self.run_list(ctx, e, list, pages, &mut acc).await;
+            let stats = stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            self.count_list_read(ctx, &mut acc, &chain_name, list, &stats, result.is_ok())
+                .await;
+            if let Err(err) = result {
                 acc.fail(self.redact(&err));
             }
         }
         acc
+    }
+
+    /// A list read's pages in the report, its fallback in the metric, and (when the read
+    /// completed and the run writes) its row in `payrecon_list_reads`.
+    async fn count_list_read(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut BatchAcc,
+        chain: &str,
+        list: ListKind,
+        stats: &ListStats,
+        completed: bool,
+    ) {
+        acc.report.pages_read += stats.pages_read;
+        acc.report.pages_total += stats.pages_total;
+        if stats.fallback.is_some() {
+            self.metrics
+                .list_full_scans
+                .get_or_create(&crate::metrics::ProviderL {
+                    provider: acc.report.provider.clone(),
+                })
+                .inc();
+        }
+        if !completed || ctx.dry_run || stats.pages_read == 0 {
+            return;
+        }
+        let read = ListRead {
+            provider: &acc.report.provider,
+            chain,
+            list: list_name(list),
+            pages_read: stats.pages_read,
+            pages_total: stats.pages_total,
+            at: ctx.started,
+            whole: stats.whole,
+        };
+        if let Err(err) = self.store.record_list_read(&read).await {
+            tracing::warn!(error = %self.redact(&err.to_string()), "Could not record what the run read of a list.");
+        }
     }
 
     fn chain_ready(&self, ctx: &RunCtx, chain: &str) -> Result<(), String> {
@@ -354,6 +413,14 @@ async fn lookup(
         .map_err(|e| e.to_string())
 }
 
+/// A list's name in `payrecon_list_reads`.
+fn list_name(list: ListKind) -> &'static str {
+    match list {
+        ListKind::All => "all",
+        ListKind::Failed => "failed",
+    }
+}
+
 /// Identity of a record for "examined once per run": the list it came from does not matter.
 fn fingerprint(r: &ProviderRecord) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -374,12 +441,13 @@ fn spawn_pages(
     chain: Option<String>,
     list: ListKind,
     window: (jiff::Timestamp, jiff::Timestamp),
+    (plan, stats): (ListPlan, StatsCell),
     chunk: usize,
 ) -> mpsc::Receiver<Result<Page, ProviderError>> {
     let (tx, rx) = mpsc::channel(1);
     // The fetch logs in the provider's span.
     tokio::spawn(tracing::Instrument::in_current_span(async move {
-        let mut pages = provider.pages(chain.as_deref(), list, window);
+        let mut pages = provider.pages(chain.as_deref(), list, window, plan, stats);
         let mut merged = Page::default();
         let size = |p: &Page| p.records.len() + p.rejected.len();
         while let Some(p) = pages.next().await {

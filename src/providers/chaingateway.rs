@@ -5,7 +5,10 @@
 //! (5xx, 429 with `Retry-After`, timeouts, connection errors, unreadable bodies); a resend is
 //! retried only when it certainly did not take effect (see [`ChaingatewayClient::retry`]).
 
+mod list;
 mod record;
+
+pub use list::{ListPlan, ListStats, StatsCell};
 
 /// The page readers, for the fuzz targets in `fuzz/` only (not an API: no stability promise).
 #[doc(hidden)]
@@ -39,7 +42,6 @@ pub mod fuzz_api {
 }
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{self, BoxStream, StreamExt};
@@ -77,6 +79,10 @@ pub struct ChaingatewaySettings {
     /// Decimals per `"chain:asset"` (asset = lowercase contract or `native`), to read the
     /// provider's decimal `amount` as a hint. Native coins default to 18.
     pub decimals: HashMap<String, u8>,
+    /// The notifications list is read from `since - list_margin` (SPEC §11).
+    pub list_margin: Duration,
+    /// One run per period reads every list whole; zero: never.
+    pub full_scan_every: Duration,
 }
 
 pub struct ChaingatewayClient {
@@ -138,6 +144,10 @@ impl ChaingatewayClient {
         &self.settings.name
     }
 
+    pub fn settings(&self) -> &ChaingatewaySettings {
+        &self.settings
+    }
+
     /// A webhook delivery's body (one notification) as a record. Its chain is the body's
     /// `blockchain` when that is one of this provider's chains, else the only chain.
     pub fn webhook_record(&self, body: &serde_json::Value) -> Result<ProviderRecord, Rejected> {
@@ -162,52 +172,39 @@ impl ChaingatewayClient {
         record::read_record(body, &chain, false, &self.settings.decimals)
     }
 
-    /// The pages of a list for one chain: page 1 first (it tells `last_page`), then the rest
-    /// concurrently up to `max_concurrency`, yielded as they arrive. An error item means a
-    /// page could not be read after retries; the caller fails this provider, and the stream
-    /// ends after it.
+    /// The pages of a list for one chain, as `plan` says (SPEC §11, see `list.rs`), yielded
+    /// as they arrive; `stats` holds what the read did once the stream has ended. An error
+    /// item means a page could not be read after retries; the caller fails this provider,
+    /// and the stream ends after it.
     ///
     /// The list is not a snapshot (records arrive while it is read, and Laravel pages by
-    /// offset): a record may appear on two pages or move past `last_page` read from page 1.
-    /// Callers deduplicate by key; a record missed this way is seen by the next run.
-    pub fn pages(&self, chain: &str, list: ListKind) -> BoxStream<'_, Result<Page, ProviderError>> {
-        let chain: Arc<str> = Arc::from(chain);
-        let concurrency = self.settings.max_concurrency.max(1);
-        let first = {
-            let chain = chain.clone();
-            async move { self.fetch_page(&chain, list, 1).await }
-        };
-        let pages = stream::once(first).flat_map(move |first| match first {
-            Err(e) => stream::iter([Err(e)]).boxed(),
-            Ok((page, last)) => {
-                let chain = chain.clone();
-                let rest = stream::iter(2..=last)
-                    .map(move |n| {
-                        let chain = chain.clone();
-                        async move { self.fetch_page(&chain, list, n).await.map(|(p, _)| p) }
-                    })
-                    .buffer_unordered(concurrency);
-                stream::iter([Ok(page)]).chain(rest).boxed()
-            }
-        });
-        // Stop after the first error: the provider has failed, pages in flight are dropped.
-        pages
-            .scan(false, |failed, item| {
-                let out = if *failed { None } else { Some(item) };
-                *failed = matches!(out, Some(Err(_)));
-                futures::future::ready(out)
-            })
-            .boxed()
+    /// offset): a record may appear on two pages. Callers deduplicate by key.
+    pub fn pages(
+        &self,
+        chain: &str,
+        list: ListKind,
+        plan: ListPlan,
+        stats: StatsCell,
+    ) -> BoxStream<'_, Result<Page, ProviderError>> {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let chain = chain.to_string();
+        let reader = stream::once(async move {
+            list::read(self, &chain, list, plan, tx, stats).await;
+        })
+        .filter_map(|()| futures::future::ready(None::<Result<Page, ProviderError>>));
+        let pages = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
+        stream::select(reader, pages).boxed()
     }
 
-    /// One page and the `last_page` it reports.
+    /// One page, its records' times and where it sits in the list (`last_page` is required
+    /// on page 1 only).
     #[tracing::instrument(skip_all, fields(provider = %self.settings.name, chain = %chain, page = n))]
     async fn fetch_page(
         &self,
         chain: &str,
         list: ListKind,
         n: u64,
-    ) -> Result<(Page, u64), ProviderError> {
+    ) -> Result<list::Served, ProviderError> {
         let suffix = match list {
             ListKind::All => "",
             ListKind::Failed => "/failed",
@@ -219,23 +216,34 @@ impl ChaingatewayClient {
         }
         url.query_pairs_mut().append_pair("page", &n.to_string());
         let what = format!("GET {chain} notifications{suffix} page {n}");
-        let (page, last) = self
+        let served = self
             .get_json(&what, &url, |body| {
-                let last = if n == 1 { record::last_page(body)? } else { 0 };
-                let page = record::read_page(
-                    record::page_data(body)?,
-                    chain,
-                    failed,
-                    &self.settings.decimals,
-                );
-                Ok((page, last))
+                let last_page = match n {
+                    1 => Some(record::last_page(body)?),
+                    _ => record::last_page(body).ok(),
+                };
+                let data = record::page_data(body)?;
+                let page = record::read_page(data, chain, failed, &self.settings.decimals);
+                Ok(list::Served {
+                    n,
+                    times: page
+                        .records
+                        .iter()
+                        .map(|r| r.created_at.as_millisecond())
+                        .collect(),
+                    len: data.len() as u64,
+                    page,
+                    last_page,
+                    total: record::count(body, "total"),
+                    per_page: record::count(body, "per_page"),
+                })
             })
             .await?;
-        for r in &page.rejected {
+        for r in &served.page.rejected {
             tracing::warn!(id = r.id.as_deref().unwrap_or("?"), reason = %r.reason,
                 "Rejected a provider record that could not be read.");
         }
-        Ok((page, last))
+        Ok(served)
     }
 
     /// `POST {base}/{chain}/webhooks/notifications/{id}/retry`; any 2xx is success (the API

@@ -50,6 +50,10 @@ pub enum ListChange {
     /// These records go to the head of the list, in this order: Laravel pages by offset, so
     /// every record already there moves further down (seen twice, or past the last page).
     InsertAtHead(Vec<Value>),
+    /// These records go to the end of the list (its newest, as Chaingateway lists them).
+    Append(Vec<Value>),
+    /// These ids leave the list (and the failed list): every record after them moves up.
+    Remove(Vec<String>),
     /// These known ids go on the failed list.
     MarkFailed(Vec<String>),
     /// These ids leave the failed list (a delivery that succeeded meanwhile).
@@ -102,6 +106,8 @@ struct State {
     changes: Vec<(u64, String, ListChange)>,
     /// Changes made because their page count was reached (not by `flush_changes`).
     changes_fired: u64,
+    /// The notifications list is served last record first (newest first).
+    newest_first: bool,
 }
 
 impl FakeChaingateway {
@@ -126,6 +132,7 @@ impl FakeChaingateway {
                 pages_served: 0,
                 changes: Vec::new(),
                 changes_fired: 0,
+                newest_first: false,
             }),
             requests: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
@@ -203,6 +210,38 @@ impl FakeChaingateway {
     /// The `X-Network` value the fake accepts (a missing header means `mainnet`).
     pub fn set_network(&self, network: &str) {
         self.state().network = network.to_string();
+    }
+
+    /// Serves the notifications list last record first: a record added with
+    /// `add_notification` (or `ListChange::Append`) appears at the head of page 1, and every
+    /// other moves down (the failed list keeps its order).
+    pub fn set_newest_first(&self, newest_first: bool) {
+        self.state().newest_first = newest_first;
+    }
+
+    /// Removes these ids from the chain's lists (every record after them moves up a place).
+    pub fn remove_notifications(&self, chain: &str, ids: &[&str]) {
+        if let Some(data) = self.state().chains.get_mut(chain) {
+            data.remove(&ids.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        }
+    }
+
+    /// Records a page.
+    pub fn per_page(&self) -> usize {
+        self.state().per_page
+    }
+
+    /// Notifications on the chain's failed list.
+    pub fn failed_count(&self, chain: &str) -> usize {
+        self.state().chains.get(chain).map_or(0, |d| d.failed.len())
+    }
+
+    /// Records in the chain's notifications list.
+    pub fn notification_count(&self, chain: &str) -> usize {
+        self.state()
+            .chains
+            .get(chain)
+            .map_or(0, |d| d.records.len())
     }
 
     pub fn set_per_page(&self, per_page: usize) {

@@ -48,6 +48,22 @@ pub struct Status {
     pub leases: Vec<Lease>,
     /// Events to the merchant's application (SPEC §10).
     pub events: EventsStatus,
+    /// Per provider list: what the last run that read it read (SPEC §11).
+    pub lists: Vec<ListStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ListStatus {
+    pub provider: String,
+    /// `null` for a list of every chain.
+    pub chain: Option<String>,
+    /// `all` (every notification) or `failed`.
+    pub list: String,
+    pub last_pages_read: i64,
+    pub last_pages_total: i64,
+    pub last_read_at: String,
+    /// When a run last read the list whole (`null`: never).
+    pub last_full_read_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -295,6 +311,20 @@ pub fn build(
                 oldest_pending_at: c.oldest_pending,
             }
         },
+        lists: d
+            .list_reads
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| ListStatus {
+                provider: l.provider,
+                chain: (!l.chain.is_empty()).then_some(l.chain),
+                list: l.list,
+                last_pages_read: l.pages_read,
+                last_pages_total: l.pages_total,
+                last_read_at: l.read_at,
+                last_full_read_at: l.last_full_at,
+            })
+            .collect(),
         lease_table: d.leases.is_some(),
         leases: d
             .leases

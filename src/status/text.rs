@@ -92,6 +92,25 @@ impl Status {
                 }
             ),
         };
+        if !self.lists.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nlists (last run's pages read of pages; last whole read):"
+            );
+            for l in &self.lists {
+                let _ = writeln!(
+                    s,
+                    "  {:<12} {:<10} {:<6} {} of {} at {}; whole {}",
+                    l.provider,
+                    l.chain.as_deref().unwrap_or("*"),
+                    l.list,
+                    l.last_pages_read,
+                    l.last_pages_total,
+                    l.last_read_at,
+                    l.last_full_read_at.as_deref().unwrap_or("never")
+                );
+            }
+        }
         if !self.lease_table {
             let _ = writeln!(s, "\nleases: no leases (single instance)");
         } else {

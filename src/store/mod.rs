@@ -8,6 +8,7 @@ mod events;
 mod inbox;
 mod inspect;
 mod lease;
+mod list_reads;
 mod outbox;
 mod pg_batch;
 mod postgres;
@@ -29,6 +30,7 @@ pub use events::{Attempt, ClaimedEvent};
 pub use inbox::StoredEvent;
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use lease::Fence;
+pub use list_reads::{ListRead, ListReadRow};
 pub use outbox::event_type;
 pub use status::{
     LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,

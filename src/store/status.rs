@@ -21,6 +21,8 @@ pub(super) const REQUIRED: [&str; 4] = [
 pub(super) const LEASES: &str = "payrecon_leases";
 /// The event outbox (added by a later migration): read only when it exists.
 pub(super) const EVENTS: &str = "payrecon_events";
+/// What runs read of each provider list (SPEC §11; a later migration): read when it exists.
+pub(super) const LIST_READS: &str = "payrecon_list_reads";
 
 /// One `payrecon_runs` row as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +89,9 @@ pub struct StatusData {
     pub leases: Option<Vec<LeaseRow>>,
     /// None when the event outbox does not exist.
     pub events: Option<super::EventCounts>,
+    /// Per provider list: the last run's pages read and the last whole read (None when the
+    /// table does not exist).
+    pub list_reads: Option<Vec<super::ListReadRow>>,
 }
 
 /// A timestamp column as RFC 3339 UTC text with milliseconds (PostgreSQL).
@@ -188,6 +193,9 @@ impl Store {
         }
         if tables.iter().any(|t| t == EVENTS) {
             d.events = Some(self.event_counts().await?);
+        }
+        if tables.iter().any(|t| t == LIST_READS) {
+            d.list_reads = Some(self.list_reads().await?);
         }
         Ok(d)
     }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use payrecon::domain::{Address, Asset, U256};
-use payrecon::providers::chaingateway::{ChaingatewayClient, ChaingatewaySettings};
+use payrecon::providers::chaingateway::{
+    ChaingatewayClient, ChaingatewaySettings, ListPlan, StatsCell,
+};
 use payrecon::providers::{ListKind, Page, ProviderError, StatusClass};
 use payrecon::sandbox::chaingateway::{notification, BlockShape, FakeChaingateway, Fault};
 use payrecon::secret::Secret;
@@ -15,6 +17,7 @@ use serde_json::{json, Value};
 
 mod contract;
 mod faults;
+mod window;
 
 pub(crate) const KEY: &str = "sk_test_5f3c9a1e7d2b4c6f";
 pub(crate) const USDT: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
@@ -54,6 +57,8 @@ pub(crate) fn settings(base: &str) -> ChaingatewaySettings {
         backoff: Duration::from_millis(10),
         chains: vec!["ethereum".into()],
         decimals: HashMap::from([(format!("ethereum:{USDT}"), 6)]),
+        list_margin: Duration::from_secs(600),
+        full_scan_every: Duration::from_secs(24 * 3600),
     }
 }
 
@@ -71,7 +76,10 @@ pub(crate) async fn read_all(
     c: &ChaingatewayClient,
     list: ListKind,
 ) -> Result<Vec<Page>, ProviderError> {
-    let items: Vec<_> = c.pages("ethereum", list).collect().await;
+    let items: Vec<_> = c
+        .pages("ethereum", list, ListPlan::default(), StatsCell::default())
+        .collect()
+        .await;
     items.into_iter().collect()
 }
 

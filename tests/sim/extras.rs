@@ -80,7 +80,12 @@ pub fn plan_list_changes(w: &mut World, xr: &mut StdRng, first_new: usize, next_
                     w.pays[i].notified = true;
                 }
                 bump(HEAD_INSERTS, recs.len() as u64);
-                ListChange::InsertAtHead(recs)
+                if w.list.newest_first {
+                    // Served newest first, the end of the list is the head of page 1.
+                    ListChange::Append(recs)
+                } else {
+                    ListChange::InsertAtHead(recs)
+                }
             }
             1 if next_id > 0 => {
                 let ids: Vec<String> = (0..xr.gen_range(1..=3))

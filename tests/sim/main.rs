@@ -11,6 +11,7 @@ mod anvil;
 mod check;
 mod extras;
 mod kill;
+mod lists;
 mod merchant;
 mod pgproxy;
 mod qvard;
@@ -138,7 +139,7 @@ async fn run_shard(shard: u64) {
     };
     eprintln!(
         "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
-         webhooks: {}; lists and database: {}; qvard: {}; events: received={} refused={} \
+         webhooks: {}; lists and database: {}; list shapes: {}; qvard: {}; events: received={} refused={} \
          redelivered={} handler_fulfilments={}",
         seeds.len(),
         t0.elapsed(),
@@ -147,6 +148,7 @@ async fn run_shard(shard: u64) {
         stats.join(" "),
         counted(&webhooks::NAMES, &webhooks::COUNTS),
         counted(&extras::NAMES, &extras::COUNTS),
+        counted(&lists::NAMES, &lists::COUNTS),
         counted(&qvard::NAMES, &qvard::COUNTS),
         merchant::EVENTS_RECEIVED.load(Ordering::Relaxed),
         merchant::EVENTS_REFUSED.load(Ordering::Relaxed),
@@ -154,6 +156,8 @@ async fn run_shard(shard: u64) {
         merchant::HANDLER_FULFILMENTS.load(Ordering::Relaxed),
     );
     if seeds.len() >= 100 {
+        let bounded = lists::COUNTS[3].load(Ordering::Relaxed);
+        assert!(bounded > 0, "no searching run was held to the pages bound");
         assert!(
             merchant::EVENTS_RECEIVED.load(Ordering::Relaxed) > 0
                 && merchant::EVENTS_REFUSED.load(Ordering::Relaxed) > 0

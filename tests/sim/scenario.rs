@@ -105,16 +105,24 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     // The newer fault classes draw from their own stream: the older ones keep their draws.
     let mut xr = StdRng::seed_from_u64(seed ^ 0x5eed_0fe7a);
+    // List shapes (SPEC §11) from a third stream: the other classes keep their draws.
+    let mut lr = StdRng::seed_from_u64(seed ^ 0x1157_5a4e);
+    let shape = crate::lists::ListShape::choose(&mut lr);
     let second = rng.gen_bool(0.3);
     let batch = [1usize, 3, 7, 500][rng.gen_range(0..4)];
-    let extra = format!("\n[reconcile]\nbatch_size = {batch}\n");
+    let extra = format!(
+        "{}\n[reconcile]\nbatch_size = {batch}\n",
+        shape.config_keys()
+    );
     let x = extras::choose(&mut xr, backend);
     let mut w = World::start_with(backend, &extra, second, x).await;
+    w.list = shape;
     let cutting = w.db_proxy.is_some();
     if let Some(h) = w.hooks.as_mut() {
         h.allow_503 = cutting;
     }
     w.cg.set_per_page(rng.gen_range(1..=15));
+    shape.apply(&w);
     // Latency on some seeds widens the window in which two instances race.
     if rng.gen_bool(0.3) {
         w.chain
@@ -267,7 +275,6 @@ async fn step(
     stat(3, u64::from(both));
     stat(4, merchant.len() as u64);
     let cut = extras::plan_cut(w, xr);
-    let fired = Arc::new(AtomicBool::new(false));
     let store = w.store().clone();
     let tolerant = cut.is_some();
     let shop = w.merchant.clone();
@@ -284,6 +291,8 @@ async fn step(
         Ok(())
     };
     let engine = w.app.engine.clone();
+    let list_before = (w.cg.changes_fired(), crate::lists::fallbacks(w));
+    let fired = Arc::new(AtomicBool::new(false));
     let world = &*w;
     let timed = |engine| {
         let fired = fired.clone();
@@ -331,6 +340,8 @@ async fn step(
             Err(e) => return Err(e),
         };
         check::report_clean(w, &r).await?;
+        let still = list_before == (w.cg.changes_fired(), crate::lists::fallbacks(w));
+        crate::lists::check_pages(w, &r, still)?;
         w.run_ids.push(r.run_id.clone());
     }
     // The merchant hears of what this step applied (both instances deliver at once).
@@ -357,8 +368,11 @@ async fn dry_run(w: &mut World) -> Result<(), String> {
 }
 
 async fn run_one(w: &mut World, dry: bool, _alone: bool) -> Result<Report, String> {
+    let before = (w.cg.changes_fired(), crate::lists::fallbacks(w));
     let r = run_engine(w.app.engine.clone(), dry).await?;
     check::report_clean(w, &r).await?;
+    let still = before == (w.cg.changes_fired(), crate::lists::fallbacks(w));
+    crate::lists::check_pages(w, &r, still)?;
     if !dry {
         w.run_ids.push(r.run_id.clone());
     }

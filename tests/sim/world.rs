@@ -74,6 +74,8 @@ pub struct World {
     pub qv_faults: u64,
     /// The merchant's application: receives payrecon's events, fulfils on `order.final`.
     pub merchant: crate::merchant::Merchant,
+    /// How the provider's notification list is shaped (SPEC §11; set by the scenario).
+    pub list: crate::lists::ListShape,
 }
 
 /// What `World::start_with` adds to a plain world.
@@ -208,6 +210,7 @@ impl World {
             qv_listed: std::collections::HashSet::new(),
             qv_faults: 0,
             merchant,
+            list: Default::default(),
         }
     }
 

@@ -43,6 +43,15 @@ pub(super) fn last_page(body: &Value) -> Result<u64, String> {
     Ok(last)
 }
 
+/// A Laravel length-aware paginator's count field (`total`, `per_page`), when it is there.
+pub(super) fn count(body: &Value, field: &str) -> Option<u64> {
+    match body.get(field)? {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
 /// Reads every record of `data`; each one is either a record or a rejection.
 pub(super) fn read_page(
     data: &[Value],

@@ -65,6 +65,35 @@ impl ChainData {
         self.records = front;
     }
 
+    /// Drops `ids` from both lists: O(list), for tests and the simulator.
+    pub(super) fn remove(&mut self, ids: &[String]) {
+        let gone: HashSet<usize> = ids
+            .iter()
+            .filter_map(|id| self.ids.get(id).copied())
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let mut moved = vec![usize::MAX; self.records.len()];
+        let mut kept = Vec::with_capacity(self.records.len() - gone.len());
+        for (i, r) in std::mem::take(&mut self.records).into_iter().enumerate() {
+            if !gone.contains(&i) {
+                moved[i] = kept.len();
+                kept.push(r);
+            }
+        }
+        self.records = kept;
+        self.ids.retain(|_, i| !gone.contains(i));
+        for i in self.ids.values_mut() {
+            *i = moved[*i];
+        }
+        self.failed.retain(|i| !gone.contains(i));
+        for i in &mut self.failed {
+            *i = moved[*i];
+        }
+        self.failed_set = self.failed.iter().copied().collect();
+    }
+
     pub(super) fn mark(&mut self, id: &str) -> bool {
         let Some(&i) = self.ids.get(id) else {
             return false;
@@ -86,6 +115,8 @@ impl ChainData {
     pub(super) fn apply(&mut self, change: ListChange) {
         match change {
             ListChange::InsertAtHead(records) => self.push_front(records),
+            ListChange::Append(records) => records.into_iter().for_each(|r| self.push(r)),
+            ListChange::Remove(ids) => self.remove(&ids),
             ListChange::MarkFailed(ids) => ids.iter().for_each(|id| {
                 self.mark(id);
             }),
@@ -133,6 +164,11 @@ mod tests {
         assert_eq!(failed(&d), ["\"b\"", "\"c\""]);
         d.apply(ListChange::UnmarkFailed(vec!["b".into()]));
         assert_eq!(failed(&d), ["\"c\""]);
+        d.apply(ListChange::Remove(vec!["d".into(), "nope".into()]));
+        assert_eq!(ids(&d), ["\"c\"", "\"a\"", "\"b\""]);
+        assert_eq!(failed(&d), ["\"c\""]);
+        d.apply(ListChange::Append(vec![json!({"id": "d"})]));
+        assert_eq!(ids(&d), ["\"c\"", "\"a\"", "\"b\"", "\"d\""]);
         assert_eq!(d.ids.len(), 4);
         assert!(d
             .ids

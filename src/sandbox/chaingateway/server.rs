@@ -180,8 +180,14 @@ fn list(inner: &Inner, chain: &str, failed: bool, q: PageQuery) -> Response {
                 slice.map(|&i| data.records[i].clone()).collect(),
             )
         } else {
-            let slice = data.records.iter().skip(start).take(per_page);
-            (data.records.len(), slice.cloned().collect())
+            let items = if state.newest_first {
+                let slice = data.records.iter().rev().skip(start).take(per_page);
+                slice.cloned().collect()
+            } else {
+                let slice = data.records.iter().skip(start).take(per_page);
+                slice.cloned().collect()
+            };
+            (data.records.len(), items)
         };
         (per_page, total, items)
     };
