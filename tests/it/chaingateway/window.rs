@@ -128,13 +128,59 @@ async fn a_newest_first_list_is_read_from_page_one() {
     assert!(!stats.whole && stats.fallback.is_none());
 }
 
+/// Log lines written while the guard lives (this thread's; a `tokio::test` runs its tasks here).
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let logs = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || logs.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+    fn lines(&self) -> Vec<String> {
+        let text = String::from_utf8_lossy(&self.0.lock().unwrap()).to_string();
+        text.lines().map(str::to_string).collect()
+    }
+}
+
 #[tokio::test]
 async fn a_shuffled_list_is_read_whole_once_with_the_fallback_said() {
     // A permutation of 0..N (7,919 is prime to N): created_at follows no page order.
     let (fake, base) = fake_with((0..N).map(|i| (i * 7_919) % N)).await;
+    let logs = Logs::default();
+    let guard = logs.capture();
     let (got, stats) = read(&base, Some(time_of(N - 500))).await;
+    drop(guard);
+    let warned: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("reading the list whole"))
+        .collect();
+    assert_eq!(warned.len(), 1, "one warning: {warned:?}");
+    let c = stats.fallback.as_ref().expect("the order contradicted");
+    for part in [
+        "provider=cg".to_string(),
+        "chain=ethereum".to_string(),
+        format!("page={}", c.page),
+    ] {
+        assert!(warned[0].contains(&part), "{part} in {}", warned[0]);
+    }
     assert_eq!(got.len() as u64, N, "every record, the window's among them");
-    let c = stats.fallback.expect("the order contradicted");
     assert!(c.page >= 1 && !c.reason.is_empty());
     assert!(stats.whole);
     let pages = N.div_ceil(PER);
