@@ -56,10 +56,8 @@ impl App {
             match r {
                 Ok(p) => tracing::info!(chain = %name, chain_id = p.chain_id, head = p.head.number,
                     final_block = p.head.final_block, "Chain checked."),
-                Err(e) if e.is_misconfiguration() => {
-                    refusals.push(app.engine.redact(&e.to_string()))
-                }
-                Err(e) => tracing::warn!(chain = %name, error = %app.engine.redact(&e.to_string()),
+                Err(e) if e.is_misconfiguration() => refusals.push(app.engine.redact(&e)),
+                Err(e) => tracing::warn!(chain = %name, error = %app.engine.redact(&e),
                     "The chain is unreachable at start; its providers will be reported as failed."),
             }
         }
@@ -301,7 +299,7 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
                 }
             }
             // The error names the chain ("chain ethereum: ...").
-            Err(err) => line(false, e.redact(&err.to_string())),
+            Err(err) => line(false, e.redact(&err)),
         }
     }
     for p in &e.providers {
@@ -319,9 +317,7 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
                             page.records.len() + page.rejected.len()
                         ),
                     ),
-                    Some(Err(err)) => {
-                        line(false, format!("{what}: {}", e.redact(&err.to_string())))
-                    }
+                    Some(Err(err)) => line(false, format!("{what}: {}", e.redact(&err))),
                     None => line(true, format!("{what}: empty")),
                 }
             }
@@ -335,7 +331,7 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
             let what = format!("provider {} on {chain}", p.provider.name());
             match r {
                 Ok(n) => line(true, format!("{what}: block {n}")),
-                Err(err) => line(false, format!("{what}: {}", e.redact(&err.to_string()))),
+                Err(err) => line(false, format!("{what}: {}", e.redact(&err))),
             }
         }
     }

@@ -41,7 +41,7 @@ async fn readyz(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
         Ok(Ok(())) => (StatusCode::OK, "ready\n".to_string()),
         Ok(Err(e)) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("database: {}\n", engine.redact(&e.to_string())),
+            format!("database: {}\n", engine.redact(&e)),
         ),
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,

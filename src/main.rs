@@ -262,7 +262,7 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         Err(payrecon::engine::EngineError::UnknownProvider(p)) => {
             return usage(&format!("--provider {p:?} is not configured"))
         }
-        Err(e) => return fail(&app.engine.redact(&e.to_string())),
+        Err(e) => return fail(&app.engine.redact(&e)),
     };
     // The run's events (and any others due) go out before it exits, within flush_timeout.
     if let (Some(d), false) = (&app.events, args.dry_run) {

@@ -200,7 +200,7 @@ async fn scheduled_run(
         }
         Err(e) => {
             notifier.status(&format!("Last run at {until}: could not start."));
-            tracing::error!(error = %engine.redact(&e.to_string()), "Scheduled run could not start.");
+            tracing::error!(error = %engine.redact(&e), "Scheduled run could not start.");
             for p in &engine.providers {
                 engine
                     .metrics

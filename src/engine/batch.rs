@@ -323,7 +323,7 @@ impl Engine {
         Ok(
             match r.provider.resend(&q.chain, &q.notification_id).await {
                 Ok(()) => Resend::Requested,
-                Err(e) => Resend::Failed(self.redact(&e.to_string())),
+                Err(e) => Resend::Failed(self.redact(&e)),
             },
         )
     }

@@ -47,7 +47,7 @@ impl Engine {
             }
             Err(e) => {
                 let mut acc = BatchAcc::new(name, "");
-                acc.fail(self.redact(&format!("taking the lease: {e}")));
+                self.fail(&mut acc, format!("taking the lease: {e}"));
                 return Some(acc);
             }
         };
@@ -74,7 +74,7 @@ impl Engine {
         let acc = part(Some(fence.clone())).await;
         renew.abort();
         if let Err(e) = self.store.release_lease(&fence).await {
-            tracing::warn!(provider = name, error = %self.redact(&e.to_string()), "Releasing the lease failed; it expires by itself.");
+            tracing::warn!(provider = name, error = %self.redact(&e), "Releasing the lease failed; it expires by itself.");
         }
         Some(acc)
     }

@@ -3,6 +3,7 @@
 //! run row, the report and the metrics of a run.
 
 mod batch;
+mod error;
 mod lease;
 mod provider_run;
 mod reorg;
@@ -33,6 +34,7 @@ use crate::store::{Fence, RunRow, RunTotals, Source, Store, StoreError};
 use futures::stream::{BoxStream, StreamExt};
 
 pub use batch::BatchAcc;
+pub use error::PartError;
 pub use webhooks::InboxTally;
 
 /// A provider client, by kind.
@@ -234,9 +236,15 @@ pub(crate) struct RunCtx {
 }
 
 impl Engine {
-    pub fn redact(&self, text: &str) -> String {
+    /// `text` with every configured secret scrubbed: what reaches a report or a log.
+    pub fn redact(&self, text: impl std::fmt::Display) -> String {
         let refs: Vec<&Secret> = self.secrets.iter().collect();
-        crate::secret::redact(text, &refs)
+        crate::secret::redact(&text.to_string(), &refs)
+    }
+
+    /// Fails `acc`'s part with `err`, redacted (the one way an error reaches a report).
+    pub(crate) fn fail(&self, acc: &mut BatchAcc, err: impl std::fmt::Display) {
+        acc.fail(self.redact(err));
     }
 
     /// One reconciliation pass. Fails only when the run cannot start (database); a provider
@@ -294,7 +302,7 @@ impl Engine {
         // not be read) go first, through the same apply path.
         if !opts.dry_run {
             if let Err(e) = self.drain_webhook_inbox().await {
-                tracing::warn!(error = %self.redact(&e.to_string()), "The webhook inbox could not be read; its deliveries wait for the next run.");
+                tracing::warn!(error = %self.redact(&e), "The webhook inbox could not be read; its deliveries wait for the next run.");
             }
         }
 
@@ -335,7 +343,7 @@ impl Engine {
 
     async fn read_heads(&self) -> BTreeMap<String, Result<ChainHead, String>> {
         let reads = self.chains.iter().map(|(name, c)| async move {
-            let r = c.head().await.map_err(|e| self.redact(&e.to_string()));
+            let r = c.head().await.map_err(|e| self.redact(&e));
             (name.clone(), r)
         });
         let heads: BTreeMap<_, _> = join_all(reads).await.into_iter().collect();

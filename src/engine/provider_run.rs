@@ -1,6 +1,7 @@
 //! One provider's part of a run: its lists, page by page (fetched ahead on a task, bounded
 //! channel), in batches through chain resolution, ledger lookup and settle.
 
+use super::error::PartError;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ impl Engine {
         let last_full = match self.store.last_full_reads(e.provider.name()).await {
             Ok(rows) => rows,
             Err(err) => {
-                acc.fail(self.redact(&err.to_string()));
+                self.fail(&mut acc, err);
                 return acc;
             }
         };
@@ -39,7 +40,7 @@ impl Engine {
             if let Some(chain) = &chain {
                 // A Chaingateway list is per chain: a chain that cannot be read fails it.
                 if let Err(err) = self.chain_ready(ctx, chain) {
-                    acc.fail(self.redact(&err));
+                    self.fail(&mut acc, err);
                     continue;
                 }
             }
@@ -63,7 +64,7 @@ impl Engine {
             self.count_list_read(ctx, &mut acc, &chain_name, list, &stats, result.is_ok())
                 .await;
             if let Err(err) = result {
-                acc.fail(self.redact(&err));
+                self.fail(&mut acc, err);
             }
         }
         acc
@@ -103,15 +104,18 @@ impl Engine {
             whole: stats.whole,
         };
         if let Err(err) = self.store.record_list_read(&read).await {
-            tracing::warn!(error = %self.redact(&err.to_string()), "Could not record what the run read of a list.");
+            tracing::warn!(error = %self.redact(&err), "Could not record what the run read of a list.");
         }
     }
 
-    fn chain_ready(&self, ctx: &RunCtx, chain: &str) -> Result<(), String> {
+    fn chain_ready(&self, ctx: &RunCtx, chain: &str) -> Result<(), PartError> {
         match ctx.heads.get(chain) {
             Some(Ok(_)) if self.chains.contains_key(chain) => Ok(()),
-            Some(Err(err)) => Err(err.clone()),
-            _ => Err(format!("chain {chain} is not configured")),
+            Some(Err(err)) => Err(PartError::ChainDown {
+                chain: chain.to_string(),
+                reason: err.clone(),
+            }),
+            _ => Err(PartError::NotConfigured(chain.to_string())),
         }
     }
 
@@ -123,7 +127,7 @@ impl Engine {
         list: ListKind,
         mut pages: mpsc::Receiver<Result<Page, ProviderError>>,
         acc: &mut BatchAcc,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         let batch_size = self.settings.batch_size;
         let mut pending: Vec<ProviderRecord> = Vec::new();
         // Batch k's ledger lookup and settle run while batch k+1 is resolved on chain
@@ -138,7 +142,7 @@ impl Engine {
                     if let Some(r) = resolved.take() {
                         self.settle_resolved(ctx, acc, e, r).await?;
                     }
-                    return Err(err.to_string());
+                    return Err(err.into());
                 }
                 None => done = true,
             }
@@ -198,7 +202,7 @@ impl Engine {
         acc: &mut BatchAcc,
         e: &ProviderEntry,
         records: Vec<ProviderRecord>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         let resolved = self.resolve(ctx, e, records, false).await?;
         self.settle_resolved(ctx, acc, e, resolved).await
     }
@@ -210,7 +214,7 @@ impl Engine {
         acc: &mut BatchAcc,
         e: &ProviderEntry,
         resolved: Resolved,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         let Resolved {
             records,
             lookups,
@@ -219,7 +223,7 @@ impl Engine {
             infer,
         } = resolved;
         for err in unresolved {
-            acc.fail(self.redact(&err));
+            self.fail(acc, err);
         }
         let ambiguous: Vec<PaymentKey> = lookups
             .iter()
@@ -232,10 +236,7 @@ impl Engine {
         let attached = if ambiguous.is_empty() {
             HashSet::new()
         } else {
-            self.store
-                .attached_keys(&ambiguous)
-                .await
-                .map_err(|e| e.to_string())?
+            self.store.attached_keys(&ambiguous).await?
         };
         let mut observations = Vec::with_capacity(records.len());
         let mut keys = Vec::new();
@@ -275,18 +276,9 @@ impl Engine {
         slots.dedup();
         refs.sort();
         refs.dedup();
-        let mut view = self
-            .store
-            .load_view(&keys, &slots)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut view = self.store.load_view(&keys, &slots).await?;
         if !refs.is_empty() {
-            for row in self
-                .store
-                .orders_by_ref(&refs)
-                .await
-                .map_err(|e| e.to_string())?
-            {
+            for row in self.store.orders_by_ref(&refs).await? {
                 view.by_ref.insert(row.order_ref.clone(), row);
             }
         }
@@ -302,11 +294,7 @@ impl Engine {
             .map(|o| (o.chain.clone(), o.tx_hash.clone()))
             .collect();
         if !lost.is_empty() {
-            let held = self
-                .store
-                .rows_by_tx(&lost)
-                .await
-                .map_err(|e| e.to_string())?;
+            let held = self.store.rows_by_tx(&lost).await?;
             held.into_iter().for_each(|r| view.insert_keyed(r));
         }
         let resender = Resender {
@@ -319,7 +307,7 @@ impl Engine {
         };
         self.settle(ctx, acc, Some(resender), seen, &view, Vec::new())
             .await
-            .map_err(|e| e.to_string())
+            .map_err(PartError::from)
     }
 
     /// Chain resolution of a batch: receipts in JSON-RPC batches per chain; no ledger access.
@@ -331,7 +319,7 @@ impl Engine {
         e: &ProviderEntry,
         batch: Vec<ProviderRecord>,
         infer: bool,
-    ) -> Result<Resolved, String> {
+    ) -> Result<Resolved, PartError> {
         let mut out = Resolved {
             infer,
             ..Resolved::default()
@@ -395,7 +383,7 @@ async fn lookup(
     client: &ChainClient,
     head: &ChainHead,
     records: &[ProviderRecord],
-) -> Result<Vec<Lookup>, String> {
+) -> Result<Vec<Lookup>, PartError> {
     let queries: Vec<TransferQuery> = records
         .iter()
         .filter_map(|r| {
@@ -407,10 +395,7 @@ async fn lookup(
             })
         })
         .collect();
-    client
-        .lookup(head, &queries)
-        .await
-        .map_err(|e| e.to_string())
+    client.lookup(head, &queries).await.map_err(PartError::from)
 }
 
 /// A list's name in `payrecon_list_reads`.

@@ -3,6 +3,7 @@
 //! the values the sweep read, outside any transition: the state and the audit trail are
 //! never touched here.
 
+use super::error::PartError;
 use super::sweep::SWEEP;
 use super::{Engine, RunCtx};
 use crate::domain::{
@@ -29,7 +30,7 @@ impl Engine {
         row: &LedgerRow,
         from: &BlockRef,
         to: &ChainTransfer,
-    ) -> Result<Rekeyed, String> {
+    ) -> Result<Rekeyed, PartError> {
         let key = row.key.clone().expect("swept rows have keys");
         let detail = moved_detail(&key, from, to);
         let mut moved = row.clone();
@@ -51,7 +52,7 @@ impl Engine {
                 new_log_index: to.key.log_index,
                 new_block: to.block.clone(),
             };
-            match self.store.rekey(&r).await.map_err(|e| e.to_string())? {
+            match self.store.rekey(&r).await? {
                 RekeyOutcome::Rekeyed => {
                     tracing::info!(chain, order_ref = %row.order_ref, detail = %detail, "Payment re-keyed after a reorg.");
                     (Action::Applied, String::new(), Some(moved), false)
@@ -101,15 +102,11 @@ impl Engine {
         &self,
         ctx: &RunCtx,
         batch: Vec<Rekey>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         if !ctx.apply || batch.is_empty() {
             return Ok(());
         }
-        let written = self
-            .store
-            .record_blocks(&batch)
-            .await
-            .map_err(|e| e.to_string())?;
+        let written = self.store.record_blocks(&batch).await?;
         tracing::debug!(
             rows = batch.len(),
             written,

@@ -3,6 +3,7 @@
 //! records. It finds the payments no provider reported: Qvard never lists an underpaid or
 //! pending payment, and a notification can be missing from every list.
 
+use super::error::PartError;
 use std::collections::BTreeSet;
 
 use super::batch::{BatchAcc, Seen};
@@ -24,7 +25,7 @@ impl Engine {
                 continue;
             };
             if let Err(e) = self.scan_chain(ctx, acc, name, client, head).await {
-                acc.fail(self.redact(&format!("chain {name}: deposit scan: {e}")));
+                self.fail(acc, format!("chain {name}: deposit scan: {e}"));
             }
         }
     }
@@ -36,15 +37,14 @@ impl Engine {
         chain: &str,
         client: &ChainClient,
         head: &ChainHead,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         let mut from: Option<u64> = None;
         let mut after = 0i64;
         loop {
             let (rows, last) = self
                 .store
                 .unpaid_page(chain, after, MAX_FILTER_ADDRESSES as i64)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let Some(last) = last else { break };
             after = last;
             let recipients: BTreeSet<Address> = rows
@@ -65,10 +65,7 @@ impl Engine {
             let start = match from {
                 Some(b) => b,
                 None => {
-                    let b = client
-                        .first_block_since(ctx.since, head.number)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let b = client.first_block_since(ctx.since, head.number).await?;
                     *from.insert(b)
                 }
             };
@@ -76,10 +73,7 @@ impl Engine {
             let tokens: Vec<Address> = tokens.into_iter().collect();
             let mut transfers = Vec::new();
             for t in tokens.chunks(MAX_FILTER_ADDRESSES) {
-                let found = client
-                    .transfers_to(head, t, &recipients, start)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let found = client.transfers_to(head, t, &recipients, start).await?;
                 transfers.extend(found);
             }
             self.settle_scanned(ctx, acc, chain, transfers).await?;
@@ -93,7 +87,7 @@ impl Engine {
         acc: &mut BatchAcc,
         chain: &str,
         transfers: Vec<crate::domain::ChainTransfer>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         if transfers.is_empty() {
             return Ok(());
         }
@@ -124,17 +118,13 @@ impl Engine {
         }
         slots.sort();
         slots.dedup();
-        let view = self
-            .store
-            .load_view(&keys, &slots)
-            .await
-            .map_err(|e| e.to_string())?;
+        let view = self.store.load_view(&keys, &slots).await?;
         let seen = Seen {
             observations: &observations,
             claims: &[],
         };
         self.settle(ctx, acc, None, seen, &view, Vec::new())
             .await
-            .map_err(|e| e.to_string())
+            .map_err(PartError::from)
     }
 }

@@ -4,6 +4,7 @@
 //! against the ledger's): a payment re-included elsewhere is re-keyed (see `reorg.rs`), one
 //! that is gone is a `reorged` finding on every run and counts in `payrecon_reorged_open`.
 
+use super::error::PartError;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
@@ -51,7 +52,7 @@ impl Engine {
             let rows = match page.await {
                 Ok(rows) => rows,
                 Err(e) => {
-                    acc.fail(self.redact(&e.to_string()));
+                    self.fail(&mut acc, e);
                     return acc;
                 }
             };
@@ -67,7 +68,7 @@ impl Engine {
                     .await
                 {
                     tally.failed.insert(chain);
-                    acc.fail(self.redact(&e));
+                    self.fail(&mut acc, e);
                 }
             }
         }
@@ -91,7 +92,7 @@ impl Engine {
         tally: &mut Tally,
         chain: &str,
         rows: Vec<LedgerRow>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PartError> {
         let (Some(client), Some(head)) = (self.chains.get(chain), ctx.heads.get(chain)) else {
             tracing::debug!(
                 chain,
@@ -100,7 +101,10 @@ impl Engine {
             );
             return Ok(());
         };
-        let head = head.as_ref().map_err(Clone::clone)?;
+        let head = head.as_ref().map_err(|reason| PartError::ChainDown {
+            chain: chain.to_string(),
+            reason: reason.clone(),
+        })?;
         let mut queries = Vec::with_capacity(rows.len());
         let mut swept = Vec::with_capacity(rows.len());
         for row in rows {
@@ -128,10 +132,7 @@ impl Engine {
         if let Some(pb) = &ctx.progress {
             pb.inc(swept.len() as u64);
         }
-        let lookups = client
-            .lookup(head, &queries)
-            .await
-            .map_err(|e| e.to_string())?;
+        let lookups = client.lookup(head, &queries).await?;
         // Keys held by this page's rows: a re-key never takes one of them.
         let mut taken: HashSet<PaymentKey> = swept.iter().filter_map(|r| r.key.clone()).collect();
         let mut view = LedgerView::default();
@@ -181,7 +182,7 @@ impl Engine {
         };
         self.settle(ctx, acc, None, seen, &view, reorged)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(PartError::from)
     }
 }
 

@@ -173,7 +173,7 @@ impl Engine {
             .mark_webhook_events(ids, outcome, Timestamp::now())
             .await;
         if let Err(e) = &r {
-            tracing::warn!(error = %self.redact(&e.to_string()), "Marking webhook deliveries processed failed; they will be processed again (idempotent).");
+            tracing::warn!(error = %self.redact(e), "Marking webhook deliveries processed failed; they will be processed again (idempotent).");
         }
         r
     }

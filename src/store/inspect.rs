@@ -59,7 +59,7 @@ const TABLES: [&str; 8] = [
 ];
 
 fn state_of(s: &str) -> Result<State, StoreError> {
-    State::parse(s).map_err(|e| StoreError::Db(format!("read a state: {e}")))
+    State::parse(s).map_err(|e| StoreError::Invalid(format!("read a state: {e}")))
 }
 
 /// Runs a query on either backend; `$sql` uses `$1`-style placeholders, which SQLite reads
@@ -159,7 +159,7 @@ impl Store {
     /// Rows in one of payrecon's tables (or `orders`); other names are refused.
     pub async fn count(&self, table: &str) -> Result<i64, StoreError> {
         let Some(table) = TABLES.iter().find(|t| **t == table) else {
-            return Err(StoreError::Db(format!(
+            return Err(StoreError::Invalid(format!(
                 "count rows: unknown table {table:?}"
             )));
         };

@@ -44,10 +44,55 @@ pub fn statements_issued() -> u64 {
     rows::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// What went wrong with the database, by what a caller can do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A fenced write batch found its lease taken over: nothing of the batch was written,
+    /// and this instance must stop writing for the provider.
+    #[error(
+        "database: the lease on {provider} was lost (another instance took over): nothing applied"
+    )]
+    LeaseLost { provider: String },
+    /// A statement failed (`what` payrecon was doing).
+    #[error("database: {what}: {source}")]
+    Query {
+        what: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The database could not be reached or opened (the URL without its password).
+    #[error("database: connect to {url}: {reason}")]
+    Connect { url: String, reason: String },
+    /// The schema could not be brought up to date.
+    #[error("database: migrate the {backend} schema: {reason}")]
+    Migrate {
+        backend: &'static str,
+        reason: String,
+    },
+    /// A request payrecon refuses, or data it cannot use (no such table or run, a value that
+    /// does not parse).
     #[error("database: {0}")]
-    Db(String),
+    Invalid(String),
+}
+
+impl StoreError {
+    /// Worth trying again later as it is: the database was busy, a connection broke, or a
+    /// transaction lost a conflict. The lease lost, a bad request or schema never is.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Query { source, .. } => {
+                is_retryable(source)
+                    || matches!(
+                        source,
+                        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed
+                    )
+            }
+            StoreError::Connect { .. } => true,
+            StoreError::LeaseLost { .. } | StoreError::Migrate { .. } | StoreError::Invalid(_) => {
+                false
+            }
+        }
+    }
 }
 
 /// Who applies a transition (`payrecon_transitions.source`).
@@ -175,7 +220,7 @@ impl Store {
             "postgres" | "postgresql" => postgres::connect(url, max_connections)
                 .await
                 .map(Store::Postgres),
-            _ => Err(StoreError::Db(format!(
+            _ => Err(StoreError::Invalid(format!(
                 "unsupported database URL {}: expected sqlite://path or postgres://…",
                 crate::secret::redact_url(url)
             ))),
@@ -294,10 +339,9 @@ impl Store {
                     tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;
                 }
                 Err(sqlx::Error::Protocol(m)) if m == lease::FENCED => {
-                    return Err(StoreError::Db(format!(
-                        "the lease on {} was lost (another instance took over): nothing applied",
-                        ctx.provider
-                    )))
+                    return Err(StoreError::LeaseLost {
+                        provider: ctx.provider.clone(),
+                    })
                 }
                 other => {
                     let outcomes = other.map_err(|e| rows::db_error("apply transitions", e))?;
@@ -403,7 +447,7 @@ impl Store {
             Store::Postgres(p) => postgres::finish_run(p, run_id, finished_at, totals).await?,
         };
         if updated == 0 {
-            return Err(StoreError::Db(format!(
+            return Err(StoreError::Invalid(format!(
                 "record the end of run {run_id}: no such run"
             )));
         }

@@ -43,7 +43,10 @@ pub(super) async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
     sqlx::migrate!("migrations/postgres")
         .run(pool)
         .await
-        .map_err(|e| StoreError::Db(format!("migrate the PostgreSQL schema: {e}")))
+        .map_err(|e| StoreError::Migrate {
+            backend: "PostgreSQL",
+            reason: e.to_string(),
+        })
 }
 
 type KeyArrays = (Vec<String>, Vec<String>, Vec<i64>);

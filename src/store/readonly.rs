@@ -33,11 +33,15 @@ impl Store {
                     .connect_with(options)
                     .await
                     .map(Store::Sqlite)
-                    .map_err(|e| {
-                        let StoreError::Db(e) = connect_error(url, e);
-                        StoreError::Db(format!(
-                            "{e} (a read-only view never creates the SQLite file;                              `payrecon migrate` does)"
-                        ))
+                    .map_err(|e| match connect_error(url, e) {
+                        StoreError::Connect { url, reason } => StoreError::Connect {
+                            url,
+                            reason: format!(
+                                "{reason} (a read-only view never creates the SQLite file; \
+                                 `payrecon migrate` does)"
+                            ),
+                        },
+                        other => other,
                     })
             }
             "postgres" | "postgresql" => {

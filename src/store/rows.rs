@@ -184,7 +184,10 @@ pub(crate) fn rank_sql(column: &str) -> String {
 
 /// `doing` failed. (Query errors carry no URL; connection errors go through `connect_error`.)
 pub(crate) fn db_error(doing: &str, e: sqlx::Error) -> StoreError {
-    StoreError::Db(format!("{doing}: {e}"))
+    StoreError::Query {
+        what: doing.to_string(),
+        source: e,
+    }
 }
 
 /// Connecting failed: names the redacted URL and scrubs the password from the driver's text.
@@ -196,7 +199,10 @@ pub(crate) fn connect_error(url: &str, e: impl std::fmt::Display) -> StoreError 
     }
     let refs: Vec<&Secret> = secrets.iter().collect();
     let text = redact(&e.to_string(), &refs);
-    StoreError::Db(format!("connect to {}: {text}", redact_url(url)))
+    StoreError::Connect {
+        url: redact_url(url),
+        reason: text,
+    }
 }
 
 fn url_password(url: &str) -> Option<String> {
@@ -235,6 +241,24 @@ mod tests {
         assert_eq!(sqlite_ts(t), "2026-11-01T10:20:30.123Z");
         let t: Timestamp = "2026-11-01T10:20:30Z".parse().unwrap();
         assert_eq!(sqlite_ts(t), "2026-11-01T10:20:30.000Z");
+    }
+
+    #[test]
+    fn errors_say_whether_to_try_again() {
+        let busy = db_error("apply", sqlx::Error::PoolTimedOut);
+        assert!(busy.is_retryable(), "{busy}");
+        assert_eq!(
+            busy.to_string(),
+            "database: apply: pool timed out while waiting for an open connection"
+        );
+        let missing = db_error("read", sqlx::Error::RowNotFound);
+        assert!(!missing.is_retryable());
+        let lost = StoreError::LeaseLost {
+            provider: "cg".into(),
+        };
+        assert!(!lost.is_retryable() && lost.to_string().contains("lease on cg was lost"));
+        assert!(connect_error("sqlite://x.db", "refused").is_retryable());
+        assert!(!StoreError::Invalid("count rows: unknown table".into()).is_retryable());
     }
 
     #[test]

@@ -43,7 +43,10 @@ pub(super) async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     sqlx::migrate!("migrations/sqlite")
         .run(pool)
         .await
-        .map_err(|e| StoreError::Db(format!("migrate the SQLite schema: {e}")))
+        .map_err(|e| StoreError::Migrate {
+            backend: "SQLite",
+            reason: e.to_string(),
+        })
 }
 
 fn keys_json(keys: &[PaymentKey]) -> String {

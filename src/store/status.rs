@@ -157,7 +157,7 @@ impl Store {
     ) -> Result<StatusData, StoreError> {
         let tables = self.payrecon_tables().await?;
         if let Some(missing) = REQUIRED.iter().find(|t| !tables.iter().any(|n| n == *t)) {
-            return Err(StoreError::Db(format!(
+            return Err(StoreError::Invalid(format!(
                 "the database has no table {missing}: run `payrecon migrate` first"
             )));
         }

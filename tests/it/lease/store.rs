@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use payrecon::domain::State;
-use payrecon::store::{Fence, Store};
+use payrecon::store::{Fence, Store, StoreError};
 
 use crate::store::{ctx, new_order, open, plan};
 use crate::support;
@@ -104,7 +104,11 @@ async fn scenario(url: &str) {
         .apply_fenced(&batch, &ctx(), Some(&a2))
         .await
         .expect_err("an expired fence writes nothing");
-    assert!(err.to_string().contains("lease"), "{url}: {err}");
+    assert!(
+        matches!(&err, StoreError::LeaseLost { provider } if provider == "cg"),
+        "{url}: {err:?}"
+    );
+    assert!(!err.is_retryable(), "{url}: a lost lease is final");
 
     // B takes the expired lease: token 3.
     let b3 = acquire(&store, "B", long).await.expect("expired lease");
@@ -122,8 +126,11 @@ async fn scenario(url: &str) {
             .apply_fenced(&batch, &ctx(), Some(old))
             .await
             .expect_err("a lost lease writes nothing");
-        let text = err.to_string();
-        assert!(text.contains("lease"), "{url}: {text}");
+        assert!(
+            matches!(err, StoreError::LeaseLost { .. }),
+            "{url}: {err:?}"
+        );
+        assert!(err.to_string().contains("lease"), "{url}: {err}");
     }
     for r in ["F-1", "F-2"] {
         let o = store.order_by_ref(r).await.unwrap().unwrap();
