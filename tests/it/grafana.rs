@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 pub(crate) const RULES: &str = "grafana/alerts/payrecon.rules.yml";
 pub(crate) const RULE_TESTS: &str = "grafana/alerts/payrecon.rules.test.yml";
-/// The README, whose `## Runbook` has a `### <AlertName>` entry per alert.
-pub(crate) const RUNBOOK: &str = "README.md";
+/// The runbook, whose `## Runbook` has a `### <AlertName>` entry per alert.
+pub(crate) const RUNBOOK: &str = "docs/runbook.md";
 pub(crate) const DASHBOARD: &str = "grafana/dashboards/payrecon.json";
 
 /// The repository root (where `promtool` is run from, as CI does).

@@ -95,7 +95,7 @@ fn every_alert_is_labelled_annotated_and_has_a_runbook_section() {
             assert!(block.contains(key), "{name}: no {key}");
         }
         let url = format!(
-            "runbook_url: \"https://github.com/payrecon/payrecon/blob/main/README.md#{}\"",
+            "runbook_url: \"https://github.com/payrecon/payrecon/blob/main/{RUNBOOK}#{}\"",
             name.to_lowercase()
         );
         assert!(block.contains(&url), "{name}: expected {url}");

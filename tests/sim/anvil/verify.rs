@@ -1,4 +1,4 @@
-//! What payrecon promises about reorged payments (README "Reorgs", SPEC §1 `reorged`, §8),
+//! What payrecon promises about reorged payments (docs/how-it-works.md "Reorgs", SPEC §1 `reorged`, §8),
 //! checked against the real node's canonical chain: between runs no state moves back and a
 //! held payment is never swapped for another transaction; after the final runs every held
 //! payment still on chain sits at its canonical key and block with its canonical amount and
