@@ -8,9 +8,10 @@ use futures::StreamExt as _;
 
 use crate::chain::{ChainClient, ChainError, Finality, Preflight};
 use crate::config::{Config, ProviderKind};
-use crate::engine::{Engine, Provider, ProviderEntry};
+use crate::engine::{Engine, ProviderEntry};
 use crate::metrics::Metrics;
 use crate::providers::chaingateway::ChaingatewayClient;
+use crate::providers::Provider;
 use crate::secret::Secret;
 use crate::store::Store;
 

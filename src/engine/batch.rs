@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::{Engine, Provider, RunCtx};
+use super::{Engine, RunCtx};
 use crate::domain::{
     reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerRow,
     LedgerView, Observation, Outcome, ResendRequest,
@@ -13,14 +13,16 @@ use crate::domain::{
 use crate::metrics::{
     GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
 };
+use crate::providers::Provider;
 use crate::report::{FindingOut, ProviderReport, MAX_FINDINGS};
 use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Source, StoreError};
 
 /// Resend requests (claim, then POST) in flight at once within a batch.
 const RESEND_CONCURRENCY: usize = 4;
 
-/// What one provider's (or the sweep's) part of a run has done so far.
-pub struct BatchAcc {
+/// What one part of a run (a provider's lists, or the sweep) has done so far: its report
+/// entry, findings, the fingerprints it examined, its lease.
+pub struct PartTally {
     pub report: ProviderReport,
     pub findings: Vec<FindingOut>,
     pub truncated: bool,
@@ -34,9 +36,9 @@ pub struct BatchAcc {
     pub(crate) simulated: HashMap<i64, LedgerRow>,
 }
 
-impl BatchAcc {
-    pub fn new(provider: &str, kind: &str) -> BatchAcc {
-        BatchAcc {
+impl PartTally {
+    pub fn new(provider: &str, kind: &str) -> PartTally {
+        PartTally {
             report: ProviderReport::new(provider, kind),
             findings: Vec::new(),
             truncated: false,
@@ -62,7 +64,7 @@ impl BatchAcc {
 }
 
 /// What a batch observed: chain-verified records, and status-only claims.
-pub(crate) struct Seen<'a> {
+pub(crate) struct BatchInput<'a> {
     pub observations: &'a [Observation],
     pub claims: &'a [Claim],
 }
@@ -79,13 +81,13 @@ impl Engine {
     pub(crate) async fn settle(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         resender: Option<Resender<'_>>,
-        seen: Seen<'_>,
+        seen: BatchInput<'_>,
         view: &LedgerView,
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
-        let Seen {
+        let BatchInput {
             observations,
             claims,
         } = seen;
@@ -224,7 +226,7 @@ impl Engine {
         Ok(())
     }
 
-    fn count_refused(&self, acc: &mut BatchAcc, reason: RefuseReason, n: u64) {
+    fn count_refused(&self, acc: &mut PartTally, reason: RefuseReason, n: u64) {
         if n == 0 {
             return;
         }
@@ -245,7 +247,7 @@ impl Engine {
     async fn resends(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         resender: Option<&Resender<'_>>,
         requests: &[ResendRequest],
     ) -> Result<Vec<(Action, Option<String>)>, StoreError> {
@@ -329,7 +331,7 @@ impl Engine {
     }
 
     /// Counts a record as checked once per run; false when it was already examined.
-    pub(crate) fn mark_checked(&self, acc: &mut BatchAcc, chain: &str, fingerprint: u64) -> bool {
+    pub(crate) fn mark_checked(&self, acc: &mut PartTally, chain: &str, fingerprint: u64) -> bool {
         if !acc.seen.insert(fingerprint) {
             return false;
         }
@@ -342,7 +344,7 @@ impl Engine {
         true
     }
 
-    pub(crate) fn count_rejected(&self, acc: &mut BatchAcc, n: u64) {
+    pub(crate) fn count_rejected(&self, acc: &mut PartTally, n: u64) {
         acc.report.rejected += n;
         let l = ProviderL {
             provider: acc.report.provider.clone(),

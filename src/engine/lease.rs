@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::batch::BatchAcc;
+use super::batch::PartTally;
 use super::Engine;
 use crate::store::Fence;
 
@@ -23,10 +23,10 @@ impl Engine {
         leased: bool,
         name: &str,
         part: F,
-    ) -> Option<BatchAcc>
+    ) -> Option<PartTally>
     where
         F: FnOnce(Option<Fence>) -> Fut,
-        Fut: Future<Output = BatchAcc>,
+        Fut: Future<Output = PartTally>,
     {
         if !leased {
             return Some(part(None).await);
@@ -46,7 +46,7 @@ impl Engine {
                 return None;
             }
             Err(e) => {
-                let mut acc = BatchAcc::new(name, "");
+                let mut acc = PartTally::new(name, "");
                 self.fail(&mut acc, format!("taking the lease: {e}"));
                 return Some(acc);
             }

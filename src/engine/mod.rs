@@ -5,6 +5,7 @@
 mod batch;
 mod error;
 mod lease;
+mod part;
 mod provider_run;
 mod reorg;
 mod retry_window;
@@ -25,146 +26,15 @@ use crate::chain::ChainClient;
 use crate::config::ReconcileConfig;
 use crate::domain::ChainHead;
 use crate::metrics::{Metrics, ProviderL, RunL, RunOutcome};
-use crate::providers::chaingateway::{ChaingatewayClient, ListPlan, StatsCell};
-use crate::providers::http::HttpClient;
-use crate::providers::{ListKind, Page, ProviderError, ProviderRecord, Rejected};
 use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
 use crate::secret::Secret;
 use crate::store::{Fence, RunRow, RunTotals, Source, Store, StoreError};
-use futures::stream::{BoxStream, StreamExt};
 
-pub use batch::BatchAcc;
+use crate::providers::Provider;
+pub use batch::PartTally;
 pub use error::PartError;
+pub use part::Part;
 pub use webhooks::InboxTally;
-
-/// A provider client, by kind.
-#[allow(clippy::large_enum_variant)] // a handful per process, never in a hot path
-pub enum Provider {
-    Chaingateway(ChaingatewayClient),
-    Http(HttpClient),
-}
-
-impl Provider {
-    /// The lists a run reads, failed notifications first: per chain for Chaingateway.
-    pub fn lists(&self, chains: &[String]) -> Vec<(Option<String>, ListKind)> {
-        match self {
-            Provider::Chaingateway(_) => [ListKind::Failed, ListKind::All]
-                .into_iter()
-                .flat_map(|l| chains.iter().map(move |c| (Some(c.clone()), l)))
-                .collect(),
-            // One list for every chain: the records carry their chain.
-            Provider::Http(c) => [ListKind::Failed, ListKind::All]
-                .into_iter()
-                .filter(|l| c.has_list(*l))
-                .map(|l| (None, l))
-                .collect(),
-        }
-    }
-
-    /// The pages of one list (`chain` for per-chain APIs), in the run's window, read as
-    /// `plan` says where the provider's list has no window filter of its own; what the read
-    /// did is in `stats` once the stream has ended.
-    pub fn pages(
-        &self,
-        chain: Option<&str>,
-        list: ListKind,
-        window: (Timestamp, Timestamp),
-        plan: ListPlan,
-        stats: StatsCell,
-    ) -> BoxStream<'_, Result<Page, ProviderError>> {
-        match self {
-            Provider::Chaingateway(c) => c.pages(chain.unwrap_or_default(), list, plan, stats),
-            // Filtered by the window server-side: every page read is a page of the window.
-            Provider::Http(c) => c
-                .pages(list, window.0, window.1)
-                .inspect(move |p| {
-                    if p.is_ok() {
-                        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-                        s.pages_read += 1;
-                        s.pages_total += 1;
-                    }
-                })
-                .boxed(),
-        }
-    }
-
-    /// How a run reads `list`: the notifications list of a provider without a window filter
-    /// by the boundary search from `since - list_margin`, unless the last whole read is
-    /// `full_scan_every` old or more (or there was none); everything else whole.
-    pub fn list_plan(
-        &self,
-        list: ListKind,
-        since: Timestamp,
-        now: Timestamp,
-        last_full: Option<Timestamp>,
-    ) -> ListPlan {
-        let Provider::Chaingateway(c) = self else {
-            return ListPlan::default();
-        };
-        let s = c.settings();
-        let every = s.full_scan_every;
-        let due = !every.is_zero()
-            && last_full.is_none_or(|t| {
-                jiff::SignedDuration::try_from(every)
-                    .ok()
-                    .and_then(|d| t.checked_add(d).ok())
-                    .is_none_or(|next| next <= now)
-            });
-        if list != ListKind::All || due {
-            return ListPlan::default();
-        }
-        let cutoff = jiff::SignedDuration::try_from(s.list_margin)
-            .ok()
-            .and_then(|m| since.checked_sub(m).ok())
-            .unwrap_or(Timestamp::MIN);
-        ListPlan {
-            cutoff: Some(cutoff),
-        }
-    }
-
-    /// No failed-notifications list: a record that moves the ledger is taken as a
-    /// notification that did not arrive (and is resent once the retry window has passed).
-    pub fn infers_failed(&self) -> bool {
-        match self {
-            Provider::Chaingateway(_) => false,
-            Provider::Http(c) => !c.has_list(ListKind::Failed),
-        }
-    }
-
-    /// A webhook delivery's body as a record: `Ok(None)` when its status is one to ignore.
-    /// `received_at` stands in for a time the body does not carry.
-    pub fn webhook_record(
-        &self,
-        body: &serde_json::Value,
-        received_at: Timestamp,
-    ) -> Result<Option<ProviderRecord>, Rejected> {
-        match self {
-            Provider::Chaingateway(c) => c.webhook_record(body).map(Some),
-            Provider::Http(c) => c.record_from_webhook(body, received_at),
-        }
-    }
-
-    /// Asks the provider to deliver a notification again.
-    pub async fn resend(&self, chain: &str, id: &str) -> Result<(), ProviderError> {
-        match self {
-            Provider::Chaingateway(c) => c.retry(chain, id).await,
-            Provider::Http(c) => c.resend(id).await,
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        match self {
-            Provider::Chaingateway(c) => c.name(),
-            Provider::Http(c) => c.name(),
-        }
-    }
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Provider::Chaingateway(_) => "chaingateway",
-            Provider::Http(_) => "http",
-        }
-    }
-}
 
 pub struct ProviderEntry {
     pub provider: Arc<Provider>,
@@ -243,7 +113,7 @@ impl Engine {
     }
 
     /// Fails `acc`'s part with `err`, redacted (the one way an error reaches a report).
-    pub(crate) fn fail(&self, acc: &mut BatchAcc, err: impl std::fmt::Display) {
+    pub(crate) fn fail(&self, acc: &mut PartTally, err: impl std::fmt::Display) {
         acc.fail(self.redact(err));
     }
 
@@ -313,12 +183,12 @@ impl Engine {
                 self.timed(&ctx, e, fence)
             })
         });
-        let mut accs: Vec<BatchAcc> = join_all(parts).await.into_iter().flatten().collect();
+        let mut accs: Vec<PartTally> = join_all(parts).await.into_iter().flatten().collect();
         // The chain sweep runs when every provider is selected (a --provider run is scoped).
         if opts.providers.is_empty() {
-            let sweep = self.under_lease(leased, sweep::SWEEP, |fence| async {
+            let sweep = self.under_lease(leased, Part::Sweep.name(), |fence| async {
                 let t0 = Instant::now();
-                let span = tracing::info_span!("provider", provider = "chain");
+                let span = tracing::info_span!("provider", provider = Part::Sweep.name());
                 let mut acc = self.sweep(&ctx, fence).instrument(span).await;
                 acc.elapsed = t0.elapsed();
                 acc
@@ -333,7 +203,7 @@ impl Engine {
         Ok(report)
     }
 
-    async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry, fence: Option<Fence>) -> BatchAcc {
+    async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry, fence: Option<Fence>) -> PartTally {
         let t0 = Instant::now();
         let span = tracing::info_span!("provider", provider = %e.provider.name());
         let mut acc = self.run_provider(ctx, e, fence).instrument(span).await;
@@ -370,7 +240,7 @@ impl Engine {
         &self,
         ctx: &RunCtx,
         opts: &RunOptions,
-        accs: Vec<BatchAcc>,
+        accs: Vec<PartTally>,
         started: Timestamp,
         finished: Timestamp,
     ) -> Result<Report, EngineError> {
@@ -438,7 +308,7 @@ impl Engine {
         })
     }
 
-    fn record_metrics(&self, acc: &BatchAcc, finished: Timestamp) {
+    fn record_metrics(&self, acc: &PartTally, finished: Timestamp) {
         let provider = acc.report.provider.clone();
         let pl = ProviderL {
             provider: provider.clone(),

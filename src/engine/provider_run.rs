@@ -9,13 +9,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::batch::{BatchAcc, Resender, Seen};
-use super::{Engine, Provider, ProviderEntry, RunCtx};
+use super::batch::{BatchInput, PartTally, Resender};
+use super::{Engine, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};
 use crate::domain::{
     pick_transfer, ChainHead, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
 };
 use crate::providers::chaingateway::{ListPlan, ListStats, StatsCell};
+use crate::providers::Provider;
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord};
 use crate::store::ListRead;
 
@@ -25,8 +26,8 @@ impl Engine {
         ctx: &RunCtx,
         e: &ProviderEntry,
         fence: Option<crate::store::Fence>,
-    ) -> BatchAcc {
-        let mut acc = BatchAcc::new(e.provider.name(), e.provider.kind());
+    ) -> PartTally {
+        let mut acc = PartTally::new(e.provider.name(), e.provider.kind());
         acc.fence = fence;
         let last_full = match self.store.last_full_reads(e.provider.name()).await {
             Ok(rows) => rows,
@@ -75,7 +76,7 @@ impl Engine {
     async fn count_list_read(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         chain: &str,
         list: ListKind,
         stats: &ListStats,
@@ -126,7 +127,7 @@ impl Engine {
         e: &ProviderEntry,
         list: ListKind,
         mut pages: mpsc::Receiver<Result<Page, ProviderError>>,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
     ) -> Result<(), PartError> {
         let batch_size = self.settings.batch_size;
         let mut pending: Vec<ProviderRecord> = Vec::new();
@@ -175,7 +176,7 @@ impl Engine {
     fn take_page(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         page: Page,
         list: ListKind,
         out: &mut Vec<ProviderRecord>,
@@ -199,7 +200,7 @@ impl Engine {
     pub(crate) async fn settle_records(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         e: &ProviderEntry,
         records: Vec<ProviderRecord>,
     ) -> Result<(), PartError> {
@@ -211,7 +212,7 @@ impl Engine {
     async fn settle_resolved(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         e: &ProviderEntry,
         resolved: Resolved,
     ) -> Result<(), PartError> {
@@ -301,7 +302,7 @@ impl Engine {
             provider: &e.provider,
             retry_window: e.retry_window,
         };
-        let seen = Seen {
+        let seen = BatchInput {
             observations: &observations,
             claims: &claims,
         };

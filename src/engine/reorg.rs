@@ -4,7 +4,7 @@
 //! never touched here.
 
 use super::error::PartError;
-use super::sweep::SWEEP;
+use super::part::Part;
 use super::{Engine, RunCtx};
 use crate::domain::{
     moved_detail, Action, BlockRef, ChainTransfer, Finding, GapKind, LedgerRow, Outcome,
@@ -77,7 +77,7 @@ impl Engine {
             }
         };
         let finding = Finding {
-            provider: SWEEP.into(),
+            provider: Part::Sweep.name().into(),
             kind: GapKind::Reorged,
             chain: chain.to_string(),
             tx_hash: Some(key.tx_hash.to_string()),

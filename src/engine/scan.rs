@@ -6,8 +6,8 @@
 use super::error::PartError;
 use std::collections::BTreeSet;
 
-use super::batch::{BatchAcc, Seen};
-use super::sweep::SWEEP;
+use super::batch::{BatchInput, PartTally};
+use super::part::Part;
 use super::{Engine, RunCtx};
 use crate::chain::{ChainClient, MAX_FILTER_ADDRESSES};
 use crate::domain::{Address, Asset, ChainHead, ChainVerdict, Observation};
@@ -15,7 +15,7 @@ use crate::domain::{Address, Asset, ChainHead, ChainVerdict, Observation};
 impl Engine {
     /// Scans every chain with `scan_unpaid` whose head was read; a chain that fails fails the
     /// sweep's entry (the others still run).
-    pub(crate) async fn scan_unpaid(&self, ctx: &RunCtx, acc: &mut BatchAcc) {
+    pub(crate) async fn scan_unpaid(&self, ctx: &RunCtx, acc: &mut PartTally) {
         for (name, client) in &self.chains {
             if !client.settings().scan_unpaid {
                 continue;
@@ -33,7 +33,7 @@ impl Engine {
     async fn scan_chain(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         chain: &str,
         client: &ChainClient,
         head: &ChainHead,
@@ -84,7 +84,7 @@ impl Engine {
     async fn settle_scanned(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         chain: &str,
         transfers: Vec<crate::domain::ChainTransfer>,
     ) -> Result<(), PartError> {
@@ -105,7 +105,7 @@ impl Engine {
             keys.push(t.key.clone());
             slots.push((chain.to_string(), t.to.to_string(), t.asset.to_string()));
             observations.push(Observation {
-                provider: SWEEP.into(),
+                provider: Part::Sweep.name().into(),
                 chain: chain.to_string(),
                 tx_hash: t.key.tx_hash.clone(),
                 notification_id: None,
@@ -119,7 +119,7 @@ impl Engine {
         slots.sort();
         slots.dedup();
         let view = self.store.load_view(&keys, &slots).await?;
-        let seen = Seen {
+        let seen = BatchInput {
             observations: &observations,
             claims: &[],
         };

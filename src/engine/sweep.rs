@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-use super::batch::BatchAcc;
+use super::batch::PartTally;
+use super::part::Part;
 use super::{Engine, RunCtx};
 use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{
@@ -17,8 +18,6 @@ use crate::domain::{
     PaymentKey, Placement, Receipt,
 };
 use crate::metrics::ChainL;
-
-pub const SWEEP: &str = "chain";
 
 /// Per-chain tally of a sweep: rows left reorganised away, chains that failed.
 #[derive(Default)]
@@ -28,8 +27,12 @@ pub(crate) struct Tally {
 }
 
 impl Engine {
-    pub(crate) async fn sweep(&self, ctx: &RunCtx, fence: Option<crate::store::Fence>) -> BatchAcc {
-        let mut acc = BatchAcc::new(SWEEP, SWEEP);
+    pub(crate) async fn sweep(
+        &self,
+        ctx: &RunCtx,
+        fence: Option<crate::store::Fence>,
+    ) -> PartTally {
+        let mut acc = PartTally::new(Part::Sweep.name(), Part::Sweep.name());
         acc.fence = fence;
         let mut tally = Tally::default();
         // Final rows made final within `recheck_final` before this run; those this run made
@@ -88,7 +91,7 @@ impl Engine {
     async fn sweep_chain(
         &self,
         ctx: &RunCtx,
-        acc: &mut BatchAcc,
+        acc: &mut PartTally,
         tally: &mut Tally,
         chain: &str,
         rows: Vec<LedgerRow>,
@@ -176,7 +179,7 @@ impl Engine {
             view.insert_keyed(row);
         }
         self.record_blocks(ctx, unrecorded_blocks).await?;
-        let seen = super::batch::Seen {
+        let seen = super::batch::BatchInput {
             observations: &observations,
             claims: &[],
         };
@@ -206,7 +209,7 @@ fn receipt(lookup: Lookup) -> Receipt {
 
 fn observe(chain: &str, t: &crate::domain::ChainTransfer) -> Observation {
     Observation {
-        provider: SWEEP.into(),
+        provider: Part::Sweep.name().into(),
         chain: chain.to_string(),
         tx_hash: t.key.tx_hash.clone(),
         notification_id: None,
@@ -220,7 +223,7 @@ fn observe(chain: &str, t: &crate::domain::ChainTransfer) -> Observation {
 
 fn gone(chain: &str, row: &LedgerRow, key: &PaymentKey, why: String) -> Finding {
     Finding {
-        provider: SWEEP.into(),
+        provider: Part::Sweep.name().into(),
         kind: GapKind::Reorged,
         chain: chain.to_string(),
         tx_hash: Some(key.tx_hash.to_string()),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 
-use super::batch::BatchAcc;
+use super::batch::PartTally;
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::providers::ProviderRecord;
 use crate::store::{Source, StoreError, StoredEvent};
@@ -148,7 +148,7 @@ impl Engine {
             return tally;
         }
         let ctx = self.webhook_ctx().await;
-        let mut acc = BatchAcc::new(&name, entry.provider.kind());
+        let mut acc = PartTally::new(&name, entry.provider.kind());
         let result = self.settle_records(&ctx, &mut acc, entry, records).await;
         let failed = match result {
             Err(e) => Some(self.redact(&e)),

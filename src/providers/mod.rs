@@ -2,8 +2,11 @@
 //! One file per upstream; knows nothing of SQL or the chain.
 
 pub mod chaingateway;
+mod dispatch;
 pub mod http;
 pub(crate) mod retry;
+
+pub use dispatch::Provider;
 
 use std::sync::Arc;
 

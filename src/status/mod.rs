@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::domain::GapKind;
+use crate::engine::Part;
 use crate::report::Gaps;
 use crate::store::{RunStatusRow, StatusData, Store};
 
@@ -26,8 +27,6 @@ mod text;
 pub const KILLED_AFTER: SignedDuration = SignedDuration::from_hours(1);
 /// Findings created within this window count as recent gaps.
 pub const GAP_WINDOW: SignedDuration = SignedDuration::from_hours(24);
-/// The provider name of the chain sweep (SPEC §5).
-const CHAIN: &str = "chain";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -181,7 +180,10 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
         .providers
         .iter()
         .map(|p| (p.name().to_string(), p.kind().to_string()))
-        .chain([(CHAIN.to_string(), CHAIN.to_string())])
+        .chain([(
+            Part::Sweep.name().to_string(),
+            Part::Sweep.name().to_string(),
+        )])
         .collect();
     let provider_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
     let since = now - GAP_WINDOW;

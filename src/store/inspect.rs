@@ -1,6 +1,6 @@
 //! Read-back helpers for tests, the demo and operators: one order, the audit trail, the
-//! findings, a run row, table counts; and `set_state_raw`, which writes `state` the way the
-//! merchant's own webhook handler would (no rank check, no audit row).
+//! findings, a run row, table counts. Nothing here writes (a test that needs to write
+//! `state` as the merchant's handler does uses its own helper, `tests/it/support.rs`).
 
 use sqlx::Row;
 
@@ -211,27 +211,5 @@ impl Store {
             resends_requested: r[7].int().unwrap_or_default(),
             error: r[8].text(),
         }))
-    }
-
-    /// Writes `state` directly, as the merchant's handler may: no rank check, no audit row.
-    /// Returns whether a row was changed.
-    pub async fn set_state_raw(&self, order_ref: &str, state: State) -> Result<bool, StoreError> {
-        let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2";
-        let res = match self {
-            Store::Sqlite(p) => sqlx::query(sql)
-                .bind(state.as_str())
-                .bind(order_ref)
-                .execute(p)
-                .await
-                .map(|r| r.rows_affected()),
-            Store::Postgres(p) => sqlx::query(sql)
-                .bind(state.as_str())
-                .bind(order_ref)
-                .execute(p)
-                .await
-                .map(|r| r.rows_affected()),
-        };
-        res.map(|n| n == 1)
-            .map_err(|e| db_error("write a state directly", e))
     }
 }

@@ -328,7 +328,9 @@ async fn sweep_page_walks_keyed_pending_and_confirmed_rows_by_id() {
                 store.apply(&[t], &ctx()).await.unwrap();
             }
         }
-        store.set_state_raw("S-8", State::Pending).await.unwrap();
+        crate::support::set_state_raw(&store, "S-8", State::Pending)
+            .await
+            .unwrap();
         exec(
             &store,
             "UPDATE orders SET tx_hash = 'nothex' WHERE order_ref = 'S-6'",

@@ -7,6 +7,32 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// Writes `state` directly, as the merchant's own handler may: no rank check, no audit row.
+/// Test support only: payrecon itself has no way around invariant 1. Whether a row changed.
+pub async fn set_state_raw(
+    store: &payrecon::store::Store,
+    order_ref: &str,
+    state: payrecon::domain::State,
+) -> Result<bool, sqlx::Error> {
+    use payrecon::store::Store;
+    let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2";
+    let n = match store {
+        Store::Sqlite(p) => sqlx::query(sql)
+            .bind(state.as_str())
+            .bind(order_ref)
+            .execute(p)
+            .await?
+            .rows_affected(),
+        Store::Postgres(p) => sqlx::query(sql)
+            .bind(state.as_str())
+            .bind(order_ref)
+            .execute(p)
+            .await?
+            .rows_affected(),
+    };
+    Ok(n == 1)
+}
+
 /// `PAYRECON_TEST_STRICT=1`: a missing service fails the test instead of skipping it.
 pub fn strict() -> bool {
     std::env::var("PAYRECON_TEST_STRICT").is_ok_and(|v| v == "1")

@@ -18,7 +18,11 @@ async fn qvard_key_attached_to_an_order_already_final_requests_no_resend() {
         let tx = w.pay(&payee(2), usdt(30)).await;
         w.anvil.mine(70).await;
         let li = lab.log_index(&tx).await;
-        assert!(w.store().set_state_raw("S-2", State::Final).await.unwrap());
+        assert!(
+            crate::support::set_state_raw(w.store(), "S-2", State::Final)
+                .await
+                .unwrap()
+        );
         lab.qvard_payment("S-2", Some((&tx, li)), "30.00", 20);
 
         let report = lab.run().await;

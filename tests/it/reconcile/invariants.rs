@@ -25,7 +25,11 @@ async fn state_never_moves_backwards_whatever_arrives_in_whatever_order() {
         assert_eq!(w.order("V-1").await.state, State::Pending);
 
         // The merchant's handler jumps to final; the chain still says pending.
-        assert!(w.store().set_state_raw("V-1", State::Final).await.unwrap());
+        assert!(
+            crate::support::set_state_raw(w.store(), "V-1", State::Final)
+                .await
+                .unwrap()
+        );
         let report = w.run().await;
         let cg = entry(&report, CG);
         assert_eq!(

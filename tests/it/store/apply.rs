@@ -197,7 +197,9 @@ async fn an_audited_transition_is_not_applied_again_after_the_merchant_moved_the
             .unwrap();
         let t = plan(&store, "A-1", State::Confirmed, Some((1, 0, 10))).await;
         store.apply(std::slice::from_ref(&t), &ctx()).await.unwrap();
-        assert!(store.set_state_raw("A-1", State::Pending).await.unwrap());
+        assert!(crate::support::set_state_raw(&store, "A-1", State::Pending)
+            .await
+            .unwrap());
 
         let out = store.apply(&[t], &ctx()).await.unwrap();
         assert_eq!(out, [ApplyOutcome::Duplicate], "{url}");
@@ -290,7 +292,7 @@ async fn race(url: &str, with_merchant: bool) {
         tokio::spawn(async move {
             if with_merchant {
                 for n in (0..ORDERS).step_by(3) {
-                    pool.set_state_raw(&format!("R-{n}"), State::Final)
+                    crate::support::set_state_raw(&pool, &format!("R-{n}"), State::Final)
                         .await
                         .unwrap();
                 }

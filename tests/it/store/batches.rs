@@ -95,7 +95,9 @@ async fn a_batch_with_a_transition_that_does_not_go_through_has_row_by_row_outco
         store.apply(&[t], &ctx()).await.unwrap();
         let t = plan(&store, "F-2", State::Confirmed, Some((2, 0, 10))).await;
         store.apply(std::slice::from_ref(&t), &ctx()).await.unwrap();
-        assert!(store.set_state_raw("F-2", State::Pending).await.unwrap());
+        assert!(crate::support::set_state_raw(&store, "F-2", State::Pending)
+            .await
+            .unwrap());
         let audit_before = store.count("payrecon_transitions").await.unwrap();
 
         // A key another order holds (F-3 <- tx 1), an audited step again (F-2 -> confirmed),
