@@ -4,10 +4,11 @@
 
 use std::collections::HashSet;
 
+use super::findings::{finding, infer_failed_from, push_failed, push_mismatch, FailedSource};
 use super::model::{GapKind, State};
-use super::reconcile::{
-    finding, infer_failed_from, push_failed, push_mismatch, Attach, ChainTransfer, FailedSource,
-    Finding, LedgerRow, LedgerView, Observation, Outcome, Plan, PlannedTransition, Refusal,
+use super::plan::{
+    Attach, ChainTransfer, Finding, LedgerRow, LedgerView, Observation, Outcome, Plan,
+    PlannedTransition, Refusal,
 };
 
 /// The order the record names, when it can take this payment: no payment key yet, same

@@ -3,6 +3,7 @@
 
 pub mod amount;
 pub mod by_ref;
+mod findings;
 pub mod list_cover;
 pub mod model;
 pub mod page_search;

@@ -4,9 +4,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
+use super::findings::{finding, infer_failed, push_failed, push_mismatch};
 use super::model::{GapKind, PaymentKey, State, U256};
 pub use super::plan::*;
-use super::reorg::{moved_holder, moved_row_detail};
+use super::reorg::{held_rows, moved_holder, moved_row_detail};
 
 /// Decides, for a batch of observations, which forward transitions to apply, which gaps to
 /// report and which resends to request. The same payment is never attached to two orders,
@@ -92,103 +93,11 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     plan
 }
 
-/// A failed notification's finding, with its resend when the provider gave an id.
-pub(super) fn push_failed(
-    plan: &mut Plan,
-    mut f: Finding,
-    id: Option<&str>,
-    record_time: Option<jiff::Timestamp>,
-) {
-    if let Some(id) = id {
-        plan.resends.push(ResendRequest {
-            chain: f.chain.clone(),
-            notification_id: id.to_string(),
-            record_time,
-        });
-        f.outcome = Outcome::Resend(plan.resends.len() - 1);
-    }
-    plan.findings.push(f);
-}
-
-/// A provider without a failed list (Qvard): when its record moved the ledger forward (a
-/// transition planned since `planned`), its notification evidently did not arrive.
-pub(super) fn infer_failed(plan: &mut Plan, planned: usize, obs: &Observation) {
-    let (log_index, observed_state) = match &obs.verdict {
-        ChainVerdict::Transfer(tr) => (Some(tr.key.log_index), Some(tr.state)),
-        _ => (None, None),
-    };
-    let src = FailedSource {
-        provider: &obs.provider,
-        chain: &obs.chain,
-        tx_hash: Some(obs.tx_hash.to_string()),
-        log_index,
-        observed_state,
-        notification_id: obs.notification_id.as_deref(),
-        record_time: obs.record_time,
-    };
-    infer_failed_from(plan, planned, src);
-}
-
-/// Where an inferred failed notification comes from.
-pub(super) struct FailedSource<'a> {
-    pub provider: &'a str,
-    pub chain: &'a str,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    pub observed_state: Option<State>,
-    pub notification_id: Option<&'a str>,
-    pub record_time: Option<jiff::Timestamp>,
-}
-
-pub(super) fn infer_failed_from(plan: &mut Plan, planned: usize, src: FailedSource<'_>) {
-    let Some(t) = plan
-        .transitions
-        .get(planned..)
-        .and_then(|t| t.first())
-        .cloned()
-    else {
-        return;
-    };
-    // Attaching a key to an order already in that state (from == to) moved nothing.
-    if t.to <= t.from {
-        return;
-    }
-    let f = Finding {
-        provider: src.provider.to_string(),
-        kind: GapKind::FailedNotification,
-        chain: src.chain.to_string(),
-        tx_hash: src.tx_hash,
-        log_index: src.log_index,
-        order_ref: Some(t.order_ref.clone()),
-        local_state: Some(t.from),
-        observed_state: src.observed_state.or(Some(t.to)),
-        outcome: Outcome::Nothing,
-        detail: format!(
-            "the ledger had {} although the provider reports the payment: its notification \
-             did not arrive",
-            t.from
-        ),
-    };
-    push_failed(plan, f, src.notification_id, src.record_time);
-}
-
 fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerRow> {
     match v {
         ChainVerdict::Transfer(t) => ledger.by_key.get(&t.key),
         _ => None,
     }
-}
-
-/// Ledger rows holding a payment of the observation's transaction (any log index).
-pub(super) fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
-    let mut rows: Vec<&LedgerRow> = ledger
-        .by_key
-        .iter()
-        .filter(|(k, _)| k.chain == obs.chain && k.tx_hash == obs.tx_hash)
-        .map(|(_, r)| r)
-        .collect();
-    rows.sort_by_key(|r| r.id);
-    rows
 }
 
 /// What a provider-path `reorged` finding of a re-included payment says about the fix.
@@ -230,26 +139,6 @@ fn unknown(obs: &Observation, t: Option<&ChainTransfer>, detail: String) -> Find
         observed_state: t.map(|t| t.state),
         outcome: Outcome::Nothing,
         detail,
-    }
-}
-
-pub(super) fn finding(
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    kind: GapKind,
-) -> Finding {
-    Finding {
-        provider: obs.provider.clone(),
-        kind,
-        chain: t.key.chain.clone(),
-        tx_hash: Some(t.key.tx_hash.to_string()),
-        log_index: Some(t.key.log_index),
-        order_ref: Some(row.order_ref.clone()),
-        local_state: Some(row.state),
-        observed_state: Some(t.state),
-        outcome: Outcome::Nothing,
-        detail: String::new(),
     }
 }
 
@@ -344,24 +233,6 @@ fn plan_unkeyed(
     if t.amount != row.amount_due {
         push_mismatch(plan, obs, t, row, idx);
     }
-}
-
-pub(super) fn push_mismatch(
-    plan: &mut Plan,
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    idx: usize,
-) {
-    let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-    f.outcome = Outcome::Transition(idx);
-    let how = if t.amount < row.amount_due {
-        "underpaid"
-    } else {
-        "overpaid"
-    };
-    f.detail = format!("{how}: paid {}, due {}", t.amount, row.amount_due);
-    plan.findings.push(f);
 }
 
 fn fill_failed_order_refs(plan: &mut Plan) {

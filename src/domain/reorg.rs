@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::model::{BlockRef, PaymentKey};
-use super::reconcile::{ChainTransfer, LedgerRow, LedgerView, Observation};
+use super::plan::{ChainTransfer, LedgerRow, LedgerView, Observation};
 
 /// The chain's answer for a swept row's transaction, as the sweep asked it: every transfer
 /// of the row's asset in the receipt (any recipient, any log index), or why there is none.
@@ -106,16 +106,14 @@ pub(super) fn moved_holder<'a>(
     t: &ChainTransfer,
     ledger: &'a LedgerView,
 ) -> Option<&'a LedgerRow> {
-    super::reconcile::held_rows(obs, ledger)
-        .into_iter()
-        .find(|r| {
-            r.asset.eq_ignore_ascii_case(t.asset.as_str())
-                && r.pay_to.eq_ignore_ascii_case(t.to.as_str())
-                && r.amount_paid.is_none_or(|a| a == t.amount)
-                && r.block
-                    .as_ref()
-                    .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
-        })
+    held_rows(obs, ledger).into_iter().find(|r| {
+        r.asset.eq_ignore_ascii_case(t.asset.as_str())
+            && r.pay_to.eq_ignore_ascii_case(t.to.as_str())
+            && r.amount_paid.is_none_or(|a| a == t.amount)
+            && r.block
+                .as_ref()
+                .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+    })
 }
 
 pub(super) fn moved_row_detail(row: &LedgerRow, t: &ChainTransfer) -> String {
@@ -128,3 +126,15 @@ pub(super) fn moved_row_detail(row: &LedgerRow, t: &ChainTransfer) -> String {
 #[cfg(test)]
 #[path = "reorg_tests.rs"]
 mod tests;
+
+/// Ledger rows holding a payment of the observation's transaction (any log index).
+pub(super) fn held_rows<'a>(obs: &Observation, ledger: &'a LedgerView) -> Vec<&'a LedgerRow> {
+    let mut rows: Vec<&LedgerRow> = ledger
+        .by_key
+        .iter()
+        .filter(|(k, _)| k.chain == obs.chain && k.tx_hash == obs.tx_hash)
+        .map(|(_, r)| r)
+        .collect();
+    rows.sort_by_key(|r| r.id);
+    rows
+}
