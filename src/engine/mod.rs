@@ -5,9 +5,10 @@
 mod batch;
 mod error;
 mod lease;
+mod lists;
 mod part;
-mod provider_run;
 mod reorg;
+mod resolve;
 mod retry_window;
 mod scan;
 mod seen;

@@ -1,0 +1,218 @@
+//! A batch of provider records through chain resolution (receipts in JSON-RPC batches), one
+//! batched ledger lookup and settle; webhook deliveries come the same way (`settle_records`).
+
+use super::error::PartError;
+use std::collections::{BTreeMap, HashSet};
+
+use super::batch::{BatchInput, PartTally, Resender};
+use super::{Engine, ProviderEntry, RunCtx};
+use crate::chain::{ChainClient, Lookup, TransferQuery};
+use crate::domain::{
+    pick_transfer, ChainHead, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
+};
+use crate::providers::ProviderRecord;
+
+impl Engine {
+    /// Applies records outside a run (webhook deliveries): the same resolution, plan and
+    /// conditional apply as a run, with `ctx.source` in the audit rows.
+    pub(crate) async fn settle_records(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut PartTally,
+        e: &ProviderEntry,
+        records: Vec<ProviderRecord>,
+    ) -> Result<(), PartError> {
+        let resolved = self.resolve(ctx, e, records, false).await?;
+        self.settle_resolved(ctx, acc, e, resolved).await
+    }
+
+    /// One batched ledger lookup (plus one for ambiguous receipts), then settle.
+    pub(super) async fn settle_resolved(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut PartTally,
+        e: &ProviderEntry,
+        resolved: Resolved,
+    ) -> Result<(), PartError> {
+        let Resolved {
+            records,
+            lookups,
+            claims,
+            unresolved,
+            infer,
+        } = resolved;
+        for err in unresolved {
+            self.fail(acc, err);
+        }
+        let ambiguous: Vec<PaymentKey> = lookups
+            .iter()
+            .filter_map(|l| match l {
+                Lookup::Found(c) if c.len() > 1 => Some(c.iter().map(|t| t.key.clone())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let attached = if ambiguous.is_empty() {
+            HashSet::new()
+        } else {
+            self.store.attached_keys(&ambiguous).await?
+        };
+        let mut observations = Vec::with_capacity(records.len());
+        let mut keys = Vec::new();
+        let mut slots = Vec::new();
+        let mut refs: Vec<String> = claims.iter().map(|c| c.order_ref.clone()).collect();
+        for (r, l) in records.iter().zip(lookups) {
+            let Some(tx_hash) = r.tx_hash.clone() else {
+                continue;
+            };
+            let verdict = match l {
+                Lookup::Found(c) => match pick_transfer(&c, r.amount_hint, &attached) {
+                    Some(t) => ChainVerdict::Transfer(t.clone()),
+                    None => ChainVerdict::NoTransfer("no matching transfer in the receipt".into()),
+                },
+                Lookup::Reverted => ChainVerdict::Reverted,
+                Lookup::NotFound => ChainVerdict::NotFound,
+                Lookup::NoTransfer(why) => ChainVerdict::NoTransfer(why),
+            };
+            if let ChainVerdict::Transfer(t) = &verdict {
+                keys.push(t.key.clone());
+                slots.push((t.key.chain.clone(), t.to.to_string(), t.asset.to_string()));
+            }
+            refs.extend(r.order_ref.clone());
+            observations.push(Observation {
+                provider: acc.report.provider.clone(),
+                chain: r.chain.clone(),
+                tx_hash,
+                notification_id: Some(r.id.clone()),
+                failed: r.failed,
+                order_ref: r.order_ref.clone(),
+                infer_failed: infer,
+                record_time: Some(r.created_at),
+                verdict,
+            });
+        }
+        slots.sort();
+        slots.dedup();
+        refs.sort();
+        refs.dedup();
+        let mut view = self.store.load_view(&keys, &slots).await?;
+        if !refs.is_empty() {
+            for row in self.store.orders_by_ref(&refs).await? {
+                view.by_ref.insert(row.order_ref.clone(), row);
+            }
+        }
+        // Transactions the chain lost or that revert, and payments no row holds by key (a
+        // reorg may have moved a held one to another log index): does a row hold the tx?
+        let lost: Vec<(String, TxHash)> = observations
+            .iter()
+            .filter(|o| match &o.verdict {
+                ChainVerdict::NotFound | ChainVerdict::Reverted => true,
+                ChainVerdict::Transfer(t) => !view.by_key.contains_key(&t.key),
+                ChainVerdict::NoTransfer(_) => false,
+            })
+            .map(|o| (o.chain.clone(), o.tx_hash.clone()))
+            .collect();
+        if !lost.is_empty() {
+            let held = self.store.rows_by_tx(&lost).await?;
+            held.into_iter().for_each(|r| view.insert_keyed(r));
+        }
+        let resender = Resender {
+            provider: &e.provider,
+            retry_window: e.retry_window,
+        };
+        let seen = BatchInput {
+            observations: &observations,
+            claims: &claims,
+        };
+        self.settle(ctx, acc, Some(resender), seen, &view, Vec::new())
+            .await
+            .map_err(PartError::from)
+    }
+
+    /// Chain resolution of a batch: receipts in JSON-RPC batches per chain; no ledger access.
+    /// Records that name no transaction become claims (matched by `order_ref`); records on a
+    /// chain whose head could not be read are left for the next run (and fail the provider).
+    pub(super) async fn resolve(
+        &self,
+        ctx: &RunCtx,
+        e: &ProviderEntry,
+        batch: Vec<ProviderRecord>,
+        infer: bool,
+    ) -> Result<Resolved, PartError> {
+        let mut out = Resolved {
+            infer,
+            ..Resolved::default()
+        };
+        let mut by_chain: BTreeMap<String, Vec<ProviderRecord>> = BTreeMap::new();
+        for r in batch {
+            if r.tx_hash.is_some() {
+                by_chain.entry(r.chain.clone()).or_default().push(r);
+                continue;
+            }
+            match (&r.order_ref, r.status) {
+                (Some(order_ref), Some(state)) => out.claims.push(Claim {
+                    provider: e.provider.name().to_string(),
+                    chain: r.chain.clone(),
+                    order_ref: order_ref.clone(),
+                    state,
+                    notification_id: Some(r.id.clone()),
+                    failed: r.failed,
+                    infer_failed: infer,
+                    record_time: Some(r.created_at),
+                }),
+                _ => {
+                    tracing::warn!(id = %r.id, "A record names neither a transaction nor an order with a status; skipped.")
+                }
+            }
+        }
+        for (chain, records) in by_chain {
+            let (client, head) = match (self.chains.get(&chain), ctx.heads.get(&chain)) {
+                (Some(c), Some(Ok(h))) => (c, *h),
+                (_, Some(Err(err))) => {
+                    out.unresolved.push(format!("chain {chain}: {err}"));
+                    continue;
+                }
+                _ => {
+                    out.unresolved
+                        .push(format!("chain {chain} is not configured"));
+                    continue;
+                }
+            };
+            let lookups = lookup(client, &head, &records).await?;
+            out.records.extend(records);
+            out.lookups.extend(lookups);
+        }
+        Ok(out)
+    }
+}
+
+/// A batch of records and the chain's answer for each, in order, plus its status-only claims.
+#[derive(Default)]
+pub(super) struct Resolved {
+    records: Vec<ProviderRecord>,
+    lookups: Vec<Lookup>,
+    claims: Vec<Claim>,
+    /// Chains that could not be read (their records wait for the next run).
+    unresolved: Vec<String>,
+    /// The records' notifications count as failed when they move the ledger (no failed list).
+    infer: bool,
+}
+
+async fn lookup(
+    client: &ChainClient,
+    head: &ChainHead,
+    records: &[ProviderRecord],
+) -> Result<Vec<Lookup>, PartError> {
+    let queries: Vec<TransferQuery> = records
+        .iter()
+        .filter_map(|r| {
+            Some(TransferQuery {
+                tx_hash: r.tx_hash.clone()?,
+                asset: r.asset.clone(),
+                to: r.to.clone(),
+                log_index: r.log_index,
+            })
+        })
+        .collect();
+    client.lookup(head, &queries).await.map_err(PartError::from)
+}
