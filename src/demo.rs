@@ -31,18 +31,27 @@ struct Paid {
     log_index: i64,
 }
 
+/// The sandbox's payments on chain, by situation.
+struct Payments {
+    missing: Paid,
+    lagging: Paid,
+    failed: Paid,
+    under: Paid,
+    stray: Paid,
+    sweep_only: Paid,
+    native: TxHash,
+    reverted: TxHash,
+    untouched: Paid,
+    recent: Paid,
+    backwards: Paid,
+}
+
+fn usdt(whole: u64) -> U256 {
+    U256::from(whole) * U256::from(1_000_000u64)
+}
+
 pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
-    let dir = match dir {
-        Some(d) => {
-            std::fs::create_dir_all(&d).map_err(err)?;
-            d
-        }
-        None => tempfile::Builder::new()
-            .prefix("payrecon-demo-")
-            .tempdir()
-            .map_err(err)?
-            .keep(),
-    };
+    let dir = demo_dir(dir)?;
     let db = dir.join("payrecon-demo.db");
     let _ = std::fs::remove_file(&db);
     let database_url = format!("sqlite://{}", db.display());
@@ -61,40 +70,91 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let app = App::build(config).await?;
     let store = &app.engine.store;
 
+    let now = jiff::Timestamp::now();
+    let paid = pay_all(&chain)?;
+    store.insert_orders(&orders()).await.map_err(err)?;
+    seed_handler(store, &chain, &paid).await?;
+    list_notifications(&cg, &paid, now);
+
+    let opts = RunOptions {
+        since: now
+            .checked_sub(jiff::SignedDuration::from_hours(48))
+            .unwrap_or(now),
+        until: now,
+        providers: Vec::new(),
+        dry_run: false,
+        no_resend: false,
+        trigger: Trigger::Cli,
+        progress: false,
+    };
+    let report = app.engine.run(&opts).await.map_err(err)?;
+    print!("{}", report.to_text());
+    if let Some(d) = &app.events {
+        d.flush(std::time::Duration::from_secs(10)).await;
+    }
+    print_received(&merchant);
+    print_next_steps(&dir, &db, &database_url, &cg)
+}
+
+/// `--dir`, created, or a fresh temporary directory that is kept.
+fn demo_dir(dir: Option<PathBuf>) -> Result<PathBuf, AppError> {
+    match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).map_err(err)?;
+            Ok(d)
+        }
+        None => Ok(tempfile::Builder::new()
+            .prefix("payrecon-demo-")
+            .tempdir()
+            .map_err(err)?
+            .keep()),
+    }
+}
+
+/// The payments on the sandbox chain: old ones final once 70 more blocks are mined (two
+/// share one block), recent ones 2 confirmations deep (below the threshold of 12).
+fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
     let token = Address::parse(SANDBOX_TOKEN).map_err(err)?;
     let payer = addr(0xfe);
-    let now = jiff::Timestamp::now();
-    let minutes_ago = |m: i64| {
-        now.checked_sub(jiff::SignedDuration::from_mins(m))
-            .unwrap_or(now)
-    };
-    let usdt = |whole: u64| U256::from(whole) * U256::from(1_000_000u64);
     let pay = |to: u8, amount: U256| {
         let (tx, log_index) =
             chain.add_token_transfer(&token, &payer, &addr(to), EvmU256::from(amount));
         Paid { tx, log_index }
     };
-
-    // Old payments (final once 70 more blocks are mined). Two share one block.
-    let missing = pay(0x01, usdt(25));
-    let lagging = pay(0x02, usdt(40));
-    let failed = pay(0x03, usdt(15));
-    let under = pay(0x04, usdt(20));
-    let stray = pay(0x99, usdt(7));
-    let sweep_only = pay(0x0a, usdt(12));
+    let (missing, lagging, failed, under) = (
+        pay(0x01, usdt(25)),
+        pay(0x02, usdt(40)),
+        pay(0x03, usdt(15)),
+        pay(0x04, usdt(20)),
+    );
+    let (stray, sweep_only) = (pay(0x99, usdt(7)), pay(0x0a, usdt(12)));
     let native =
         chain.add_native_transfer(&payer, &addr(0x05), EvmU256::from(2_000_000_000_000_000u64));
     let reverted = chain.add_reverted(&token, &payer, &addr(0x06), EvmU256::from(usdt(9)));
     let untouched = pay(0x08, usdt(30));
     chain.mine_block();
     chain.mine(70);
-    // Recent payments: 2 confirmations, below the threshold of 12.
-    let recent = pay(0x07, usdt(50));
-    let backwards = pay(0x0b, usdt(60));
+    let (recent, backwards) = (pay(0x07, usdt(50)), pay(0x0b, usdt(60)));
     chain.mine_block();
     chain.mine(1);
+    Ok(Payments {
+        missing,
+        lagging,
+        failed,
+        under,
+        stray,
+        sweep_only,
+        native,
+        reverted,
+        untouched,
+        recent,
+        backwards,
+    })
+}
 
-    let orders: Vec<NewOrder> = [
+/// The ledger's orders, one per situation.
+fn orders() -> Vec<NewOrder> {
+    [
         (
             "A-1001",
             0x01,
@@ -143,16 +203,27 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
             usdt(*due)
         },
     })
-    .collect();
-    store.insert_orders(&orders).await.map_err(err)?;
+    .collect()
+}
 
-    // What the merchant's webhook handler did before payrecon ever ran.
+/// What the merchant's webhook handler did before payrecon ever ran.
+async fn seed_handler(
+    store: &crate::store::Store,
+    chain: &SandboxChain,
+    p: &Payments,
+) -> Result<(), AppError> {
     let seeded = [
-        ("A-1002", &lagging, usdt(40), State::Pending),
-        ("A-1008", &untouched, usdt(30), State::Final),
-        ("A-1010", &sweep_only, usdt(12), State::Confirmed),
-        ("A-1011", &backwards, usdt(60), State::Final),
+        ("A-1002", &p.lagging, usdt(40), State::Pending),
+        ("A-1008", &p.untouched, usdt(30), State::Final),
+        ("A-1010", &p.sweep_only, usdt(12), State::Confirmed),
+        ("A-1011", &p.backwards, usdt(60), State::Final),
     ];
+    let ctx = ApplyContext {
+        source: Source::Webhook,
+        provider: "demo-handler".into(),
+        run_id: String::new(),
+        events: false,
+    };
     for (order_ref, paid, amount, state) in seeded {
         let snap = store
             .order_by_ref(order_ref)
@@ -178,58 +249,37 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
                 },
             }),
         };
-        let ctx = ApplyContext {
-            source: Source::Webhook,
-            provider: "demo-handler".into(),
-            run_id: String::new(),
-            events: false,
-        };
         store.apply(&[t], &ctx).await.map_err(err)?;
     }
+    Ok(())
+}
 
-    // What Chaingateway lists.
+/// What Chaingateway lists, 30 minutes old; one of them on the failed list.
+fn list_notifications(cg: &FakeChaingateway, p: &Payments, now: jiff::Timestamp) {
+    let at = now
+        .checked_sub(jiff::SignedDuration::from_mins(30))
+        .unwrap_or(now);
     let record = |id: &str, tx: &TxHash, asset: &str, to: u8, amount: &str| {
-        notification(
-            id,
-            tx.as_str(),
-            asset,
-            addr(to).as_str(),
-            Some(amount),
-            minutes_ago(30),
-        )
+        notification(id, tx.as_str(), asset, addr(to).as_str(), Some(amount), at)
     };
     for r in [
-        record("101", &missing.tx, SANDBOX_TOKEN, 0x01, "25"),
-        record("102", &lagging.tx, SANDBOX_TOKEN, 0x02, "40"),
-        record("103", &failed.tx, SANDBOX_TOKEN, 0x03, "15"),
-        record("104", &under.tx, SANDBOX_TOKEN, 0x04, "20"),
-        record("105", &native, "native", 0x05, "0.002"),
-        record("106", &reverted, SANDBOX_TOKEN, 0x06, "9"),
-        record("107", &recent.tx, SANDBOX_TOKEN, 0x07, "50"),
-        record("108", &untouched.tx, SANDBOX_TOKEN, 0x08, "30"),
-        record("109", &stray.tx, SANDBOX_TOKEN, 0x99, "7"),
-        record("111", &backwards.tx, SANDBOX_TOKEN, 0x0b, "60"),
+        record("101", &p.missing.tx, SANDBOX_TOKEN, 0x01, "25"),
+        record("102", &p.lagging.tx, SANDBOX_TOKEN, 0x02, "40"),
+        record("103", &p.failed.tx, SANDBOX_TOKEN, 0x03, "15"),
+        record("104", &p.under.tx, SANDBOX_TOKEN, 0x04, "20"),
+        record("105", &p.native, "native", 0x05, "0.002"),
+        record("106", &p.reverted, SANDBOX_TOKEN, 0x06, "9"),
+        record("107", &p.recent.tx, SANDBOX_TOKEN, 0x07, "50"),
+        record("108", &p.untouched.tx, SANDBOX_TOKEN, 0x08, "30"),
+        record("109", &p.stray.tx, SANDBOX_TOKEN, 0x99, "7"),
+        record("111", &p.backwards.tx, SANDBOX_TOKEN, 0x0b, "60"),
     ] {
         cg.add_notification("ethereum", r);
     }
     cg.mark_failed("ethereum", "103");
+}
 
-    let opts = RunOptions {
-        since: now
-            .checked_sub(jiff::SignedDuration::from_hours(48))
-            .unwrap_or(now),
-        until: now,
-        providers: Vec::new(),
-        dry_run: false,
-        no_resend: false,
-        trigger: Trigger::Cli,
-        progress: false,
-    };
-    let report = app.engine.run(&opts).await.map_err(err)?;
-    print!("{}", report.to_text());
-    if let Some(d) = &app.events {
-        d.flush(std::time::Duration::from_secs(10)).await;
-    }
+fn print_received(merchant: &SandboxMerchant) {
     let received = merchant.received();
     println!();
     println!(
@@ -251,10 +301,18 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
             }
         );
     }
+}
 
+/// Where the ledger is, how to look into it, and how to serve it.
+fn print_next_steps(
+    dir: &std::path::Path,
+    db: &std::path::Path,
+    database_url: &str,
+    cg: &FakeChaingateway,
+) -> Result<(), AppError> {
     let config_path = dir.join("config.toml");
     let serve_toml = config_toml(
-        &database_url,
+        database_url,
         "http://127.0.0.1:1/api/v2",
         "http://127.0.0.1:8545",
         "",
