@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::chain::{ChainSettings, Finality};
+use crate::chain::ChainSettings;
 use crate::providers::chaingateway::ChaingatewaySettings;
 use crate::providers::http::{preset_webhook_scheme, HttpSettings};
 use crate::secret::Secret;
 
+mod chains;
 mod duration;
 mod events;
 pub use events::{decode_secret, EventsConfig};
@@ -294,6 +295,32 @@ fn chaingateway(
 }
 
 fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
+    let listen = check_scalars(&mut raw)?;
+    let chains = raw
+        .chains
+        .iter()
+        .map(|(name, c)| chains::chain(name, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let decimals = chains::asset_decimals(&raw)?;
+    let mut providers = Vec::new();
+    for (name, table) in std::mem::take(&mut raw.providers) {
+        providers.push(provider(&name, table, &raw.chains, text, &decimals)?);
+    }
+    let events = raw.events.validate()?;
+    Ok(Config {
+        events,
+        database: raw.database,
+        schedule: raw.schedule,
+        listen,
+        reconcile: raw.reconcile,
+        chains,
+        assets: raw.assets,
+        providers,
+    })
+}
+
+/// The schedule, listen address, database and reconcile keys; returns the listen address.
+fn check_scalars(raw: &mut RawConfig) -> Result<SocketAddr, ConfigError> {
     croner::Cron::new(&raw.schedule.cron)
         .with_seconds_required()
         .parse()
@@ -316,139 +343,50 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
     if raw.reconcile.batch_size == 0 {
         return Err(err("reconcile.batch_size: must be at least 1"));
     }
-    let mut chains = Vec::new();
-    for (name, c) in &raw.chains {
-        let rpc_urls: Vec<String> = match (&c.rpc_url, &c.rpc_urls) {
-            (Some(_), Some(_)) => {
-                return Err(err(format!(
-                    "chains.{name}.rpc_urls: set rpc_url or rpc_urls, not both"
-                )))
-            }
-            (Some(u), None) => vec![u.expose().to_string()],
-            (None, Some(us)) if us.is_empty() => {
-                return Err(err(format!(
-                    "chains.{name}.rpc_urls: at least one URL is required"
-                )))
-            }
-            (None, Some(us)) => us.iter().map(|u| u.expose().to_string()).collect(),
-            (None, None) => {
-                return Err(err(format!(
-                    "chains.{name}.rpc_url: required (or rpc_urls = [...])"
-                )))
-            }
-        };
-        for (i, u) in rpc_urls.iter().enumerate() {
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                let key = if c.rpc_url.is_some() {
-                    "rpc_url".to_string()
-                } else {
-                    format!("rpc_urls[{i}]")
-                };
-                return Err(err(format!(
-                    "chains.{name}.{key}: {} is not an http:// or https:// URL",
-                    crate::chain::shown_url(u)
-                )));
-            }
-        }
-        if c.max_requests_per_second == Some(0) {
-            return Err(err(format!(
-                "chains.{name}.max_requests_per_second: must be at least 1 (or absent: no limit)"
-            )));
-        }
-        let finality = match c.finality.as_str() {
-            "finalized" => Finality::Finalized,
-            "safe" => Finality::Safe,
-            "depth" => Finality::Depth,
-            other => {
-                return Err(err(format!(
-                    "chains.{name}.finality: {other:?} is not one of \"finalized\", \"safe\", \"depth\""
-                )))
-            }
-        };
-        if c.final_depth == 0 || c.rpc_batch_size == 0 || c.log_range == 0 {
-            return Err(err(format!(
-                "chains.{name}: final_depth, rpc_batch_size and log_range must be at least 1"
-            )));
-        }
-        chains.push(ChainSettings {
-            name: name.clone(),
-            rpc_urls,
-            chain_id: c.chain_id,
-            max_requests_per_second: c.max_requests_per_second,
-            confirmations: c.confirmations,
-            finality,
-            final_depth: c.final_depth,
-            batch_size: c.rpc_batch_size,
-            timeout: c.timeout,
-            max_retries: c.max_retries,
-            recheck_final: c.recheck_final,
-            scan_unpaid: c.scan_unpaid,
-            log_range: c.log_range,
-        });
+    Ok(listen)
+}
+
+/// One `[providers.<name>]` table, by its kind.
+fn provider(
+    name: &str,
+    mut table: toml::Table,
+    chains: &BTreeMap<String, sections::RawChain>,
+    text: &str,
+    decimals: &std::collections::HashMap<String, u8>,
+) -> Result<ProviderConfig, ConfigError> {
+    if name == "chain" {
+        return Err(err(
+            "providers.chain: the name \"chain\" is reserved for the chain sweep",
+        ));
     }
-    let mut decimals = std::collections::HashMap::new();
-    for (key, a) in &raw.assets {
-        let (chain, addr) = key.split_once(':').ok_or_else(|| {
-            err(format!(
-                "assets.\"{key}\": the key must be \"<chain>:<contract address or native>\""
-            ))
-        })?;
-        if !raw.chains.contains_key(chain) {
+    let kind = match table.get("kind") {
+        Some(toml::Value::String(k)) => k.clone(),
+        Some(_) => return Err(err(format!("providers.{name}.kind: must be a string"))),
+        None => return Err(err(format!("providers.{name}.kind: required"))),
+    };
+    let implied = match (kind.as_str(), table.get("preset")) {
+        ("chaingateway", _) => Some("chaingateway"),
+        ("http", Some(toml::Value::String(p))) => preset_webhook_scheme(p),
+        _ => None,
+    };
+    let webhook = webhook::take(name, &mut table, implied)?;
+    let (kind, retry_window) = match kind.as_str() {
+        "chaingateway" => chaingateway(name, table, chains, text, decimals)?,
+        "http" => {
+            let s = http_provider::parse(name, table, chains, decimals)?;
+            let window = s.retry_window;
+            (ProviderKind::Http(s), window)
+        }
+        other => {
             return Err(err(format!(
-                "assets.\"{key}\": chain {chain:?} has no [chains.{chain}] table"
-            )));
+                "providers.{name}.kind: unknown provider kind {other:?} (known: \"chaingateway\", \"http\")"
+            )))
         }
-        let asset =
-            crate::domain::Asset::parse(addr).map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
-        decimals.insert(format!("{chain}:{asset}"), a.decimals);
-    }
-    let mut providers = Vec::new();
-    for (name, mut table) in raw.providers {
-        if name == "chain" {
-            return Err(err(
-                "providers.chain: the name \"chain\" is reserved for the chain sweep",
-            ));
-        }
-        let kind = match table.get("kind") {
-            Some(toml::Value::String(k)) => k.clone(),
-            Some(_) => return Err(err(format!("providers.{name}.kind: must be a string"))),
-            None => return Err(err(format!("providers.{name}.kind: required"))),
-        };
-        let implied = match (kind.as_str(), table.get("preset")) {
-            ("chaingateway", _) => Some("chaingateway"),
-            ("http", Some(toml::Value::String(p))) => preset_webhook_scheme(p),
-            _ => None,
-        };
-        let webhook = webhook::take(&name, &mut table, implied)?;
-        let (kind, retry_window) = match kind.as_str() {
-            "chaingateway" => chaingateway(&name, table, &raw.chains, text, &decimals)?,
-            "http" => {
-                let s = http_provider::parse(&name, table, &raw.chains, &decimals)?;
-                let window = s.retry_window;
-                (ProviderKind::Http(s), window)
-            }
-            other => {
-                return Err(err(format!(
-                    "providers.{name}.kind: unknown provider kind {other:?} (known: \"chaingateway\", \"http\")"
-                )))
-            }
-        };
-        providers.push(ProviderConfig {
-            kind,
-            retry_window,
-            webhook,
-        });
-    }
-    let events = raw.events.validate()?;
-    Ok(Config {
-        events,
-        database: raw.database,
-        schedule: raw.schedule,
-        listen,
-        reconcile: raw.reconcile,
-        chains,
-        assets: raw.assets,
-        providers,
+    };
+    Ok(ProviderConfig {
+        kind,
+        retry_window,
+        webhook,
     })
 }
 

@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::chain::Finality;
 
 const BASE: &str = r#"
 [database]
