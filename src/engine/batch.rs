@@ -1,14 +1,15 @@
 //! Settling one batch: plan (pure), apply, resend, findings, counts and metrics.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
 
+use super::simulate::{remember, simulate};
 use super::{Engine, RunCtx};
 use crate::domain::{
-    reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerRow,
-    LedgerView, Observation, Outcome, ResendRequest,
+    reconcile, reconcile_claims, Action, Claim, Finding, GapKind, LedgerRow, LedgerView,
+    Observation, Outcome, Plan, ResendRequest,
 };
 use crate::metrics::{
     GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
@@ -87,27 +88,29 @@ impl Engine {
         view: &LedgerView,
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
-        let BatchInput {
-            observations,
-            claims,
-        } = seen;
-        let provider = acc.report.provider.clone();
-        let simulated_view;
-        let view = if !ctx.apply && !acc.simulated.is_empty() {
-            simulated_view = simulate(view, observations, &acc.simulated);
-            &simulated_view
-        } else {
-            view
-        };
-        let mut plan = reconcile(observations, view);
-        if !claims.is_empty() {
-            plan.append(reconcile_claims(claims, view));
+        let plan = plan_batch(ctx, acc, seen, view, extra);
+        let outcomes = self.apply_plan(ctx, acc, &plan).await?;
+        let resend_actions = self
+            .resends(ctx, acc, resender.as_ref(), &plan.resends)
+            .await?;
+        if ctx.source == Source::Webhook {
+            // A delivery is the webhook path working: its transitions are audited and
+            // counted, but it records no findings and counts no gaps.
+            return Ok(());
         }
-        plan.findings.extend(extra);
-        if !ctx.apply {
-            remember(&mut acc.simulated, view, &plan.transitions);
-        }
+        self.record_findings(ctx, acc, &plan, &outcomes, &resend_actions)
+            .await
+    }
 
+    /// Writes the plan's transitions (when the run writes), wakes the event delivery when
+    /// one was applied, and counts every outcome.
+    async fn apply_plan(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut PartTally,
+        plan: &Plan,
+    ) -> Result<Vec<ApplyOutcome>, StoreError> {
+        let provider = acc.report.provider.clone();
         let outcomes = if ctx.apply && !plan.transitions.is_empty() {
             let actx = ApplyContext {
                 source: ctx.source,
@@ -156,35 +159,25 @@ impl Engine {
             RefuseReason::backwards,
             plan.refused_backwards.len() as u64,
         );
+        Ok(outcomes)
+    }
 
-        let resend_actions = self
-            .resends(ctx, acc, resender.as_ref(), &plan.resends)
-            .await?;
-        if ctx.source == Source::Webhook {
-            // A delivery is the webhook path working: its transitions are audited and
-            // counted, but it records no findings and counts no gaps.
-            return Ok(());
-        }
-
+    /// The plan's findings: counted (report, metrics), logged, stored (unless a dry run),
+    /// and kept for the report up to `MAX_FINDINGS`.
+    async fn record_findings(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut PartTally,
+        plan: &Plan,
+        outcomes: &[ApplyOutcome],
+        resend_actions: &[(Action, Option<String>)],
+    ) -> Result<(), StoreError> {
+        let provider = acc.report.provider.clone();
         let mut rows = Vec::with_capacity(plan.findings.len());
         for f in &plan.findings {
             let (action, note) = match f.outcome {
-                Outcome::Nothing => (Action::None, None),
-                Outcome::Transition(i) => match (ctx.apply, outcomes.get(i)) {
-                    (true, Some(ApplyOutcome::Applied { .. } | ApplyOutcome::Attached)) => {
-                        (Action::Applied, None)
-                    }
-                    (true, Some(ApplyOutcome::Backwards)) => {
-                        (Action::None, Some("the ledger was already there"))
-                    }
-                    (true, _) => (
-                        Action::None,
-                        Some("refused: the transition or payment key is already recorded"),
-                    ),
-                    (false, _) => (Action::WouldApply, None),
-                },
                 Outcome::Resend(i) => (resend_actions[i].0, resend_actions[i].1.as_deref()),
-                Outcome::Decided(a) => (a, None),
+                other => finding_action(other, ctx.apply, outcomes),
             };
             acc.report.gaps.add(f.kind, 1);
             let gl = GapL {
@@ -196,22 +189,7 @@ impl Engine {
             if f.kind != GapKind::Lagging && f.kind != GapKind::Missing {
                 tracing::warn!(provider = %provider, kind = f.kind.as_str(), order_ref = f.order_ref.as_deref().unwrap_or("-"), tx_hash = f.tx_hash.as_deref().unwrap_or("-"), detail = %f.detail, "Gap found.");
             }
-            let detail = match note {
-                Some(n) => format!("{}; {n}", f.detail),
-                None => f.detail.clone(),
-            };
-            rows.push(FindingRow {
-                provider: f.provider.clone(),
-                kind: f.kind.as_str().to_string(),
-                chain: f.chain.clone(),
-                tx_hash: f.tx_hash.clone(),
-                log_index: f.log_index,
-                order_ref: f.order_ref.clone(),
-                local_state: f.local_state.map(|s| s.as_str().to_string()),
-                observed_state: f.observed_state.map(|s| s.as_str().to_string()),
-                action: action.as_str().to_string(),
-                detail,
-            });
+            rows.push(finding_row(f, action, note));
         }
         if !ctx.dry_run && !rows.is_empty() {
             self.store.insert_findings(&ctx.run_id, &rows).await?;
@@ -360,58 +338,76 @@ enum Resend {
     Failed(String),
 }
 
-/// The view as this run's earlier batches would have left it had they been applied: orders
-/// they attached a payment to are no longer unpaid, and carry that key and state.
-fn simulate(
+/// The batch's plan (pure): its observations and claims against the view, on top of what
+/// earlier batches would have written when nothing is written.
+fn plan_batch(
+    ctx: &RunCtx,
+    acc: &mut PartTally,
+    seen: BatchInput<'_>,
     view: &LedgerView,
-    observations: &[Observation],
-    simulated: &HashMap<i64, LedgerRow>,
-) -> LedgerView {
-    let mut out = view.clone();
-    for rows in out.unpaid.values_mut() {
-        rows.retain(|r| !simulated.contains_key(&r.id));
+    extra: Vec<Finding>,
+) -> Plan {
+    let BatchInput {
+        observations,
+        claims,
+    } = seen;
+    let simulated_view;
+    let view = if !ctx.apply && !acc.simulated.is_empty() {
+        simulated_view = simulate(view, observations, &acc.simulated);
+        &simulated_view
+    } else {
+        view
+    };
+    let mut plan = reconcile(observations, view);
+    if !claims.is_empty() {
+        plan.append(reconcile_claims(claims, view));
     }
-    let keys: HashSet<_> = observations
-        .iter()
-        .filter_map(|o| match &o.verdict {
-            ChainVerdict::Transfer(t) => Some(&t.key),
-            _ => None,
-        })
-        .collect();
-    for row in simulated.values() {
-        if row.key.as_ref().is_some_and(|k| keys.contains(k)) {
-            out.insert_keyed(row.clone());
-        }
+    plan.findings.extend(extra);
+    if !ctx.apply {
+        remember(&mut acc.simulated, view, &plan.transitions);
     }
-    out
+    plan
 }
 
-/// Records what the planned transitions would have written.
-fn remember(
-    simulated: &mut HashMap<i64, LedgerRow>,
-    view: &LedgerView,
-    transitions: &[crate::domain::PlannedTransition],
-) {
-    if transitions.is_empty() {
-        return;
+/// What a finding's transition (or none) did, and a note for its detail.
+fn finding_action(
+    outcome: Outcome,
+    apply: bool,
+    outcomes: &[ApplyOutcome],
+) -> (Action, Option<&'static str>) {
+    match outcome {
+        Outcome::Nothing | Outcome::Resend(_) => (Action::None, None),
+        Outcome::Transition(i) => match (apply, outcomes.get(i)) {
+            (true, Some(ApplyOutcome::Applied { .. } | ApplyOutcome::Attached)) => {
+                (Action::Applied, None)
+            }
+            (true, Some(ApplyOutcome::Backwards)) => {
+                (Action::None, Some("the ledger was already there"))
+            }
+            (true, _) => (
+                Action::None,
+                Some("refused: the transition or payment key is already recorded"),
+            ),
+            (false, _) => (Action::WouldApply, None),
+        },
+        Outcome::Decided(a) => (a, None),
     }
-    let by_id: HashMap<i64, &LedgerRow> = view
-        .by_key
-        .values()
-        .chain(view.unpaid.values().flatten())
-        .map(|r| (r.id, r))
-        .collect();
-    for t in transitions {
-        let row = by_id.get(&t.order_id).copied();
-        let Some(mut row) = simulated.get(&t.order_id).or(row).cloned() else {
-            continue;
-        };
-        if let Some(a) = &t.attach {
-            row.key = Some(a.key.clone());
-            row.amount_paid = Some(a.amount);
-            row.block = Some(a.block.clone());
-        }
-        row.state = row.state.max(t.to);
-        simulated.insert(t.order_id, row);
+}
+
+fn finding_row(f: &Finding, action: Action, note: Option<&str>) -> FindingRow {
+    FindingRow {
+        provider: f.provider.clone(),
+        kind: f.kind.as_str().to_string(),
+        chain: f.chain.clone(),
+        tx_hash: f.tx_hash.clone(),
+        log_index: f.log_index,
+        order_ref: f.order_ref.clone(),
+        local_state: f.local_state.map(|s| s.as_str().to_string()),
+        observed_state: f.observed_state.map(|s| s.as_str().to_string()),
+        action: action.as_str().to_string(),
+        detail: match note {
+            Some(n) => format!("{}; {n}", f.detail),
+            None => f.detail.clone(),
+        },
     }
 }

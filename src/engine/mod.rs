@@ -12,6 +12,7 @@ mod resolve;
 mod retry_window;
 mod scan;
 mod seen;
+mod simulate;
 mod sweep;
 mod webhooks;
 
