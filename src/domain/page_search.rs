@@ -96,11 +96,6 @@ impl PageSearch {
         self.direction
     }
 
-    /// The next page the search needs, or `None` when `range` is final.
-    pub fn next_probe(&self) -> Option<u64> {
-        self.next_probes(1).first().copied()
-    }
-
     /// Up to `k` pages the search needs next, to be fetched at once: they split the pages
     /// not yet known into `k + 1` even parts (a `k + 1`-ary search: about
     /// `k · log_{k+1}(pages)` pages in `log_{k+1}(pages)` rounds). Empty when `range` is final.
@@ -203,7 +198,7 @@ impl PageSearch {
         self.before = before;
     }
 
-    /// The pages to read once `next_probe` is `None`: from one page before the first page
+    /// The pages to read once `next_probes` is empty: from one page before the first page
     /// that reaches the cutoff to the end (oldest-first), or from page 1 to one page past the
     /// last one that does (newest-first). `None` when no page reaches it (nothing in the
     /// window) — except the margin page, which is still read.
@@ -238,7 +233,7 @@ mod tests {
     ) -> Result<(RangeInclusive<u64>, usize), Contradiction> {
         let mut s = PageSearch::new(list.len() as u64, cutoff, &list[0], 0)?;
         let mut probes = 0;
-        while let Some(p) = s.next_probe() {
+        while let Some(&p) = s.next_probes(1).first() {
             probes += 1;
             assert!(probes < 200, "the search does not end");
             s.observe(p, &list[(p - 1) as usize], 0)?;
