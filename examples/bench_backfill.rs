@@ -33,7 +33,8 @@ use payrecon::report::Report;
 use payrecon::sandbox::chain::SandboxChain;
 use payrecon::sandbox::chaingateway::FakeChaingateway;
 use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
-use payrecon::store::{statements_issued, Store};
+use payrecon::stats::statements_issued;
+use payrecon::store::Store;
 use sqlx::Connection;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -85,13 +85,11 @@ fn settings(url: &str, batch_size: usize) -> ChainSettings {
 }
 
 async fn receipts_on_anvil(bin: &str, args: &Args) -> anyhow::Result<()> {
-    let anvil = anvil::Anvil::start(bin).await?;
-    let acc = anvil.accounts().await?;
-    let token = anvil.deploy_token(&acc[0]).await?;
+    let anvil = anvil::Anvil::launch(bin, &[]).await;
+    let acc = anvil.accounts().await;
+    let token = anvil.deploy_token(&acc[0]).await;
     let t0 = Instant::now();
-    let hashes = anvil
-        .send_transfers(&token, &acc[0], &acc[1], args.transfers)
-        .await?;
+    let hashes = anvil::send_transfers(&anvil, &token, &acc[0], &acc[1], args.transfers).await?;
     println!(
         "anvil: {} token transfers sent and mined in {:.1} s",
         hashes.len(),

@@ -4,13 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::StreamExt as _;
-
 use crate::chain::{ChainClient, ChainError, Finality, Preflight};
-use crate::config::{Config, ProviderKind};
+use crate::config::Config;
 use crate::engine::{Engine, ProviderEntry};
 use crate::metrics::Metrics;
-use crate::providers::chaingateway::ChaingatewayClient;
 use crate::providers::Provider;
 use crate::secret::Secret;
 use crate::store::Store;
@@ -104,22 +101,8 @@ impl App {
         }
         let mut providers = Vec::new();
         for p in &config.providers {
-            let provider = match &p.kind {
-                ProviderKind::Chaingateway(s) => {
-                    let observer = metrics.request_observer(&s.name);
-                    Provider::Chaingateway(
-                        ChaingatewayClient::new(s.clone(), observer)
-                            .map_err(|e| AppError(e.to_string()))?,
-                    )
-                }
-                ProviderKind::Http(s) => {
-                    let observer = metrics.request_observer(&s.name);
-                    Provider::Http(
-                        crate::providers::http::HttpClient::new(s.clone(), observer)
-                            .map_err(|e| AppError(e.to_string()))?,
-                    )
-                }
-            };
+            let observer = metrics.request_observer(p.name());
+            let provider = Provider::new(&p.kind, observer).map_err(|e| AppError(e.to_string()))?;
             providers.push(ProviderEntry {
                 provider: Arc::new(provider),
                 chains: p.chains().to_vec(),
@@ -304,35 +287,10 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
         }
     }
     for p in &e.providers {
-        if let Provider::Http(c) = &*p.provider {
-            // One page of each configured list, over the last hour.
-            for (_, list) in p.provider.lists(&p.chains) {
-                let until = jiff::Timestamp::now();
-                let since = until - jiff::SignedDuration::from_hours(1);
-                let what = format!("provider {} ({list:?} list)", c.name());
-                match c.pages(list, since, until).next().await {
-                    Some(Ok(page)) => line(
-                        true,
-                        format!(
-                            "{what}: {} records on the first page",
-                            page.records.len() + page.rejected.len()
-                        ),
-                    ),
-                    Some(Err(err)) => line(false, format!("{what}: {}", e.redact(&err))),
-                    None => line(true, format!("{what}: empty")),
-                }
-            }
-            continue;
-        }
-        for chain in &p.chains {
-            let r = match &*p.provider {
-                Provider::Chaingateway(c) => c.block_number(chain).await,
-                Provider::Http(_) => continue,
-            };
-            let what = format!("provider {} on {chain}", p.provider.name());
-            match r {
-                Ok(n) => line(true, format!("{what}: block {n}")),
-                Err(err) => line(false, format!("{what}: {}", e.redact(&err))),
+        for probe in p.provider.probe(&p.chains).await {
+            match probe {
+                Ok(text) => line(true, text),
+                Err((what, err)) => line(false, format!("{what}: {}", e.redact(&err))),
             }
         }
     }

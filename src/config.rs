@@ -7,7 +7,8 @@ use std::path::Path;
 
 use crate::chain::ChainSettings;
 use crate::providers::chaingateway::ChaingatewaySettings;
-use crate::providers::http::{preset_webhook_scheme, HttpSettings};
+use crate::providers::http::preset_webhook_scheme;
+pub use crate::providers::ProviderKind;
 use crate::secret::Secret;
 
 mod chains;
@@ -31,14 +32,6 @@ fn err(msg: impl Into<String>) -> ConfigError {
     ConfigError(msg.into())
 }
 
-/// A provider's settings, by kind.
-#[derive(Clone)]
-#[allow(clippy::large_enum_variant)] // a handful per process, never in a hot path
-pub enum ProviderKind {
-    Chaingateway(ChaingatewaySettings),
-    Http(HttpSettings),
-}
-
 /// A configured provider: its kind's settings, and what every kind has.
 #[derive(Clone)]
 pub struct ProviderConfig {
@@ -51,35 +44,20 @@ pub struct ProviderConfig {
 
 impl ProviderConfig {
     pub fn name(&self) -> &str {
-        match &self.kind {
-            ProviderKind::Chaingateway(s) => &s.name,
-            ProviderKind::Http(s) => &s.name,
-        }
+        self.kind.name()
     }
     pub fn kind(&self) -> &'static str {
-        match &self.kind {
-            ProviderKind::Chaingateway(_) => "chaingateway",
-            ProviderKind::Http(_) => "http",
-        }
+        self.kind.kind_name()
     }
     pub fn chains(&self) -> &[String] {
-        match &self.kind {
-            ProviderKind::Chaingateway(s) => &s.chains,
-            ProviderKind::Http(s) => &s.chains,
-        }
+        self.kind.chains()
     }
     /// The JSON pointer to a record's event id (generic providers).
     pub fn event_id_pointer(&self) -> Option<&str> {
-        match &self.kind {
-            ProviderKind::Chaingateway(_) => None,
-            ProviderKind::Http(s) => Some(&s.fields.event_id),
-        }
+        self.kind.event_id_pointer()
     }
     pub fn secrets(&self) -> Vec<&Secret> {
-        let mut v = match &self.kind {
-            ProviderKind::Chaingateway(s) => vec![&s.api_key],
-            ProviderKind::Http(s) => s.api_key.iter().collect(),
-        };
+        let mut v = self.kind.api_keys();
         v.extend(self.webhook.as_ref().map(|w| &w.secret));
         v
     }

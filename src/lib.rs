@@ -12,13 +12,16 @@
 //!   (Standard Webhooks, retries, per-order order; the outbox rows are `store`'s).
 //! - `status`: `payrecon status`, the operator's read-only view (text and JSON).
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
-//! - `sandbox`: in-process fake provider and chain on loopback (demo, tests, benchmarks).
+//! - `demo`, `sandbox` (feature `demo`, on by default): `payrecon demo` and the fake
+//!   Chaingateway, node and receiver it serves on loopback (the tests use them too).
+//! - `stats` (feature `stats`, tests and benchmarks only): SQL statements, CPU, peak RSS.
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 //! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
 
 pub mod app;
 pub mod chain;
 pub mod config;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod domain;
 pub mod engine;
@@ -27,11 +30,14 @@ pub mod http;
 pub mod metrics;
 pub mod providers;
 pub mod report;
+#[cfg(feature = "demo")]
 pub mod sandbox;
 pub mod schedule;
 pub mod sdnotify;
 pub mod secret;
 pub mod serve;
+#[cfg(feature = "stats")]
+pub mod stats;
 pub mod status;
 pub mod store;
 pub mod telemetry;

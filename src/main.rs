@@ -36,6 +36,7 @@ enum Command {
     /// Validate config, reach database, providers and chain RPCs; report each.
     Check,
     /// Self-contained sandbox: simulated provider + chain, SQLite, one run.
+    #[cfg(feature = "demo")]
     Demo(DemoArgs),
     /// Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases.
     Status {
@@ -115,6 +116,7 @@ struct RunArgs {
     fail_on_gaps: bool,
 }
 
+#[cfg(feature = "demo")]
 #[derive(clap::Args)]
 struct DemoArgs {
     /// Where to keep the demo ledger (default: a new temporary directory).
@@ -147,6 +149,7 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> ExitCode {
+    #[cfg(feature = "demo")]
     if let Command::Demo(args) = &cli.command {
         return match payrecon::demo::run_demo(args.dir.clone()).await {
             Ok(()) => ExitCode::SUCCESS,
@@ -214,6 +217,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
                 Err(e) => fail(&e.to_string()),
             }
         }
+        #[cfg(feature = "demo")]
         Command::Demo(_) => unreachable!("handled above"),
     }
 }
@@ -283,9 +287,8 @@ async fn run(config: payrecon::config::Config, args: RunArgs) -> ExitCode {
         }
         Format::Text => print!("{}", report.to_text()),
     }
-    if let Some(path) = std::env::var_os("PAYRECON_RUN_STATS") {
-        write_run_stats(std::path::Path::new(&path));
-    }
+    #[cfg(feature = "stats")]
+    payrecon::stats::write_run_stats_if_asked();
     if report.any_failed() {
         ExitCode::from(1)
     } else if args.fail_on_gaps && report.totals.gaps > 0 {
@@ -384,37 +387,5 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         async {
             let _ = tokio::signal::ctrl_c().await;
         }
-    }
-}
-
-/// `PAYRECON_RUN_STATS=<file>` (benchmarks): after a `run`, the process's own figures as one
-/// JSON object: SQL statements issued, CPU seconds (user, system) and peak RSS, read from
-/// `/proc/self` (Linux; absent fields elsewhere). Failing to write it is only a warning.
-fn write_run_stats(path: &std::path::Path) {
-    let proc = |name: &str| std::fs::read_to_string(format!("/proc/self/{name}")).ok();
-    // Fields 14 and 15 of /proc/self/stat (after the parenthesised name): utime, stime in
-    // clock ticks, which Linux reports at USER_HZ = 100.
-    let cpu = proc("stat").and_then(|s| {
-        let rest = s.rsplit_once(')')?.1;
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let tick = |i: usize| f.get(i)?.parse::<f64>().ok().map(|t| t / 100.0);
-        Some((tick(11)?, tick(12)?))
-    });
-    let hwm_kib = proc("status").and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    });
-    let stats = serde_json::json!({
-        "sql_statements": payrecon::store::statements_issued(),
-        "cpu_user_s": cpu.map(|c| c.0),
-        "cpu_system_s": cpu.map(|c| c.1),
-        "peak_rss_kib": hwm_kib,
-    });
-    if let Err(e) = std::fs::write(path, stats.to_string()) {
-        eprintln!(
-            "payrecon: cannot write PAYRECON_RUN_STATS ({}): {e}",
-            path.display()
-        );
     }
 }

@@ -2,21 +2,31 @@
 //! the diff that turns observations and a ledger view into a plan.
 
 pub mod amount;
-pub mod by_ref;
+mod by_ref;
 mod findings;
 pub mod list_cover;
-pub mod model;
+mod model;
 pub mod page_search;
-pub mod plan;
-pub mod reconcile;
-pub mod reorg;
+mod plan;
+mod reconcile;
+mod reorg;
 
 #[cfg(test)]
 mod by_ref_tests;
 #[cfg(test)]
 mod reconcile_tests;
 
+// One path for each public item: `domain::X`. The modules above the line are private;
+// `amount`, `list_cover` and `page_search` are reached by their own paths and re-exported
+// nowhere.
 pub use by_ref::{reconcile_claims, Claim};
-pub use model::*;
-pub use reconcile::*;
+pub use model::{
+    parse_base_units, Address, Asset, BlockRef, ChainHead, GapKind, InputError, PaymentKey, State,
+    TxHash, U256,
+};
+pub use plan::{
+    Action, Attach, ChainTransfer, ChainVerdict, Finding, LedgerRow, LedgerView, Observation,
+    Outcome, Plan, PlannedTransition, Refusal, ResendRequest,
+};
+pub use reconcile::{pick_transfer, reconcile};
 pub use reorg::{moved_detail, place, Placement, Receipt};

@@ -6,7 +6,10 @@ use std::collections::{HashMap, HashSet};
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
 use super::findings::{finding, infer_failed, push_failed, push_mismatch};
 use super::model::{GapKind, PaymentKey, State, U256};
-pub use super::plan::*;
+use super::plan::{
+    Attach, ChainTransfer, ChainVerdict, Finding, LedgerRow, LedgerView, Observation, Outcome,
+    Plan, PlannedTransition, Refusal,
+};
 use super::reorg::{held_rows, moved_holder, moved_row_detail};
 
 /// Decides, for a batch of observations, which forward transitions to apply, which gaps to

@@ -1,13 +1,59 @@
-//! A provider client, by kind: the one place a provider's kind is matched for reading its
-//! lists, a webhook body, a resend; the engine sees `Provider` only.
+//! A provider, by kind: the one place a provider's kind is matched, for its settings
+//! (`ProviderKind`: name, chains, secrets), building its client, reading its lists, a webhook
+//! body, a resend. The engine sees `Provider` only; config and app see `ProviderKind`.
 
 use jiff::Timestamp;
 
 use futures::stream::{BoxStream, StreamExt};
 
-use super::chaingateway::{ChaingatewayClient, ListPlan, StatsCell};
-use super::http::HttpClient;
-use super::{ListKind, Page, ProviderError, ProviderRecord, Rejected};
+use super::chaingateway::{ChaingatewayClient, ChaingatewaySettings, ListPlan, StatsCell};
+use super::http::{HttpClient, HttpSettings};
+use super::{ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver};
+use crate::secret::Secret;
+
+/// A provider's settings, by kind (`[providers.<name>] kind = ...`).
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // a handful per process, never in a hot path
+pub enum ProviderKind {
+    Chaingateway(ChaingatewaySettings),
+    Http(HttpSettings),
+}
+
+impl ProviderKind {
+    pub fn name(&self) -> &str {
+        match self {
+            ProviderKind::Chaingateway(s) => &s.name,
+            ProviderKind::Http(s) => &s.name,
+        }
+    }
+    /// `chaingateway` | `http`, as configured.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ProviderKind::Chaingateway(_) => "chaingateway",
+            ProviderKind::Http(_) => "http",
+        }
+    }
+    pub fn chains(&self) -> &[String] {
+        match self {
+            ProviderKind::Chaingateway(s) => &s.chains,
+            ProviderKind::Http(s) => &s.chains,
+        }
+    }
+    /// The JSON pointer to a record's event id (generic providers).
+    pub fn event_id_pointer(&self) -> Option<&str> {
+        match self {
+            ProviderKind::Chaingateway(_) => None,
+            ProviderKind::Http(s) => Some(&s.fields.event_id),
+        }
+    }
+    /// The API keys the client sends (none for an unauthenticated generic provider).
+    pub fn api_keys(&self) -> Vec<&Secret> {
+        match self {
+            ProviderKind::Chaingateway(s) => vec![&s.api_key],
+            ProviderKind::Http(s) => s.api_key.iter().collect(),
+        }
+    }
+}
 
 /// A provider client, by kind.
 #[allow(clippy::large_enum_variant)] // a handful per process, never in a hot path
@@ -17,6 +63,50 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The client for these settings; `observer` sees every request it sends.
+    pub fn new(kind: &ProviderKind, observer: RequestObserver) -> Result<Provider, ProviderError> {
+        Ok(match kind {
+            ProviderKind::Chaingateway(s) => {
+                Provider::Chaingateway(ChaingatewayClient::new(s.clone(), observer)?)
+            }
+            ProviderKind::Http(s) => Provider::Http(HttpClient::new(s.clone(), observer)?),
+        })
+    }
+
+    /// What `payrecon check` reports of this provider, a line a probe: the block number it
+    /// serves per chain (Chaingateway), or one page of each configured list over the last
+    /// hour (generic). `Err` holds what was probed and the error (redacted by the caller).
+    pub async fn probe(&self, chains: &[String]) -> Vec<Result<String, (String, ProviderError)>> {
+        let mut out = Vec::new();
+        match self {
+            Provider::Chaingateway(c) => {
+                for chain in chains {
+                    let what = format!("provider {} on {chain}", c.name());
+                    out.push(match c.block_number(chain).await {
+                        Ok(n) => Ok(format!("{what}: block {n}")),
+                        Err(err) => Err((what, err)),
+                    });
+                }
+            }
+            Provider::Http(c) => {
+                for (_, list) in self.lists(chains) {
+                    let until = Timestamp::now();
+                    let since = until - jiff::SignedDuration::from_hours(1);
+                    let what = format!("provider {} ({list:?} list)", c.name());
+                    out.push(match c.pages(list, since, until).next().await {
+                        Some(Ok(page)) => Ok(format!(
+                            "{what}: {} records on the first page",
+                            page.records.len() + page.rejected.len()
+                        )),
+                        Some(Err(err)) => Err((what, err)),
+                        None => Ok(format!("{what}: empty")),
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// The lists a run reads, failed notifications first: per chain for Chaingateway.
     pub fn lists(&self, chains: &[String]) -> Vec<(Option<String>, ListKind)> {
         match self {

@@ -6,7 +6,7 @@ mod dispatch;
 pub mod http;
 pub(crate) mod retry;
 
-pub use dispatch::Provider;
+pub use dispatch::{Provider, ProviderKind};
 
 use std::sync::Arc;
 

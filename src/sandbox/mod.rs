@@ -1,15 +1,12 @@
-//! In-process stand-ins for the outside world, served over real HTTP on loopback: fake
-//! Chaingateway, Qvard and Paymos APIs and an EVM JSON-RPC node. Used by `payrecon demo`, the
-//! benchmark and the tests; nothing here is used by `serve` or `run`.
+//! The demo's stand-ins for the outside world, served over real HTTP on loopback: a fake
+//! Chaingateway API, an EVM JSON-RPC node and the merchant's events receiver. `payrecon demo`
+//! needs them (the tests and benchmarks use them too); nothing here is used by `serve` or `run`,
+//! and a build without the `demo` feature leaves them out. The fakes only tests need (Qvard,
+//! Paymos) live in the `payrecon-testkit` dev crate.
 
 pub mod chain;
 pub mod chaingateway;
-mod gate;
 pub mod merchant;
-pub mod paymos;
-pub mod qvard;
-
-pub use gate::HttpFault;
 
 /// The token contract the sandbox pretends is USDT (6 decimals).
 pub const SANDBOX_TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";

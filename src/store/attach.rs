@@ -5,6 +5,7 @@
 use serde_json::json;
 use sqlx::{PgPool, Postgres, SqlitePool, Transaction};
 
+use super::apply::bind_attach;
 use super::rows::{
     counted, db_error, decode_raw_row, valid_rows, LOOKUP_CHUNK, PG_ROW_COLUMNS, SQLITE_ROW_COLUMNS,
 };
@@ -55,21 +56,14 @@ pub(super) async fn sqlite_attach_only(
     order_id: i64,
     a: &Attach,
 ) -> Result<ApplyOutcome, sqlx::Error> {
-    let res = sqlx::query(
+    let q = sqlx::query(
         "UPDATE orders SET tx_hash = ?2, log_index = ?3, amount_paid = ?4, block_number = ?5, \
          block_hash = ?6 WHERE id = ?1 AND tx_hash IS NULL AND chain = ?7 \
          AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?7 \
          AND o2.tx_hash = ?2 AND o2.log_index = ?3 AND o2.id <> ?1)",
     )
-    .bind(order_id)
-    .bind(a.key.tx_hash.as_str())
-    .bind(a.key.log_index)
-    .bind(a.amount.to_string())
-    .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
-    .bind(&a.block.hash)
-    .bind(&a.key.chain)
-    .execute(counted(&mut **tx))
-    .await;
+    .bind(order_id);
+    let res = bind_attach!(q, a).execute(counted(&mut **tx)).await;
     attach_outcome(res.map(|r| r.rows_affected()))
 }
 
@@ -78,21 +72,14 @@ pub(super) async fn pg_attach_only(
     order_id: i64,
     a: &Attach,
 ) -> Result<ApplyOutcome, sqlx::Error> {
-    let res = sqlx::query(
+    let q = sqlx::query(
         "UPDATE orders SET tx_hash = $2, log_index = $3, amount_paid = $4::numeric, \
          block_number = $5, block_hash = $6 WHERE id = $1 AND tx_hash IS NULL AND chain = $7 \
          AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $7 \
          AND o2.tx_hash = $2 AND o2.log_index = $3 AND o2.id <> $1)",
     )
-    .bind(order_id)
-    .bind(a.key.tx_hash.as_str())
-    .bind(a.key.log_index)
-    .bind(a.amount.to_string())
-    .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
-    .bind(&a.block.hash)
-    .bind(&a.key.chain)
-    .execute(counted(&mut **tx))
-    .await;
+    .bind(order_id);
+    let res = bind_attach!(q, a).execute(counted(&mut **tx)).await;
     attach_outcome(res.map(|r| r.rows_affected()))
 }
 

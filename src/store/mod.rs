@@ -2,10 +2,13 @@
 //! Lookups are batched (one query per page of records); a transition is one conditional
 //! UPDATE plus its audit row in the same transaction.
 
+mod apply;
 mod attach;
+mod error;
 mod event_list;
 mod events;
 mod inbox;
+#[cfg(feature = "demo")]
 mod inspect;
 mod lease;
 mod list_reads;
@@ -23,11 +26,14 @@ use std::collections::{BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash, U256};
+use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
+pub use error::StoreError;
+use error::{is_retryable, is_unique_violation};
 pub use event_list::{EventCounts, EventFilter, EventRow};
 pub use events::{Attempt, ClaimedEvent};
 pub use inbox::StoredEvent;
+#[cfg(feature = "demo")]
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use lease::Fence;
 pub use list_reads::{ListRead, ListReadRow};
@@ -36,64 +42,6 @@ pub use status::{
     LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,
 };
 pub use sweep::{Rekey, RekeyOutcome};
-
-/// SQL statements this process has sent to either backend so far (BEGIN, COMMIT, SAVEPOINT
-/// and RELEASE included; the `inspect` helpers and `ping` excluded). A relaxed atomic add per
-/// statement; read by the benchmark (`examples/bench_backfill.rs`).
-pub fn statements_issued() -> u64 {
-    rows::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// What went wrong with the database, by what a caller can do about it.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A fenced write batch found its lease taken over: nothing of the batch was written,
-    /// and this instance must stop writing for the provider.
-    #[error(
-        "database: the lease on {provider} was lost (another instance took over): nothing applied"
-    )]
-    LeaseLost { provider: String },
-    /// A statement failed (`what` payrecon was doing).
-    #[error("database: {what}: {source}")]
-    Query {
-        what: String,
-        #[source]
-        source: sqlx::Error,
-    },
-    /// The database could not be reached or opened (the URL without its password).
-    #[error("database: connect to {url}: {reason}")]
-    Connect { url: String, reason: String },
-    /// The schema could not be brought up to date.
-    #[error("database: migrate the {backend} schema: {reason}")]
-    Migrate {
-        backend: &'static str,
-        reason: String,
-    },
-    /// A request payrecon refuses, or data it cannot use (no such table or run, a value that
-    /// does not parse).
-    #[error("database: {0}")]
-    Invalid(String),
-}
-
-impl StoreError {
-    /// Worth trying again later as it is: the database was busy, a connection broke, or a
-    /// transaction lost a conflict. The lease lost, a bad request or schema never is.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            StoreError::Query { source, .. } => {
-                is_retryable(source)
-                    || matches!(
-                        source,
-                        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed
-                    )
-            }
-            StoreError::Connect { .. } => true,
-            StoreError::LeaseLost { .. } | StoreError::Migrate { .. } | StoreError::Invalid(_) => {
-                false
-            }
-        }
-    }
-}
 
 /// Who applies a transition (`payrecon_transitions.source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,14 +138,15 @@ pub struct RunTotals {
     pub providers: Option<String>,
 }
 
-/// An order as the merchant inserts it (demo, tests, benchmarks).
+/// An order as the merchant inserts it (demo, tests, benchmarks; feature `demo`).
+#[cfg(feature = "demo")]
 #[derive(Debug, Clone)]
 pub struct NewOrder {
     pub order_ref: String,
     pub chain: String,
     pub pay_to: String,
     pub asset: String,
-    pub amount_due: U256,
+    pub amount_due: crate::domain::U256,
 }
 
 #[derive(Clone)]
@@ -469,7 +418,9 @@ impl Store {
         }
     }
 
-    /// Multi-row inserts, in chunks (demo, tests, benchmarks).
+    /// Multi-row inserts, in chunks (demo, tests, benchmarks; feature `demo`: the daemon
+    /// never inserts an order).
+    #[cfg(feature = "demo")]
     pub async fn insert_orders(&self, orders: &[NewOrder]) -> Result<(), StoreError> {
         if orders.is_empty() {
             return Ok(());
@@ -481,12 +432,6 @@ impl Store {
     }
 }
 
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_unique_violation())
-}
-
-/// Deadlock, serialization failure (PostgreSQL) or a busy database (SQLite): try again.
 /// Indices of `batch` sorted by the payment key an order is attached to in this batch (if
 /// any), then order id, then position, so that an order's steps keep their order.
 fn canonical_order(batch: &[PlannedTransition]) -> Vec<usize> {
@@ -506,19 +451,4 @@ fn canonical_order(batch: &[PlannedTransition]) -> Vec<usize> {
         )
     });
     order
-}
-
-fn is_retryable(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "261" | "517" | "773"))
-}
-
-/// The conditional UPDATE changed nothing: behind or at the target means someone else got
-/// there first (`Backwards`); otherwise the payment key is held by another row (`Duplicate`).
-fn outcome_after_miss(state: Option<&str>, to: State) -> ApplyOutcome {
-    match state.map(State::parse) {
-        Some(Ok(s)) if s >= to => ApplyOutcome::Backwards,
-        _ => ApplyOutcome::Duplicate,
-    }
 }

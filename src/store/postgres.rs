@@ -7,22 +7,21 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Acquire, PgPool, Postgres, QueryBuilder, Transaction};
+use sqlx::{PgPool, Postgres, QueryBuilder, Transaction};
 
-use super::outbox::{self, EventOrder, PG_RETURNING};
+use super::apply::{advance, apply_one, record_transition, ApplySql};
+use super::outbox::{self, EventOrder, NewEvent, PG_RETURNING};
 use super::rows::{
     connect_error, counted, cutoff, db_error, decode_raw_row, rank_sql, valid_rows, LOOKUP_CHUNK,
     PG_ROW_COLUMNS,
 };
-use super::{
-    is_unique_violation, outcome_after_miss, ApplyContext, ApplyOutcome, FindingRow, NewOrder,
-    RunRow, RunTotals, StoreError,
-};
-use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
+use super::{ApplyContext, ApplyOutcome, FindingRow, RunRow, RunTotals, StoreError};
+use crate::domain::{Attach, LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
 /// Rows per multi-row INSERT of findings (11 binds each; PostgreSQL allows 65,535).
 const FINDINGS_CHUNK: usize = 1_000;
 /// Rows per `INSERT ... SELECT FROM UNNEST(...)` of orders.
+#[cfg(feature = "demo")]
 const ORDERS_CHUNK: usize = 10_000;
 
 /// Acquire waits up to 10 s, retrying a refused connect: a shorter restart costs no run.
@@ -192,111 +191,79 @@ pub(super) async fn apply(
     Ok(out)
 }
 
-async fn apply_one(
-    tx: &mut Transaction<'static, Postgres>,
-    t: &PlannedTransition,
-    ctx: &ApplyContext,
-    now: &str,
-    current: &mut HashMap<i64, String>,
-) -> Result<ApplyOutcome, sqlx::Error> {
-    let Some(from) = current.get(&t.order_id).map(|s| State::parse(s)) else {
-        tracing::warn!(order_ref = %t.order_ref, "The order to update no longer exists.");
-        return Ok(ApplyOutcome::Duplicate);
-    };
-    if let (Some(a), true) = (&t.attach, t.from == t.to) {
-        // Attach only: the order is already in this state (no transition, no audit row).
-        if from.as_ref().is_ok_and(|s| *s == t.to) {
-            return super::attach::pg_attach_only(tx, t.order_id, a).await;
-        }
-        return Ok(ApplyOutcome::Backwards);
+impl ApplySql for Postgres {
+    async fn attach_only(
+        tx: &mut Transaction<'static, Postgres>,
+        order_id: i64,
+        a: &Attach,
+    ) -> Result<ApplyOutcome, sqlx::Error> {
+        super::attach::pg_attach_only(tx, order_id, a).await
     }
-    let from = match from {
-        Ok(s) if s >= t.to => return Ok(ApplyOutcome::Backwards),
-        Ok(s) => s,
-        Err(_) => return Ok(ApplyOutcome::Duplicate),
-    };
-    let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    let rank = rank_sql("state");
-    let cols = PG_RETURNING;
-    let updated = match &t.attach {
-        None => {
-            sqlx::query_as::<_, EventOrder>(&format!(
+
+    async fn advance(
+        sp: &mut Transaction<'_, Postgres>,
+        t: &PlannedTransition,
+        now: &str,
+    ) -> Result<Option<EventOrder>, sqlx::Error> {
+        let rank = rank_sql("state");
+        let cols = PG_RETURNING;
+        advance!(
+            sp,
+            t,
+            now,
+            format!(
                 "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz \
                  WHERE id = $1 AND {rank} < $4 RETURNING {cols}"
-            ))
-            .bind(t.order_id)
-            .bind(t.to.as_str())
-            .bind(now)
-            .bind(t.to.rank())
-            .fetch_optional(counted(&mut *sp))
-            .await
-        }
-        Some(a) => {
-            sqlx::query_as::<_, EventOrder>(&format!(
-                "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz, tx_hash = $5, \
-                 log_index = $6, amount_paid = $7::numeric, block_number = $8, block_hash = $9 \
+            ),
+            format!(
+                "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz, \
+                 tx_hash = $5, log_index = $6, amount_paid = $7::numeric, \
+                 block_number = $8, block_hash = $9 \
                  WHERE id = $1 AND {rank} < $4 AND chain = $10 \
                  AND (tx_hash IS NULL OR (tx_hash = $5 AND log_index = $6)) \
                  AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $10 \
                  AND o2.tx_hash = $5 AND o2.log_index = $6 AND o2.id <> $1) RETURNING {cols}"
-            ))
-            .bind(t.order_id)
-            .bind(t.to.as_str())
-            .bind(now)
-            .bind(t.to.rank())
-            .bind(a.key.tx_hash.as_str())
-            .bind(a.key.log_index)
-            .bind(a.amount.to_string())
-            .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
-            .bind(&a.block.hash)
-            .bind(&a.key.chain)
-            .fetch_optional(counted(&mut *sp))
-            .await
-        }
-    };
-    let order = match updated {
-        Ok(r) => r,
-        Err(e) if is_unique_violation(&e) => {
-            counted(sp).rollback().await?;
-            return Ok(ApplyOutcome::Duplicate);
-        }
-        Err(e) => return Err(e),
-    };
-    let Some(order) = order else {
-        counted(sp).rollback().await?;
-        let state: Option<String> = sqlx::query_scalar("SELECT state FROM orders WHERE id = $1")
-            .bind(t.order_id)
-            .fetch_optional(counted(&mut **tx))
-            .await?;
-        return Ok(outcome_after_miss(state.as_deref(), t.to));
-    };
-    let inserted: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO payrecon_transitions \
-         (order_id, from_state, to_state, source, provider, run_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz) \
-         ON CONFLICT (order_id, to_state) DO NOTHING RETURNING id",
-    )
-    .bind(t.order_id)
-    .bind(from.as_str())
-    .bind(t.to.as_str())
-    .bind(ctx.source.as_str())
-    .bind(&ctx.provider)
-    .bind(ctx.run_id_or_null())
-    .bind(now)
-    .fetch_optional(counted(&mut *sp))
-    .await?;
-    let Some(transition_id) = inserted else {
-        // (order, to_state) was applied before (the row has been moved back since): undo.
-        counted(sp).rollback().await?;
-        return Ok(ApplyOutcome::Duplicate);
-    };
-    if ctx.events {
-        let event = outbox::new_event(t.order_id, transition_id, from, t.to, &order, ctx, now);
-        outbox::pg_insert(&mut sp, std::slice::from_ref(&event), now).await?;
+            )
+        )
     }
-    counted(sp).commit().await?;
-    current.insert(t.order_id, t.to.as_str().to_string());
-    Ok(ApplyOutcome::Applied { from })
+
+    async fn state_of(
+        tx: &mut Transaction<'static, Postgres>,
+        order_id: i64,
+    ) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT state FROM orders WHERE id = $1")
+            .bind(order_id)
+            .fetch_optional(counted(&mut **tx))
+            .await
+    }
+
+    async fn record_transition(
+        sp: &mut Transaction<'_, Postgres>,
+        t: &PlannedTransition,
+        from: State,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        record_transition!(
+            sp,
+            t,
+            from,
+            ctx,
+            now,
+            "INSERT INTO payrecon_transitions \
+             (order_id, from_state, to_state, source, provider, run_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz) \
+             ON CONFLICT (order_id, to_state) DO NOTHING RETURNING id"
+        )
+    }
+
+    async fn insert_event(
+        sp: &mut Transaction<'_, Postgres>,
+        event: &NewEvent,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        outbox::pg_insert(sp, std::slice::from_ref(event), now).await
+    }
 }
 
 pub(super) async fn claim_resend(
@@ -402,7 +369,11 @@ pub(super) async fn insert_findings(
         .map_err(|e| db_error("record findings", e))
 }
 
-pub(super) async fn insert_orders(pool: &PgPool, orders: &[NewOrder]) -> Result<(), StoreError> {
+#[cfg(feature = "demo")]
+pub(super) async fn insert_orders(
+    pool: &PgPool,
+    orders: &[super::NewOrder],
+) -> Result<(), StoreError> {
     let mut tx = counted(pool)
         .begin()
         .await

@@ -8,14 +8,12 @@ use crate::secret::{redact, redact_url, Secret};
 
 use super::StoreError;
 
-/// SQL statements sent to either backend by this process (BEGIN, COMMIT and SAVEPOINT
-/// included, `inspect` helpers excluded): one relaxed atomic add each, read by benchmarks.
-pub(crate) static STATEMENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Counts one statement about to be sent through `x` (wraps an executor, transaction or
-/// pool at the call site).
+/// Marks one statement about to be sent through `x` (an executor, transaction or pool at the
+/// call site): counted with feature `stats` (`crate::stats`), nothing otherwise.
+#[inline(always)]
 pub(crate) fn counted<T>(x: T) -> T {
-    STATEMENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(feature = "stats")]
+    crate::stats::count_statement();
     x
 }
 

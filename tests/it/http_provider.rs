@@ -10,9 +10,9 @@ use payrecon::config::http_settings_from_toml;
 use payrecon::domain::{State, U256};
 use payrecon::providers::http::{HttpClient, HttpSettings};
 use payrecon::providers::{ListKind, Page, ProviderError, StatusClass};
-use payrecon::sandbox::paymos::{FakePaymos, PaymosData, PaymosEvent};
-use payrecon::sandbox::qvard::{FakeQvard, QvardPayment};
-use payrecon::sandbox::HttpFault;
+use payrecon_testkit::paymos::{FakePaymos, PaymosData, PaymosEvent};
+use payrecon_testkit::qvard::{FakeQvard, QvardPayment};
+use payrecon_testkit::HttpFault;
 
 mod generic;
 

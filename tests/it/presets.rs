@@ -8,8 +8,8 @@
 
 use payrecon::domain::U256;
 use payrecon::report::{FindingOut, Report};
-use payrecon::sandbox::paymos::{FakePaymos, PaymosData, PaymosEvent};
-use payrecon::sandbox::qvard::{FakeQvard, QvardPayment};
+use payrecon_testkit::paymos::{FakePaymos, PaymosData, PaymosEvent};
+use payrecon_testkit::qvard::{FakeQvard, QvardPayment};
 
 use crate::reconcile::{entry, World};
 

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use payrecon::sandbox::qvard::{FakeQvard, QvardPayment};
-use payrecon::sandbox::{HttpFault, SANDBOX_TOKEN};
+use payrecon::sandbox::SANDBOX_TOKEN;
+use payrecon_testkit::qvard::{FakeQvard, QvardPayment};
+use payrecon_testkit::HttpFault;
 use rand::rngs::StdRng;
 use rand::Rng;
 

@@ -68,7 +68,7 @@ pub struct World {
     /// The proxy between the `App`s and PostgreSQL (seeds that cut the connection).
     pub db_proxy: Option<crate::pgproxy::PgProxy>,
     /// A fake Qvard behind a second provider (`kind = "http"`, seeds with `Extras::qvard`).
-    pub qv: Option<payrecon::sandbox::qvard::FakeQvard>,
+    pub qv: Option<payrecon_testkit::qvard::FakeQvard>,
     /// Pays the fake Qvard lists, and faults queued in it so far.
     pub qv_listed: std::collections::HashSet<usize>,
     pub qv_faults: u64,

@@ -2,7 +2,6 @@
 //! hosted in the test process on loopback. Every child is killed on drop.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,17 +56,7 @@ impl Out {
 
 /// A `payrecon` command with a clean environment (nothing inherited from the test's).
 pub fn command(config: &std::path::Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear()
-        .env("PAYRECON_LOG", "info")
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
+    payrecon_testkit::process::payrecon(BIN, config, args)
 }
 
 /// Runs a command to completion (bounded by `CMD_TIMEOUT`).

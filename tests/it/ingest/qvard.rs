@@ -3,7 +3,7 @@
 //! stored and answered 200, and changes nothing.
 
 use payrecon::domain::State;
-use payrecon::sandbox::qvard::FakeQvard;
+use payrecon_testkit::qvard::FakeQvard;
 
 use super::{
     assert_one_webhook_transition, audit, providers, qv_sig, wait_applied, wait_processed, Daemon,

@@ -3,7 +3,7 @@
 //! delivery sent after them is applied (the consumer was there all along).
 
 use payrecon::domain::State;
-use payrecon::sandbox::qvard::FakeQvard;
+use payrecon_testkit::qvard::FakeQvard;
 
 use super::{
     assert_one_webhook_transition, audit, cg_body, cg_sig, providers, qv_sig, wait_applied,

@@ -2,7 +2,7 @@
 //! or the metrics, also when the provider answers errors.
 
 use payrecon::report::Report;
-use payrecon::sandbox::HttpFault;
+use payrecon_testkit::HttpFault;
 use serde_json::json;
 
 use super::{Lab, PAYMOS, PKEY, QKEY, QVARD};

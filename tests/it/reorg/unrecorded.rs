@@ -2,7 +2,8 @@
 //! their blocks, all of a page in one statement, so that a later reorg of them is seen.
 
 use payrecon::domain::State;
-use payrecon::store::{statements_issued, Store};
+use payrecon::stats::statements_issued;
+use payrecon::store::Store;
 
 use super::world;
 use crate::reconcile::{on_backends, payee, usdt};

@@ -3,7 +3,8 @@
 //! falls back to row by row, and the outcomes are the same on both backends either way.
 
 use payrecon::domain::State;
-use payrecon::store::{statements_issued, ApplyOutcome, Store};
+use payrecon::stats::statements_issued;
+use payrecon::store::{ApplyOutcome, Store};
 
 use super::{ctx, exec, hash, new_order, open, plan};
 use crate::support;

@@ -2,7 +2,8 @@
 //! written for a whole sweep page in one statement, never over a row that changed.
 
 use payrecon::domain::{BlockRef, TxHash};
-use payrecon::store::{statements_issued, Rekey};
+use payrecon::stats::statements_issued;
+use payrecon::store::Rekey;
 
 use super::{exec, hash, new_order, open};
 use crate::support;

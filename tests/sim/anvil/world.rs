@@ -124,7 +124,7 @@ pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
             (url, Some(admin))
         }
     };
-    let anvil = Anvil::start(bin).await;
+    let anvil = Anvil::launch(bin, &[]).await;
     let accounts = anvil.accounts().await;
     let token = anvil.deploy_token(&accounts[0]).await;
     anvil.mine(3).await;

@@ -60,16 +60,8 @@ pub struct Attempt {
 }
 
 fn command(config: &Path, args: &[&str], stderr: Stdio, stdout: Stdio) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear()
-        .env("PAYRECON_LOG", "info")
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .kill_on_drop(true);
+    let mut cmd = payrecon_testkit::process::payrecon(BIN, config, args);
+    cmd.stdout(stdout).stderr(stderr);
     cmd
 }
 

@@ -2,18 +2,14 @@
 //! payments whose `completed_at` lies in `[from, to]`, Unix seconds, cursor pages) and
 //! `POST /v1/payments/{id}/resend-webhook`, behind a bearer token check.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
-
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::gate::{self, Gate, HttpFault};
+use crate::json_api::{self, lock, JsonApi, Shared};
 
 /// A payment as Qvard lists it. `id` is the merchant's order id.
 #[derive(Debug, Clone)]
@@ -48,114 +44,27 @@ impl QvardPayment {
     }
 }
 
-/// The server's handle: add payments, read what it saw. Dropping it stops the server.
-pub struct FakeQvard {
-    inner: Arc<Inner>,
-    gate: Arc<Gate>,
-    base_url: String,
-    task: tokio::task::JoinHandle<()>,
-}
+/// The fake Qvard: the shared handle (`JsonApi`) plus Qvard's own record shape.
+pub struct FakeQvard(JsonApi);
 
-impl Drop for FakeQvard {
-    fn drop(&mut self) {
-        self.task.abort();
+impl std::ops::Deref for FakeQvard {
+    type Target = JsonApi;
+    fn deref(&self) -> &JsonApi {
+        &self.0
     }
-}
-
-struct Inner {
-    state: Mutex<QState>,
-}
-
-struct QState {
-    payments: Vec<Value>,
-    page_size: usize,
-    list_requests: u64,
-    resends: Vec<String>,
 }
 
 impl FakeQvard {
     /// Starts the server; 100 payments a page.
     pub async fn start(api_key: &str) -> FakeQvard {
-        let gate = Gate::new(api_key);
-        let inner = Arc::new(Inner {
-            state: Mutex::new(QState {
-                payments: Vec::new(),
-                page_size: 100,
-                list_requests: 0,
-                resends: Vec::new(),
-            }),
-        });
-        let router = Router::new()
+        let routes = Router::new()
             .route("/v1/payments", get(list))
-            .route("/v1/payments/{id}/resend-webhook", post(resend))
-            .with_state(inner.clone())
-            .layer(middleware::from_fn_with_state(gate.clone(), gate::gate));
-        let (task, base_url) = gate::serve(router, "Qvard").await;
-        FakeQvard {
-            inner,
-            gate,
-            base_url,
-            task,
-        }
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn base_url(&self) -> &str {
-        &self.base_url
+            .route("/v1/payments/{id}/resend-webhook", post(resend));
+        FakeQvard(JsonApi::start(api_key, 100, "Qvard", routes).await)
     }
 
     pub fn add_payment(&self, payment: &QvardPayment) {
         self.add_raw(payment.to_json());
-    }
-
-    /// Adds any JSON (well-formed or not) at the end of the list.
-    pub fn add_raw(&self, payment: Value) {
-        self.inner.state().payments.push(payment);
-    }
-
-    pub fn set_page_size(&self, n: usize) {
-        self.inner.state().page_size = n.max(1);
-    }
-
-    /// Added before every answer.
-    pub fn set_latency(&self, latency: Duration) {
-        self.gate.set_latency(latency);
-    }
-
-    /// Queues `fault` for the next `times` authenticated requests.
-    pub fn push_fault(&self, fault: HttpFault, times: usize) {
-        self.gate.push_fault(fault, times);
-    }
-
-    /// `METHOD /path?query` of every request received, refused ones included.
-    pub fn requests(&self) -> Vec<String> {
-        self.gate.log()
-    }
-
-    /// List requests answered (faults and refusals not included).
-    pub fn list_requests(&self) -> u64 {
-        self.inner.state().list_requests
-    }
-
-    /// Ids of resends answered 200, in order.
-    pub fn resends(&self) -> Vec<String> {
-        self.inner.state().resends.clone()
-    }
-
-    /// How often a resend was answered for `id`.
-    pub fn resend_count(&self, id: &str) -> usize {
-        self.inner
-            .state()
-            .resends
-            .iter()
-            .filter(|r| *r == id)
-            .count()
-    }
-}
-
-impl Inner {
-    fn state(&self) -> MutexGuard<'_, QState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -168,7 +77,7 @@ struct ListQuery {
 }
 
 /// Cursors are `c_<offset>` into the filtered list; `next_cursor` is null on the last page.
-async fn list(State(inner): State<Arc<Inner>>, Query(q): Query<ListQuery>) -> Response {
+async fn list(State(shared): State<Shared>, Query(q): Query<ListQuery>) -> Response {
     let bound = |v: &Option<String>| match v.as_deref().map(str::trim) {
         None | Some("") => Ok(None),
         Some(s) => s.parse::<i64>().map(Some).map_err(|_| s.to_string()),
@@ -177,20 +86,20 @@ async fn list(State(inner): State<Arc<Inner>>, Query(q): Query<ListQuery>) -> Re
         (Ok(f), Ok(t)) => (f, t),
         (Err(bad), _) | (_, Err(bad)) => {
             let text = format!("from/to must be Unix seconds, got {bad:?}");
-            return gate::error(StatusCode::BAD_REQUEST, &text);
+            return json_api::error(StatusCode::BAD_REQUEST, &text);
         }
     };
     let offset = match q.cursor.as_deref().unwrap_or("") {
         "" => 0,
         c => match c.strip_prefix("c_").and_then(|n| n.parse::<usize>().ok()) {
             Some(n) => n,
-            None => return gate::error(StatusCode::BAD_REQUEST, "invalid cursor"),
+            None => return json_api::error(StatusCode::BAD_REQUEST, "invalid cursor"),
         },
     };
-    let mut state = inner.state();
+    let mut state = lock(&shared);
     state.list_requests += 1;
     let matching: Vec<&Value> = state
-        .payments
+        .records
         .iter()
         .filter(|p| {
             let status_ok = q.status.as_deref().is_none_or(|s| {
@@ -227,14 +136,14 @@ fn unix_seconds(v: &Value) -> Option<i64> {
     }
 }
 
-async fn resend(State(inner): State<Arc<Inner>>, Path(id): Path<String>) -> Response {
-    let mut state = inner.state();
+async fn resend(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
+    let mut state = lock(&shared);
     let known = state
-        .payments
+        .records
         .iter()
         .any(|p| p.get("id").and_then(Value::as_str) == Some(id.as_str()));
     if !known {
-        return gate::error(StatusCode::NOT_FOUND, "no such payment");
+        return json_api::error(StatusCode::NOT_FOUND, "no such payment");
     }
     state.resends.push(id);
     Json(json!({"ok": true})).into_response()

@@ -3,37 +3,34 @@
 //! records. It finds the payments no provider reported: Qvard never lists an underpaid or
 //! pending payment, and a notification can be missing from every list.
 
-use super::error::PartError;
 use std::collections::BTreeSet;
 
-use super::batch::{BatchInput, PartTally};
-use super::part::Part;
-use super::{Engine, RunCtx};
+use super::{fingerprint, observe, Sweep};
 use crate::chain::{ChainClient, MAX_FILTER_ADDRESSES};
-use crate::domain::{Address, Asset, ChainHead, ChainVerdict, Observation};
+use crate::domain::{Address, Asset, ChainHead, LedgerView};
+use crate::engine::error::PartError;
 
-impl Engine {
+impl Sweep<'_> {
     /// Scans every chain with `scan_unpaid` whose head was read; a chain that fails fails the
     /// sweep's entry (the others still run).
-    pub(crate) async fn scan_unpaid(&self, ctx: &RunCtx, acc: &mut PartTally) {
-        for (name, client) in &self.chains {
+    pub(super) async fn scan_unpaid(&mut self) {
+        let e = self.engine;
+        for (name, client) in &e.chains {
             if !client.settings().scan_unpaid {
                 continue;
             }
             // A chain whose head could not be read has already failed the sweep.
-            let Some(Ok(head)) = ctx.heads.get(name) else {
+            let Some(Ok(head)) = self.ctx.heads.get(name) else {
                 continue;
             };
-            if let Err(e) = self.scan_chain(ctx, acc, name, client, head).await {
-                self.fail(acc, format!("chain {name}: deposit scan: {e}"));
+            if let Err(err) = self.scan_chain(name, client, head).await {
+                e.fail(&mut self.acc, format!("chain {name}: deposit scan: {err}"));
             }
         }
     }
 
     async fn scan_chain(
-        &self,
-        ctx: &RunCtx,
-        acc: &mut PartTally,
+        &mut self,
         chain: &str,
         client: &ChainClient,
         head: &ChainHead,
@@ -42,6 +39,7 @@ impl Engine {
         let mut after = 0i64;
         loop {
             let (rows, last) = self
+                .engine
                 .store
                 .unpaid_page(chain, after, MAX_FILTER_ADDRESSES as i64)
                 .await?;
@@ -65,7 +63,9 @@ impl Engine {
             let start = match from {
                 Some(b) => b,
                 None => {
-                    let b = client.first_block_since(ctx.since, head.number).await?;
+                    let b = client
+                        .first_block_since(self.ctx.since, head.number)
+                        .await?;
                     *from.insert(b)
                 }
             };
@@ -76,15 +76,13 @@ impl Engine {
                 let found = client.transfers_to(head, t, &recipients, start).await?;
                 transfers.extend(found);
             }
-            self.settle_scanned(ctx, acc, chain, transfers).await?;
+            self.settle_scanned(chain, transfers).await?;
         }
         Ok(())
     }
 
     async fn settle_scanned(
-        &self,
-        ctx: &RunCtx,
-        acc: &mut PartTally,
+        &mut self,
         chain: &str,
         transfers: Vec<crate::domain::ChainTransfer>,
     ) -> Result<(), PartError> {
@@ -94,37 +92,16 @@ impl Engine {
         let mut observations = Vec::with_capacity(transfers.len());
         let mut keys = Vec::with_capacity(transfers.len());
         let mut slots = Vec::with_capacity(transfers.len());
-        for t in transfers {
-            let fp = {
-                use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                t.key.hash(&mut h);
-                h.finish()
-            };
-            self.mark_checked(acc, chain, fp);
+        for t in &transfers {
+            self.engine
+                .mark_checked(&mut self.acc, chain, fingerprint(&t.key));
             keys.push(t.key.clone());
             slots.push((chain.to_string(), t.to.to_string(), t.asset.to_string()));
-            observations.push(Observation {
-                provider: Part::Sweep.name().into(),
-                chain: chain.to_string(),
-                tx_hash: t.key.tx_hash.clone(),
-                notification_id: None,
-                failed: false,
-                order_ref: None,
-                infer_failed: false,
-                record_time: None,
-                verdict: ChainVerdict::Transfer(t),
-            });
+            observations.push(observe(chain, t));
         }
         slots.sort();
         slots.dedup();
-        let view = self.store.load_view(&keys, &slots).await?;
-        let seen = BatchInput {
-            observations: &observations,
-            claims: &[],
-        };
-        self.settle(ctx, acc, None, seen, &view, Vec::new())
-            .await
-            .map_err(PartError::from)
+        let view: LedgerView = self.engine.store.load_view(&keys, &slots).await?;
+        self.settle(&observations, &view, Vec::new()).await
     }
 }

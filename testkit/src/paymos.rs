@@ -3,18 +3,14 @@
 //! and `POST /v1/events/{event_id}/resend` (resets the event's attempts to 0), behind a
 //! bearer token check.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
-
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::gate::{self, Gate, HttpFault};
+use crate::json_api::{self, lock, JsonApi, Shared};
 
 /// A webhook event as Paymos lists it.
 #[derive(Debug, Clone)]
@@ -65,119 +61,33 @@ impl PaymosEvent {
     }
 }
 
-/// The server's handle: add events, read what it saw. Dropping it stops the server.
-pub struct FakePaymos {
-    inner: Arc<Inner>,
-    gate: Arc<Gate>,
-    base_url: String,
-    task: tokio::task::JoinHandle<()>,
-}
+/// The fake Paymos: the shared handle (`JsonApi`) plus Paymos's own record shape.
+pub struct FakePaymos(JsonApi);
 
-impl Drop for FakePaymos {
-    fn drop(&mut self) {
-        self.task.abort();
+impl std::ops::Deref for FakePaymos {
+    type Target = JsonApi;
+    fn deref(&self) -> &JsonApi {
+        &self.0
     }
-}
-
-struct Inner {
-    state: Mutex<PState>,
-}
-
-struct PState {
-    events: Vec<Value>,
-    page_size: usize,
-    list_requests: u64,
-    resends: Vec<String>,
 }
 
 impl FakePaymos {
     /// Starts the server; 50 events a page.
     pub async fn start(api_key: &str) -> FakePaymos {
-        let gate = Gate::new(api_key);
-        let inner = Arc::new(Inner {
-            state: Mutex::new(PState {
-                events: Vec::new(),
-                page_size: 50,
-                list_requests: 0,
-                resends: Vec::new(),
-            }),
-        });
-        let router = Router::new()
+        let routes = Router::new()
             .route("/v1/events", get(list))
-            .route("/v1/events/{id}/resend", post(resend))
-            .with_state(inner.clone())
-            .layer(middleware::from_fn_with_state(gate.clone(), gate::gate));
-        let (task, base_url) = gate::serve(router, "Paymos").await;
-        FakePaymos {
-            inner,
-            gate,
-            base_url,
-            task,
-        }
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn base_url(&self) -> &str {
-        &self.base_url
+            .route("/v1/events/{id}/resend", post(resend));
+        FakePaymos(JsonApi::start(api_key, 50, "Paymos", routes).await)
     }
 
     pub fn add_event(&self, event: &PaymosEvent) {
         self.add_raw(event.to_json());
     }
 
-    /// Adds any JSON (well-formed or not) at the end of the list.
-    pub fn add_raw(&self, event: Value) {
-        self.inner.state().events.push(event);
-    }
-
-    pub fn set_page_size(&self, n: usize) {
-        self.inner.state().page_size = n.max(1);
-    }
-
-    /// Added before every answer.
-    pub fn set_latency(&self, latency: Duration) {
-        self.gate.set_latency(latency);
-    }
-
-    /// Queues `fault` for the next `times` authenticated requests.
-    pub fn push_fault(&self, fault: HttpFault, times: usize) {
-        self.gate.push_fault(fault, times);
-    }
-
-    /// `METHOD /path?query` of every request received, refused ones included.
-    pub fn requests(&self) -> Vec<String> {
-        self.gate.log()
-    }
-
-    /// List requests answered (faults and refusals not included).
-    pub fn list_requests(&self) -> u64 {
-        self.inner.state().list_requests
-    }
-
-    /// Ids of resends answered 200, in order.
-    pub fn resends(&self) -> Vec<String> {
-        self.inner.state().resends.clone()
-    }
-
-    pub fn resend_count(&self, id: &str) -> usize {
-        self.inner
-            .state()
-            .resends
-            .iter()
-            .filter(|r| *r == id)
-            .count()
-    }
-
     /// An event's `attempts` now (`None`: unknown id).
     pub fn attempts(&self, id: &str) -> Option<u64> {
-        let state = self.inner.state();
-        find(&state.events, id).and_then(|e| e.get("attempts")?.as_u64())
-    }
-}
-
-impl Inner {
-    fn state(&self) -> MutexGuard<'_, PState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let state = self.state();
+        find(&state.records, id).and_then(|e| e.get("attempts")?.as_u64())
     }
 }
 
@@ -194,25 +104,25 @@ struct ListQuery {
     page: Option<String>,
 }
 
-async fn list(State(inner): State<Arc<Inner>>, Query(q): Query<ListQuery>) -> Response {
+async fn list(State(shared): State<Shared>, Query(q): Query<ListQuery>) -> Response {
     let after = match q.created_after.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(s) => match s.parse::<jiff::Timestamp>() {
             Ok(t) => Some(t),
             Err(_) => {
                 let text = format!("created_after must be RFC 3339, got {s:?}");
-                return gate::error(StatusCode::BAD_REQUEST, &text);
+                return json_api::error(StatusCode::BAD_REQUEST, &text);
             }
         },
     };
     let page = match q.page.as_deref().unwrap_or("1").parse::<usize>() {
         Ok(n) if n >= 1 => n,
-        _ => return gate::error(StatusCode::BAD_REQUEST, "page must be a number from 1"),
+        _ => return json_api::error(StatusCode::BAD_REQUEST, "page must be a number from 1"),
     };
-    let mut state = inner.state();
+    let mut state = lock(&shared);
     state.list_requests += 1;
     let matching: Vec<&Value> = state
-        .events
+        .records
         .iter()
         .filter(|e| {
             let status = e.get("status").and_then(Value::as_str);
@@ -237,14 +147,14 @@ async fn list(State(inner): State<Arc<Inner>>, Query(q): Query<ListQuery>) -> Re
     Json(json!({"events": events, "has_more": has_more, "page": page})).into_response()
 }
 
-async fn resend(State(inner): State<Arc<Inner>>, Path(id): Path<String>) -> Response {
-    let mut state = inner.state();
+async fn resend(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
+    let mut state = lock(&shared);
     let Some(event) = state
-        .events
+        .records
         .iter_mut()
         .find(|e| e.get("event_id").and_then(Value::as_str) == Some(id.as_str()))
     else {
-        return gate::error(StatusCode::NOT_FOUND, "no such event");
+        return json_api::error(StatusCode::NOT_FOUND, "no such event");
     };
     event["attempts"] = json!(0);
     state.resends.push(id);

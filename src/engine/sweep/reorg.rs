@@ -3,16 +3,16 @@
 //! the values the sweep read, outside any transition: the state and the audit trail are
 //! never touched here.
 
-use super::error::PartError;
-use super::part::Part;
-use super::{Engine, RunCtx};
+use super::Sweep;
 use crate::domain::{
     moved_detail, Action, BlockRef, ChainTransfer, Finding, GapKind, LedgerRow, Outcome,
 };
+use crate::engine::error::PartError;
+use crate::engine::part::Part;
 use crate::store::{Rekey, RekeyOutcome};
 
 /// What re-keying one row did.
-pub(crate) struct Rekeyed {
+pub(super) struct Rekeyed {
     /// The `reorged` finding (action `applied`, `would_apply` or `none`).
     pub finding: Finding,
     /// The row at its new position, when it was (or in a dry run would be) moved there.
@@ -21,11 +21,10 @@ pub(crate) struct Rekeyed {
     pub open: bool,
 }
 
-impl Engine {
+impl Sweep<'_> {
     /// Moves `row` to `to`'s position (unless nothing is written: dry run, `apply = false`).
-    pub(crate) async fn rekey(
+    pub(super) async fn rekey(
         &self,
-        ctx: &RunCtx,
         chain: &str,
         row: &LedgerRow,
         from: &BlockRef,
@@ -36,7 +35,7 @@ impl Engine {
         let mut moved = row.clone();
         moved.key = Some(to.key.clone());
         moved.block = Some(to.block.clone());
-        let (action, note, row_after, open) = if !ctx.apply {
+        let (action, note, row_after, open) = if !self.ctx.apply {
             (Action::WouldApply, String::new(), Some(moved), false)
         } else {
             let r = Rekey {
@@ -52,7 +51,7 @@ impl Engine {
                 new_log_index: to.key.log_index,
                 new_block: to.block.clone(),
             };
-            match self.store.rekey(&r).await? {
+            match self.engine.store.rekey(&r).await? {
                 RekeyOutcome::Rekeyed => {
                     tracing::info!(chain, order_ref = %row.order_ref, detail = %detail, "Payment re-keyed after a reorg.");
                     (Action::Applied, String::new(), Some(moved), false)
@@ -98,15 +97,11 @@ impl Engine {
     /// Records the blocks of payments whose rows have none (the merchant's handler wrote
     /// only the key), so that a later reorg of them is seen: one statement per sweep page.
     /// Not a gap; nothing in a dry run.
-    pub(crate) async fn record_blocks(
-        &self,
-        ctx: &RunCtx,
-        batch: Vec<Rekey>,
-    ) -> Result<(), PartError> {
-        if !ctx.apply || batch.is_empty() {
+    pub(super) async fn record_blocks(&self, batch: Vec<Rekey>) -> Result<(), PartError> {
+        if !self.ctx.apply || batch.is_empty() {
             return Ok(());
         }
-        let written = self.store.record_blocks(&batch).await?;
+        let written = self.engine.store.record_blocks(&batch).await?;
         tracing::debug!(
             rows = batch.len(),
             written,
@@ -116,8 +111,8 @@ impl Engine {
     }
 }
 
-/// The block of a payment whose row has none, to record (see `Engine::record_blocks`).
-pub(crate) fn unrecorded(row: &LedgerRow, t: &ChainTransfer) -> Rekey {
+/// The block of a payment whose row has none, to record (see `Sweep::record_blocks`).
+pub(super) fn unrecorded(row: &LedgerRow, t: &ChainTransfer) -> Rekey {
     Rekey {
         order_id: row.id,
         chain: t.key.chain.clone(),

@@ -3,13 +3,18 @@
 //! advanced whatever the providers say. A reorg is detected here (the receipt's block hash
 //! against the ledger's): a payment re-included elsewhere is re-keyed (see `reorg.rs`), one
 //! that is gone is a `reorged` finding on every run and counts in `payrecon_reorged_open`.
+//! Then the deposit scan (`scan.rs`). The sweep is one part of a run, a type of its own: the
+//! reorg writes and the scan are its private helpers.
 
-use super::error::PartError;
+mod reorg;
+mod scan;
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-use super::batch::PartTally;
+use super::batch::{BatchInput, PartTally};
+use super::error::PartError;
 use super::part::Part;
 use super::{Engine, RunCtx};
 use crate::chain::{Lookup, TransferQuery};
@@ -19,14 +24,19 @@ use crate::domain::{
 };
 use crate::metrics::ChainL;
 
-/// Per-chain tally of a sweep: rows left reorganised away, chains that failed.
-#[derive(Default)]
-pub(crate) struct Tally {
-    pub open: BTreeMap<String, i64>,
-    pub failed: BTreeSet<String>,
+/// The chain sweep of one run: what it has done so far, per part and per chain.
+struct Sweep<'r> {
+    engine: &'r Engine,
+    ctx: &'r RunCtx,
+    acc: PartTally,
+    /// Rows left reorganised away, per chain.
+    open: BTreeMap<String, i64>,
+    /// Chains whose sweep failed (their gauge is left as it was).
+    failed: BTreeSet<String>,
 }
 
 impl Engine {
+    /// The sweep part of a run (holding `fence` when scheduled).
     pub(crate) async fn sweep(
         &self,
         ctx: &RunCtx,
@@ -34,11 +44,45 @@ impl Engine {
     ) -> PartTally {
         let mut acc = PartTally::new(Part::Sweep.name(), Part::Sweep.name());
         acc.fence = fence;
-        let mut tally = Tally::default();
+        let sweep = Sweep {
+            engine: self,
+            ctx,
+            acc,
+            open: BTreeMap::new(),
+            failed: BTreeSet::new(),
+        };
+        sweep.run().await
+    }
+}
+
+impl Sweep<'_> {
+    async fn run(mut self) -> PartTally {
+        if let Err(e) = self.pages().await {
+            self.engine.fail(&mut self.acc, e);
+            return self.acc;
+        }
+        // Payments to unpaid orders' deposit addresses that no provider reported.
+        self.scan_unpaid().await;
+        // The gauge: rows this sweep found reorganised away, per configured chain it swept.
+        let e = self.engine;
+        for chain in e.chains.keys().filter(|c| !self.failed.contains(*c)) {
+            let open = self.open.get(chain).copied().unwrap_or(0);
+            let l = ChainL {
+                chain: chain.clone(),
+            };
+            e.metrics.reorged_open.get_or_create(&l).set(open);
+        }
+        self.acc
+    }
+
+    /// Every page of rows to sweep, chain by chain; a chain that fails fails the part (the
+    /// others go on). `Err` only when a page cannot be read.
+    async fn pages(&mut self) -> Result<(), crate::store::StoreError> {
+        let e = self.engine;
         // Final rows made final within `recheck_final` before this run; those this run made
         // final were just read on chain.
-        let start = ctx.started;
-        let recent_final: Vec<(String, Timestamp, Timestamp)> = self
+        let start = self.ctx.started;
+        let recent_final: Vec<(String, Timestamp, Timestamp)> = e
             .chains
             .iter()
             .filter_map(|(name, c)| {
@@ -49,16 +93,10 @@ impl Engine {
             .collect();
         let mut after = 0i64;
         loop {
-            let page =
-                self.store
-                    .sweep_page_with(after, self.settings.batch_size as i64, &recent_final);
-            let rows = match page.await {
-                Ok(rows) => rows,
-                Err(e) => {
-                    self.fail(&mut acc, e);
-                    return acc;
-                }
-            };
+            let page = e
+                .store
+                .sweep_page_with(after, e.settings.batch_size as i64, &recent_final);
+            let rows = page.await?;
             let Some(last) = rows.last() else { break };
             after = last.id;
             let mut by_chain: BTreeMap<String, Vec<LedgerRow>> = BTreeMap::new();
@@ -66,37 +104,20 @@ impl Engine {
                 by_chain.entry(r.chain.clone()).or_default().push(r);
             }
             for (chain, rows) in by_chain {
-                if let Err(e) = self
-                    .sweep_chain(ctx, &mut acc, &mut tally, &chain, rows)
-                    .await
-                {
-                    tally.failed.insert(chain);
-                    self.fail(&mut acc, e);
+                if let Err(err) = self.chain(&chain, rows).await {
+                    self.failed.insert(chain);
+                    e.fail(&mut self.acc, err);
                 }
             }
         }
-        // Payments to unpaid orders' deposit addresses that no provider reported.
-        self.scan_unpaid(ctx, &mut acc).await;
-        // The gauge: rows this sweep found reorganised away, per configured chain it swept.
-        for chain in self.chains.keys().filter(|c| !tally.failed.contains(*c)) {
-            let open = tally.open.get(chain).copied().unwrap_or(0);
-            let l = ChainL {
-                chain: chain.clone(),
-            };
-            self.metrics.reorged_open.get_or_create(&l).set(open);
-        }
-        acc
+        Ok(())
     }
 
-    async fn sweep_chain(
-        &self,
-        ctx: &RunCtx,
-        acc: &mut PartTally,
-        tally: &mut Tally,
-        chain: &str,
-        rows: Vec<LedgerRow>,
-    ) -> Result<(), PartError> {
-        let (Some(client), Some(head)) = (self.chains.get(chain), ctx.heads.get(chain)) else {
+    /// One page's rows of one chain: placed against their receipts, re-keyed where the chain
+    /// moved them, then settled like any batch.
+    async fn chain(&mut self, chain: &str, rows: Vec<LedgerRow>) -> Result<(), PartError> {
+        let e = self.engine;
+        let (Some(client), Some(head)) = (e.chains.get(chain), self.ctx.heads.get(chain)) else {
             tracing::debug!(
                 chain,
                 rows = rows.len(),
@@ -115,13 +136,7 @@ impl Engine {
                 tracing::warn!(order_ref = %row.order_ref, "Ledger row has an unreadable asset; not swept.");
                 continue;
             };
-            let fp = {
-                use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                key.hash(&mut h);
-                h.finish()
-            };
-            self.mark_checked(acc, chain, fp);
+            e.mark_checked(&mut self.acc, chain, fingerprint(&key));
             // Every transfer of the asset in the receipt: after a reorg the same payment may
             // sit at another log index.
             queries.push(TransferQuery {
@@ -132,7 +147,7 @@ impl Engine {
             });
             swept.push(row);
         }
-        if let Some(pb) = &ctx.progress {
+        if let Some(pb) = &self.ctx.progress {
             pb.inc(swept.len() as u64);
         }
         let lookups = client.lookup(head, &queries).await?;
@@ -148,19 +163,19 @@ impl Engine {
             let transfer = match placement {
                 Placement::Same(t) => t,
                 Placement::Unrecorded(t) => {
-                    unrecorded_blocks.push(super::reorg::unrecorded(&row, &t));
+                    unrecorded_blocks.push(reorg::unrecorded(&row, &t));
                     t
                 }
                 Placement::Gone(why) => {
-                    *tally.open.entry(chain.to_string()).or_default() += 1;
+                    *self.open.entry(chain.to_string()).or_default() += 1;
                     reorged.push(gone(chain, &row, &key, why));
                     continue;
                 }
                 Placement::Moved { from, to } => {
                     taken.insert(to.key.clone());
-                    let done = self.rekey(ctx, chain, &row, &from, &to).await?;
+                    let done = self.rekey(chain, &row, &from, &to).await?;
                     if done.open {
-                        *tally.open.entry(chain.to_string()).or_default() += 1;
+                        *self.open.entry(chain.to_string()).or_default() += 1;
                     }
                     reorged.push(done.finding);
                     // Re-keyed (or would be): the normal rules advance it in this run, forward
@@ -178,15 +193,34 @@ impl Engine {
             observations.push(observe(chain, &transfer));
             view.insert_keyed(row);
         }
-        self.record_blocks(ctx, unrecorded_blocks).await?;
-        let seen = super::batch::BatchInput {
-            observations: &observations,
+        self.record_blocks(unrecorded_blocks).await?;
+        self.settle(&observations, &view, reorged).await
+    }
+
+    /// Settles what the sweep (or the scan) observed, like any batch.
+    async fn settle(
+        &mut self,
+        observations: &[Observation],
+        view: &LedgerView,
+        findings: Vec<Finding>,
+    ) -> Result<(), PartError> {
+        let seen = BatchInput {
+            observations,
             claims: &[],
         };
-        self.settle(ctx, acc, None, seen, &view, reorged)
+        self.engine
+            .settle(self.ctx, &mut self.acc, None, seen, view, findings)
             .await
             .map_err(PartError::from)
     }
+}
+
+/// The run's fingerprint of a payment key (for distinct `checked` counts).
+fn fingerprint(key: &PaymentKey) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
 }
 
 fn receipt(lookup: Lookup) -> Receipt {

@@ -1,0 +1,162 @@
+//! One transition, decided once for both backends: the rank check, the attach-only case, the
+//! conditional UPDATE, its audit row and its event in one savepoint, and what a miss means.
+//! A backend only spells the statements (`ApplySql`, implemented beside its other SQL in
+//! `sqlite.rs` and `postgres.rs`).
+
+use std::collections::HashMap;
+
+use sqlx::{Acquire, Database, Transaction};
+
+use super::outbox::{self, EventOrder, NewEvent};
+use super::rows::counted;
+use super::{is_unique_violation, ApplyContext, ApplyOutcome};
+use crate::domain::{Attach, PlannedTransition, State};
+
+/// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
+/// amount paid, block number, block hash, chain (both dialects number them in this order).
+macro_rules! bind_attach {
+    ($q:expr, $a:expr) => {
+        $q.bind($a.key.tx_hash.as_str())
+            .bind($a.key.log_index)
+            .bind($a.amount.to_string())
+            .bind(i64::try_from($a.block.number).unwrap_or(i64::MAX))
+            .bind(&$a.block.hash)
+            .bind(&$a.key.chain)
+    };
+}
+
+/// `ApplySql::advance` given a dialect's two UPDATEs: `$plain` (1 order id, 2 state, 3 now,
+/// 4 rank) and `$attach` (the same, then the attach's columns from 5, `bind_attach`).
+macro_rules! advance {
+    ($sp:expr, $t:expr, $now:expr, $plain:expr, $attach:expr) => {{
+        let sql: String = if $t.attach.is_some() { $attach } else { $plain };
+        let q = sqlx::query_as::<_, $crate::store::outbox::EventOrder>(&sql)
+            .bind($t.order_id)
+            .bind($t.to.as_str())
+            .bind($now)
+            .bind($t.to.rank());
+        let q = match &$t.attach {
+            None => q,
+            Some(a) => $crate::store::apply::bind_attach!(q, a),
+        };
+        q.fetch_optional($crate::store::rows::counted(&mut **$sp))
+            .await
+    }};
+}
+
+/// `ApplySql::record_transition` given a dialect's INSERT (1 order id, 2 from, 3 to,
+/// 4 source, 5 provider, 6 run id, 7 now; `RETURNING id`, nothing on conflict).
+macro_rules! record_transition {
+    ($sp:expr, $t:expr, $from:expr, $ctx:expr, $now:expr, $sql:expr) => {
+        sqlx::query_scalar($sql)
+            .bind($t.order_id)
+            .bind($from.as_str())
+            .bind($t.to.as_str())
+            .bind($ctx.source.as_str())
+            .bind(&$ctx.provider)
+            .bind($ctx.run_id_or_null())
+            .bind($now)
+            .fetch_optional($crate::store::rows::counted(&mut **$sp))
+            .await
+    };
+}
+
+pub(super) use {advance, bind_attach, record_transition};
+
+/// The statements one transition needs, in a backend's dialect. Each sends one statement.
+pub(super) trait ApplySql: Database {
+    /// Writes the payment columns of an order that has none (its state stays).
+    async fn attach_only(
+        tx: &mut Transaction<'static, Self>,
+        order_id: i64,
+        a: &Attach,
+    ) -> Result<ApplyOutcome, sqlx::Error>;
+    /// Moves the order to `t.to` if its rank is below (and writes `t.attach` when the key is
+    /// free); the order row as the UPDATE left it, or `None` when nothing matched.
+    async fn advance(
+        sp: &mut Transaction<'_, Self>,
+        t: &PlannedTransition,
+        now: &str,
+    ) -> Result<Option<EventOrder>, sqlx::Error>;
+    /// The order's stored state, read after a miss.
+    async fn state_of(
+        tx: &mut Transaction<'static, Self>,
+        order_id: i64,
+    ) -> Result<Option<String>, sqlx::Error>;
+    /// The audit row; `None` when `(order, to_state)` exists already.
+    async fn record_transition(
+        sp: &mut Transaction<'_, Self>,
+        t: &PlannedTransition,
+        from: State,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error>;
+    /// The transition's event in the outbox.
+    async fn insert_event(
+        sp: &mut Transaction<'_, Self>,
+        event: &NewEvent,
+        now: &str,
+    ) -> Result<(), sqlx::Error>;
+}
+
+/// Applies one planned transition inside the batch's transaction. `current` holds the states
+/// read (and locked, on PostgreSQL) at the start of the batch and is kept up to date.
+pub(super) async fn apply_one<DB: ApplySql>(
+    tx: &mut Transaction<'static, DB>,
+    t: &PlannedTransition,
+    ctx: &ApplyContext,
+    now: &str,
+    current: &mut HashMap<i64, String>,
+) -> Result<ApplyOutcome, sqlx::Error> {
+    let Some(from) = current.get(&t.order_id).map(|s| State::parse(s)) else {
+        tracing::warn!(order_ref = %t.order_ref, "The order to update no longer exists.");
+        return Ok(ApplyOutcome::Duplicate);
+    };
+    if let (Some(a), true) = (&t.attach, t.from == t.to) {
+        // Attach only: the order is already in this state (no transition, no audit row).
+        if from.as_ref().is_ok_and(|s| *s == t.to) {
+            return DB::attach_only(tx, t.order_id, a).await;
+        }
+        return Ok(ApplyOutcome::Backwards);
+    }
+    let from = match from {
+        Ok(s) if s >= t.to => return Ok(ApplyOutcome::Backwards),
+        Ok(s) => s,
+        Err(_) => return Ok(ApplyOutcome::Duplicate),
+    };
+    let mut sp = Acquire::begin(counted(&mut *tx)).await?;
+    let order = match DB::advance(&mut sp, t, now).await {
+        Ok(r) => r,
+        Err(e) if is_unique_violation(&e) => {
+            counted(sp).rollback().await?;
+            return Ok(ApplyOutcome::Duplicate);
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(order) = order else {
+        counted(sp).rollback().await?;
+        let state = DB::state_of(tx, t.order_id).await?;
+        return Ok(outcome_after_miss(state.as_deref(), t.to));
+    };
+    let Some(transition_id) = DB::record_transition(&mut sp, t, from, ctx, now).await? else {
+        // (order, to_state) was applied before (the row has been moved back since): undo.
+        counted(sp).rollback().await?;
+        return Ok(ApplyOutcome::Duplicate);
+    };
+    if ctx.events {
+        let event = outbox::new_event(t.order_id, transition_id, from, t.to, &order, ctx, now);
+        DB::insert_event(&mut sp, &event, now).await?;
+    }
+    counted(sp).commit().await?;
+    current.insert(t.order_id, t.to.as_str().to_string());
+    Ok(ApplyOutcome::Applied { from })
+}
+
+/// A conditional UPDATE that matched nothing: the order is already at or past `to`
+/// (backwards), or it is gone or its key is taken (a duplicate).
+pub(super) fn outcome_after_miss(state: Option<&str>, to: State) -> ApplyOutcome {
+    match state.map(State::parse) {
+        Some(Ok(s)) if s >= to => ApplyOutcome::Backwards,
+        _ => ApplyOutcome::Duplicate,
+    }
+}

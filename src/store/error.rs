@@ -1,0 +1,65 @@
+//! The store's errors, by what a caller can do about them (retry, stop writing, fix the
+//! configuration), and the database error codes that decide it.
+
+/// What went wrong with the database, by what a caller can do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A fenced write batch found its lease taken over: nothing of the batch was written,
+    /// and this instance must stop writing for the provider.
+    #[error(
+        "database: the lease on {provider} was lost (another instance took over): nothing applied"
+    )]
+    LeaseLost { provider: String },
+    /// A statement failed (`what` payrecon was doing).
+    #[error("database: {what}: {source}")]
+    Query {
+        what: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The database could not be reached or opened (the URL without its password).
+    #[error("database: connect to {url}: {reason}")]
+    Connect { url: String, reason: String },
+    /// The schema could not be brought up to date.
+    #[error("database: migrate the {backend} schema: {reason}")]
+    Migrate {
+        backend: &'static str,
+        reason: String,
+    },
+    /// A request payrecon refuses, or data it cannot use (no such table or run, a value that
+    /// does not parse).
+    #[error("database: {0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    /// Worth trying again later as it is: the database was busy, a connection broke, or a
+    /// transaction lost a conflict. The lease lost, a bad request or schema never is.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Query { source, .. } => {
+                is_retryable(source)
+                    || matches!(
+                        source,
+                        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed
+                    )
+            }
+            StoreError::Connect { .. } => true,
+            StoreError::LeaseLost { .. } | StoreError::Migrate { .. } | StoreError::Invalid(_) => {
+                false
+            }
+        }
+    }
+}
+
+pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+/// Deadlock, serialization failure (PostgreSQL) or a busy database (SQLite): try again.
+pub(super) fn is_retryable(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "261" | "517" | "773"))
+}

@@ -1,0 +1,20 @@
+//! Test support for payrecon, a dev-dependency only: nothing here is in the product. The one
+//! harness the integration tests (`tests/it`), the simulator (`tests/sim`) and the benchmarks
+//! (`examples/`) share:
+//!
+//! - `env`: skip with a reason where a tool is missing, fail under `PAYRECON_TEST_STRICT=1`.
+//! - `anvil`: a real anvil node on a free loopback port and its JSON-RPC.
+//! - `process`: the real binary as a child, with a clean environment.
+//! - `qvard`, `paymos`: fake provider APIs on loopback (served exactly as the providers
+//!   document them), sharing one front door (`json_api`: bearer token, request log, latency,
+//!   injected faults) and one handle shape.
+#![forbid(unsafe_code)]
+
+pub mod anvil;
+pub mod env;
+mod json_api;
+pub mod paymos;
+pub mod process;
+pub mod qvard;
+
+pub use json_api::{HttpFault, JsonApi};
