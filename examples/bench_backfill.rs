@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use payrecon::app::App;
 use payrecon::config::Config;
-use payrecon::engine::{RunOptions, Trigger};
+use payrecon::engine::RunOptions;
 use payrecon::report::Report;
 use payrecon::sandbox::chain::SandboxChain;
 use payrecon::sandbox::chaingateway::FakeChaingateway;
@@ -284,15 +284,7 @@ async fn bench_on(
         let rss_before = procstat::rss_mib();
         procstat::reset_peak_rss();
         let now = jiff::Timestamp::now();
-        let opts = RunOptions {
-            since: "2000-01-01T00:00:00Z".parse()?,
-            until: now,
-            providers: Vec::new(),
-            dry_run: false,
-            no_resend: false,
-            trigger: Trigger::Cli,
-            progress: false,
-        };
+        let opts = RunOptions::window("2000-01-01T00:00:00Z".parse()?, now);
         let t0 = Instant::now();
         let report = app.engine.run(&opts).await?;
         let wall = t0.elapsed();

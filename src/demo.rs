@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::domain::{
     Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256,
 };
-use crate::engine::{RunOptions, Trigger};
+use crate::engine::RunOptions;
 use crate::sandbox::chain::SandboxChain;
 use crate::sandbox::chaingateway::{notification, FakeChaingateway};
 use crate::sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
@@ -76,17 +76,7 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     seed_handler(store, &chain, &paid).await?;
     list_notifications(&cg, &paid, now);
 
-    let opts = RunOptions {
-        since: now
-            .checked_sub(jiff::SignedDuration::from_hours(48))
-            .unwrap_or(now),
-        until: now,
-        providers: Vec::new(),
-        dry_run: false,
-        no_resend: false,
-        trigger: Trigger::Cli,
-        progress: false,
-    };
+    let opts = RunOptions::last(jiff::SignedDuration::from_hours(48), now);
     let report = app.engine.run(&opts).await.map_err(err)?;
     print!("{}", report.to_text());
     if let Some(d) = &app.events {

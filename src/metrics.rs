@@ -237,8 +237,6 @@ pub struct Metrics {
     /// Dead events in the database (every retry failed; kept until replayed).
     pub events_dead: Gauge,
     /// Lists read whole because their pages contradicted the boundary search (SPEC §11).
-    /// No run searches yet (every list is read whole by design until the search is wired),
-    /// so the series stay at 0.
     pub list_full_scans: Family<ProviderL, Counter>,
 }
 

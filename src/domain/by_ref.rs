@@ -23,8 +23,8 @@ pub(super) fn by_ref_candidate<'a>(
     let fits = row.key.is_none()
         && !claimed.contains(&row.id)
         && row.chain == t.key.chain
-        && row.pay_to == t.to.as_str()
-        && row.asset == t.asset.to_string();
+        && row.pay_to == t.to
+        && row.asset == t.asset;
     fits.then_some(row)
 }
 

@@ -10,6 +10,7 @@ pub mod page_search;
 mod plan;
 mod reconcile;
 mod reorg;
+mod tron;
 
 #[cfg(test)]
 mod by_ref_tests;
@@ -30,3 +31,4 @@ pub use plan::{
 };
 pub use reconcile::{pick_transfer, reconcile};
 pub use reorg::{moved_detail, place, Placement, Receipt};
+pub use tron::{parse_txid as parse_tron_txid, TronAddress};

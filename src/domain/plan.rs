@@ -57,8 +57,9 @@ pub struct LedgerRow {
     pub id: i64,
     pub order_ref: String,
     pub chain: String,
-    pub pay_to: String,
-    pub asset: String,
+    /// The deposit address, parsed (canonical form) when the row was read.
+    pub pay_to: Address,
+    pub asset: Asset,
     pub amount_due: U256,
     pub key: Option<PaymentKey>,
     pub amount_paid: Option<U256>,
@@ -83,7 +84,11 @@ impl LedgerView {
         }
     }
     pub fn insert_unpaid(&mut self, row: LedgerRow) {
-        let slot = (row.chain.clone(), row.pay_to.clone(), row.asset.clone());
+        let slot = (
+            row.chain.clone(),
+            row.pay_to.to_string(),
+            row.asset.to_string(),
+        );
         self.unpaid.entry(slot).or_default().push(row);
     }
 }

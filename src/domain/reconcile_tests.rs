@@ -50,8 +50,8 @@ fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>) -> Ledger
         id,
         order_ref: format!("A-{id}"),
         chain: "ethereum".into(),
-        pay_to: TO.into(),
-        asset: TOKEN.into(),
+        pay_to: Address::parse(TO).unwrap(),
+        asset: Asset::parse(TOKEN).unwrap(),
         amount_due: U256::from(due),
         key: key.map(|t| t.key.clone()),
         amount_paid: key.map(|t| t.amount),
@@ -162,7 +162,7 @@ fn stray_reverted_and_absent_payments_credit_nothing() {
     ] {
         // the only unpaid order waits at another address
         let mut other = order(1, 25, State::Unpaid, None);
-        other.pay_to = "0x2222222222222222222222222222222222222222".into();
+        other.pay_to = Address::parse("0x2222222222222222222222222222222222222222").unwrap();
         let plan = reconcile(&[obs(verdict.clone(), false)], &view(vec![other]));
         assert_eq!(kinds(&plan), ["unknown_payment"], "{verdict:?}");
         assert!(plan.transitions.is_empty());

@@ -41,10 +41,8 @@ pub fn place(row: &LedgerRow, receipt: &Receipt, taken: &HashSet<PaymentKey>) ->
         };
     };
     let recorded = row.block.as_ref().filter(|b| !b.hash.is_empty());
-    let is_ours = |t: &ChainTransfer| {
-        t.to.as_str().eq_ignore_ascii_case(&row.pay_to)
-            && row.amount_paid.is_none_or(|a| a == t.amount)
-    };
+    let is_ours =
+        |t: &ChainTransfer| t.to == row.pay_to && row.amount_paid.is_none_or(|a| a == t.amount);
     let at_key = transfers.iter().find(|t| t.key.log_index == key.log_index);
     match (recorded, at_key) {
         (Some(b), Some(t)) if b.hash == t.block.hash => return Placement::Same(t.clone()),
@@ -107,8 +105,8 @@ pub(super) fn moved_holder<'a>(
     ledger: &'a LedgerView,
 ) -> Option<&'a LedgerRow> {
     held_rows(obs, ledger).into_iter().find(|r| {
-        r.asset.eq_ignore_ascii_case(t.asset.as_str())
-            && r.pay_to.eq_ignore_ascii_case(t.to.as_str())
+        r.asset == t.asset
+            && r.pay_to == t.to
             && r.amount_paid.is_none_or(|a| a == t.amount)
             && r.block
                 .as_ref()

@@ -63,6 +63,28 @@ pub struct RunOptions {
     pub progress: bool,
 }
 
+impl RunOptions {
+    /// A run over `[since, until]` as `payrecon run` starts one with no other flags: every
+    /// provider, writes and resends on, no progress bar.
+    pub fn window(since: Timestamp, until: Timestamp) -> RunOptions {
+        RunOptions {
+            since,
+            until,
+            providers: Vec::new(),
+            dry_run: false,
+            no_resend: false,
+            trigger: Trigger::Cli,
+            progress: false,
+        }
+    }
+
+    /// `window` over the `lookback` before `now` (from the epoch when it reaches past it).
+    pub fn last(lookback: jiff::SignedDuration, now: Timestamp) -> RunOptions {
+        let since = now.checked_sub(lookback).unwrap_or(Timestamp::UNIX_EPOCH);
+        RunOptions::window(since, now)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("{0}")]

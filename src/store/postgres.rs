@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres, QueryBuilder, Transaction};
+use sqlx::{PgPool, Postgres, Transaction};
 
 use super::apply::{advance, apply_one, record_transition, ApplySql};
 use super::outbox::{self, EventOrder, NewEvent, PG_RETURNING};
@@ -336,37 +336,13 @@ pub(super) async fn insert_findings(
     run_id: &str,
     findings: &[FindingRow],
 ) -> Result<(), StoreError> {
-    let mut tx = counted(pool)
-        .begin()
-        .await
-        .map_err(|e| db_error("record findings", e))?;
-    for chunk in findings.chunks(FINDINGS_CHUNK) {
-        let mut qb = QueryBuilder::<Postgres>::new(
-            "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, log_index, \
-             order_ref, local_state, observed_state, action, detail) ",
-        );
-        qb.push_values(chunk, |mut b, f| {
-            b.push_bind(run_id)
-                .push_bind(&f.provider)
-                .push_bind(&f.kind)
-                .push_bind(&f.chain)
-                .push_bind(&f.tx_hash)
-                .push_bind(f.log_index)
-                .push_bind(&f.order_ref)
-                .push_bind(&f.local_state)
-                .push_bind(&f.observed_state)
-                .push_bind(&f.action)
-                .push_bind(&f.detail);
-        });
-        qb.build()
-            .execute(counted(&mut *tx))
-            .await
-            .map_err(|e| db_error("record findings", e))?;
-    }
-    counted(tx)
-        .commit()
-        .await
-        .map_err(|e| db_error("record findings", e))
+    super::rows::insert_findings!(
+        Postgres,
+        counted(pool).begin(),
+        run_id,
+        findings,
+        FINDINGS_CHUNK
+    )
 }
 
 #[cfg(feature = "demo")]

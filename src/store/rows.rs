@@ -3,7 +3,9 @@
 
 use jiff::Timestamp;
 
-use crate::domain::{parse_base_units, BlockRef, InputError, LedgerRow, PaymentKey, State, TxHash};
+use crate::domain::{
+    parse_base_units, Address, Asset, BlockRef, InputError, LedgerRow, PaymentKey, State, TxHash,
+};
 use crate::secret::{redact, redact_url, Secret};
 
 use super::StoreError;
@@ -16,6 +18,43 @@ pub(crate) fn counted<T>(x: T) -> T {
     crate::stats::count_statement();
     x
 }
+
+/// Records a run's findings in one transaction, `$chunk` rows per multi-row INSERT: the one
+/// spelling for both backends (`$db` the sqlx database, `$begin` the dialect's BEGIN).
+macro_rules! insert_findings {
+    ($db:ty, $begin:expr, $run_id:expr, $findings:expr, $chunk:expr) => {{
+        use $crate::store::rows::{counted, db_error};
+        let mut tx = $begin.await.map_err(|e| db_error("record findings", e))?;
+        for chunk in $findings.chunks($chunk) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, \
+                 log_index, order_ref, local_state, observed_state, action, detail) ",
+            );
+            qb.push_values(chunk, |mut b, f| {
+                b.push_bind($run_id)
+                    .push_bind(&f.provider)
+                    .push_bind(&f.kind)
+                    .push_bind(&f.chain)
+                    .push_bind(&f.tx_hash)
+                    .push_bind(f.log_index)
+                    .push_bind(&f.order_ref)
+                    .push_bind(&f.local_state)
+                    .push_bind(&f.observed_state)
+                    .push_bind(&f.action)
+                    .push_bind(&f.detail);
+            });
+            qb.build()
+                .execute(counted(&mut *tx))
+                .await
+                .map_err(|e| db_error("record findings", e))?;
+        }
+        counted(tx)
+            .commit()
+            .await
+            .map_err(|e| db_error("record findings", e))
+    }};
+}
+pub(crate) use insert_findings;
 
 /// Keys (and slots) per lookup query: far below every bind or array limit.
 pub(crate) const LOOKUP_CHUNK: usize = 5_000;
@@ -120,9 +159,10 @@ impl RawRow {
         Ok(LedgerRow {
             id: self.id,
             order_ref: self.order_ref,
+            pay_to: Address::parse(&self.pay_to)
+                .map_err(|e| InputError::new("pay_to", e.reason))?,
+            asset: Asset::parse(&self.asset)?,
             chain: self.chain,
-            pay_to: self.pay_to,
-            asset: self.asset,
             amount_due,
             key,
             amount_paid,

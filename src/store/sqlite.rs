@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::json;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{QueryBuilder, Sqlite, SqlitePool, Transaction};
+use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::apply::{advance, apply_one, record_transition, ApplySql};
 use super::outbox::{self, EventOrder, NewEvent, SQLITE_RETURNING};
@@ -328,37 +328,13 @@ pub(super) async fn insert_findings(
     run_id: &str,
     findings: &[FindingRow],
 ) -> Result<(), StoreError> {
-    let mut tx = counted(pool)
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(|e| db_error("record findings", e))?;
-    for chunk in findings.chunks(INSERT_CHUNK) {
-        let mut qb = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, log_index, \
-             order_ref, local_state, observed_state, action, detail) ",
-        );
-        qb.push_values(chunk, |mut b, f| {
-            b.push_bind(run_id)
-                .push_bind(&f.provider)
-                .push_bind(&f.kind)
-                .push_bind(&f.chain)
-                .push_bind(&f.tx_hash)
-                .push_bind(f.log_index)
-                .push_bind(&f.order_ref)
-                .push_bind(&f.local_state)
-                .push_bind(&f.observed_state)
-                .push_bind(&f.action)
-                .push_bind(&f.detail);
-        });
-        qb.build()
-            .execute(counted(&mut *tx))
-            .await
-            .map_err(|e| db_error("record findings", e))?;
-    }
-    counted(tx)
-        .commit()
-        .await
-        .map_err(|e| db_error("record findings", e))
+    super::rows::insert_findings!(
+        Sqlite,
+        counted(pool).begin_with("BEGIN IMMEDIATE"),
+        run_id,
+        findings,
+        INSERT_CHUNK
+    )
 }
 
 #[cfg(feature = "demo")]
@@ -371,7 +347,7 @@ pub(super) async fn insert_orders(
         .await
         .map_err(|e| db_error("insert orders", e))?;
     for chunk in orders.chunks(INSERT_CHUNK) {
-        let mut qb = QueryBuilder::<Sqlite>::new(
+        let mut qb = sqlx::QueryBuilder::<Sqlite>::new(
             "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) ",
         );
         qb.push_values(chunk, |mut b, o| {

@@ -8,7 +8,7 @@
 use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256};
-use payrecon::engine::{RunOptions, Trigger};
+use payrecon::engine::RunOptions;
 use payrecon::report::{FindingOut, ProviderReport, Report};
 use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
 use payrecon::store::{ApplyContext, NewOrder, OrderSnapshot, Source, Store};
@@ -54,15 +54,7 @@ pub(crate) fn minutes_ago(m: i64) -> jiff::Timestamp {
 /// A window of `[now - hours, now]`.
 pub(crate) fn opts_since(hours: i64) -> RunOptions {
     let now = jiff::Timestamp::now();
-    RunOptions {
-        since: now - jiff::SignedDuration::from_hours(hours),
-        until: now,
-        providers: Vec::new(),
-        dry_run: false,
-        no_resend: false,
-        trigger: Trigger::Cli,
-        progress: false,
-    }
+    RunOptions::window(now - jiff::SignedDuration::from_hours(hours), now)
 }
 
 pub(crate) fn opts() -> RunOptions {
@@ -87,11 +79,21 @@ impl World {
 
     /// `providers` is appended after the `cg` provider table, `extra` after everything.
     pub async fn start_with(db_url: &str, providers: &str, extra: &str) -> Option<World> {
+        World::start_on_chain(db_url, &default_chain(), providers, extra).await
+    }
+
+    /// As `start_with`, with `chain` as the `[chains.ethereum]` table's settings.
+    pub async fn start_on_chain(
+        db_url: &str,
+        chain: &str,
+        providers: &str,
+        extra: &str,
+    ) -> Option<World> {
         let anvil = Anvil::start().await?;
         let token = deploy_token(&anvil).await;
         let payer = anvil.accounts().await[0].clone();
         let (cg, cg_url) = FakeChaingateway::start(KEY).await;
-        let text = toml(db_url, &cg_url, &anvil.url, &token, providers, extra);
+        let text = toml_with_chain(db_url, &cg_url, &anvil.url, &token, chain, providers, extra);
         let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
         let app = App::build(config).await.expect("App::build");
         Some(World {
@@ -249,14 +251,18 @@ backoff = "20ms"
     )
 }
 
-fn toml(db: &str, cg: &str, rpc: &str, token: &str, providers: &str, extra: &str) -> String {
-    // The deposit scan would also find the payments these scenarios keep from the providers
-    // (or put outside their window); it has its own scenarios (`scan.rs`).
-    let chain = format!("confirmations = {CONFS}\nfinality = \"finalized\"\nscan_unpaid = false");
-    toml_with_chain(db, cg, rpc, token, &chain, providers, extra)
+/// The scenario config; `chain` holds the chain table's confirmation and finality keys.
+/// The scenarios' chain settings. The deposit scan would also find the payments these
+/// scenarios keep from the providers (or put outside their window); it has its own scenarios
+/// (`scan.rs`).
+fn default_chain() -> String {
+    format!("confirmations = {CONFS}\nfinality = \"finalized\"\nscan_unpaid = false")
 }
 
-/// The scenario config; `chain` holds the chain table's confirmation and finality keys.
+fn toml(db: &str, cg: &str, rpc: &str, token: &str, providers: &str, extra: &str) -> String {
+    toml_with_chain(db, cg, rpc, token, &default_chain(), providers, extra)
+}
+
 pub(crate) fn toml_with_chain(
     db: &str,
     cg: &str,

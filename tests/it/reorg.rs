@@ -7,15 +7,10 @@
 //! anvil) with 2 confirmations; reorgs are made with `anvil_reorg`, which replaces the last
 //! `depth` blocks and drops their transactions unless they are given again.
 
-use payrecon::app::App;
-use payrecon::config::Config;
 use payrecon::domain::U256;
-use payrecon::sandbox::chaingateway::FakeChaingateway;
 use serde_json::{json, Value};
 
-use crate::evm::deploy_token;
-use crate::reconcile::{World, KEY};
-use crate::support::Anvil;
+use crate::reconcile::World;
 
 mod gone;
 mod guard;
@@ -27,26 +22,10 @@ pub(crate) const CONFS: u64 = 2;
 
 /// A world whose chain has `finality = "depth"`, `final_depth` and `recheck_final`.
 pub(crate) async fn world(db_url: &str, final_depth: u64, recheck_final: &str) -> Option<World> {
-    let anvil = Anvil::start().await?;
-    let token = deploy_token(&anvil).await;
-    let payer = anvil.accounts().await[0].clone();
-    let (cg, cg_url) = FakeChaingateway::start(KEY).await;
     let chain = format!(
         "confirmations = {CONFS}\nfinality = \"depth\"\nfinal_depth = {final_depth}\nrecheck_final = \"{recheck_final}\""
     );
-    let text =
-        crate::reconcile::toml_with_chain(db_url, &cg_url, &anvil.url, &token, &chain, "", "");
-    let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
-    let app = App::build(config).await.expect("App::build");
-    Some(World {
-        anvil,
-        token,
-        payer,
-        cg,
-        cg_url,
-        db_url: db_url.to_string(),
-        app,
-    })
+    World::start_on_chain(db_url, &chain, "", "").await
 }
 
 /// The next nonce of `who`.

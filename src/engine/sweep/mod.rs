@@ -19,8 +19,8 @@ use super::part::Part;
 use super::{Engine, RunCtx};
 use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{
-    place, Asset, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome,
-    PaymentKey, Placement, Receipt,
+    place, ChainVerdict, Finding, GapKind, LedgerRow, LedgerView, Observation, Outcome, PaymentKey,
+    Placement, Receipt,
 };
 use crate::metrics::ChainL;
 
@@ -132,16 +132,15 @@ impl Sweep<'_> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut swept = Vec::with_capacity(rows.len());
         for row in rows {
-            let (Some(key), Ok(asset)) = (row.key.clone(), Asset::parse(&row.asset)) else {
-                tracing::warn!(order_ref = %row.order_ref, "Ledger row has an unreadable asset; not swept.");
-                continue;
+            let Some(key) = row.key.clone() else {
+                continue; // the sweep pages hold keyed rows only
             };
             e.mark_checked(&mut self.acc, chain, fingerprint(&key));
             // Every transfer of the asset in the receipt: after a reorg the same payment may
             // sit at another log index.
             queries.push(TransferQuery {
                 tx_hash: key.tx_hash.clone(),
-                asset: Some(asset),
+                asset: Some(row.asset.clone()),
                 to: None,
                 log_index: None,
             });

@@ -45,16 +45,13 @@ impl Sweep<'_> {
                 .await?;
             let Some(last) = last else { break };
             after = last;
-            let recipients: BTreeSet<Address> = rows
-                .iter()
-                .filter_map(|r| Address::parse(&r.pay_to).ok())
-                .collect();
+            let recipients: BTreeSet<Address> = rows.iter().map(|r| r.pay_to.clone()).collect();
             // Native payments emit no log: only token orders are scanned.
             let tokens: BTreeSet<Address> = rows
                 .iter()
-                .filter_map(|r| match Asset::parse(&r.asset) {
-                    Ok(Asset::Token(a)) => Some(a),
-                    _ => None,
+                .filter_map(|r| match &r.asset {
+                    Asset::Token(a) => Some(a.clone()),
+                    Asset::Native => None,
                 })
                 .collect();
             if recipients.is_empty() || tokens.is_empty() {

@@ -92,7 +92,7 @@ async fn the_slot_lookup_uses_the_slot_index_without_statistics() {
         .unpaid
         .values()
         .flatten()
-        .all(|r| r.key.is_none() && r.pay_to != addr(20_001)));
+        .all(|r| r.key.is_none() && r.pay_to.as_str() != addr(20_001)));
 
     pool.close().await;
     let deadline = Instant::now() + Duration::from_secs(10);
