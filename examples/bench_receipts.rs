@@ -68,6 +68,9 @@ async fn bench(args: Args) -> anyhow::Result<()> {
 
 fn settings(url: &str, batch_size: usize) -> ChainSettings {
     ChainSettings {
+        kind: payrecon::domain::ChainKind::Evm,
+        api_url: None,
+        api_key: None,
         name: "ethereum".into(),
         rpc_urls: vec![url.to_string()],
         chain_id: None,

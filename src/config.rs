@@ -111,6 +111,7 @@ impl Config {
         let mut v: Vec<&Secret> = self.providers.iter().flat_map(|p| p.secrets()).collect();
         v.push(&self.database.url);
         v.extend(self.events.as_ref().map(|e| &e.secret));
+        v.extend(self.chains.iter().filter_map(|c| c.api_key.as_ref()));
         v
     }
 
@@ -266,6 +267,7 @@ fn chaingateway(
         backoff: p.backoff,
         chains: p.chains,
         decimals: decimals.clone(),
+        kinds: chain_kinds(chains),
         list_margin: p.list_margin,
         full_scan_every: p.full_scan_every,
     };
@@ -322,6 +324,22 @@ fn check_scalars(raw: &mut RawConfig) -> Result<SocketAddr, ConfigError> {
         return Err(err("reconcile.batch_size: must be at least 1"));
     }
     Ok(listen)
+}
+
+/// Each configured chain's kind (a bad `kind` is reported by the chain's own validation).
+fn chain_kinds(
+    chains: &BTreeMap<String, sections::RawChain>,
+) -> std::collections::HashMap<String, crate::domain::ChainKind> {
+    chains
+        .iter()
+        .map(|(name, c)| {
+            let kind = c
+                .kind
+                .as_deref()
+                .and_then(|k| crate::domain::ChainKind::parse(k).ok());
+            (name.clone(), kind.unwrap_or_default())
+        })
+        .collect()
 }
 
 /// One `[providers.<name>]` table, by its kind.

@@ -1,32 +1,26 @@
-//! EVM chain truth via alloy JSON-RPC: head, final block, receipts (batched), transfer decode.
-//! Turns transaction hashes into `domain` transfers; knows nothing of providers or SQL.
+//! Chain truth: head, final block, receipts (batched), transfer decode, by chain kind behind
+//! one interface (`ChainClient`): EVM chains through alloy JSON-RPC (`evm.rs`), Tron through
+//! java-tron's Ethereum-compatible JSON-RPC plus its HTTP API (`tron.rs`). Turns transaction
+//! ids into `domain` transfers; knows nothing of providers or SQL.
 
 mod decode;
+mod evm;
 mod scan;
 pub use scan::MAX_FILTER_ADDRESSES;
 mod preflight;
 mod rpc;
+mod tron;
+mod tron_api;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use alloy::primitives::U64;
-use futures::{StreamExt, TryStreamExt};
-use serde::Deserialize;
-use serde_json::json;
-use serde_json::value::RawValue;
-
-use crate::domain::{Address, Asset, ChainHead, ChainTransfer, TxHash};
-
-/// One hash's receipt and, for native-coin queries, its transaction, as the node's JSON text.
-type Fetched = (Box<RawValue>, Option<Box<RawValue>>);
+use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash};
 
 pub use decode::TRANSFER_TOPIC;
+pub use evm::EvmClient;
 pub use preflight::Preflight;
 pub use rpc::shown_url;
-
-/// Batch requests in flight at once per `lookup` call.
-const BATCHES_IN_FLIGHT: usize = 4;
+pub use tron::TronClient;
 
 /// How a chain decides that a block is final (SPEC §3 `finality`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +37,12 @@ pub enum Finality {
 pub struct ChainSettings {
     /// The chain's configured name (`ethereum`), used in payment keys.
     pub name: String,
+    /// `evm` or `tron` (SPEC §12): which client reads it, how its ids are spelled.
+    pub kind: ChainKind,
+    /// Tron: java-tron's HTTP API base URL (TRX transfers), with `api_key` as
+    /// `TRON-PRO-API-KEY` on it and on the JSON-RPC.
+    pub api_url: Option<String>,
+    pub api_key: Option<crate::secret::Secret>,
     /// JSON-RPC endpoints, in priority order (at least one): requests go to the first until
     /// it fails, then fail over to the next (see `rpc.rs`).
     pub rpc_urls: Vec<String>,
@@ -128,183 +128,101 @@ pub enum Lookup {
     NoTransfer(String),
 }
 
-pub struct ChainClient {
-    settings: ChainSettings,
-    rpc: rpc::Rpc,
-}
-
-/// The one field of a block that payrecon reads.
-#[derive(Debug, Deserialize)]
-struct BlockNumber {
-    number: U64,
+/// A chain client, by kind: the one place a chain's kind is matched. The engine asks it for
+/// the head and final block, to resolve transfers, and to scan deposit addresses.
+#[allow(clippy::large_enum_variant)] // one per configured chain, never in a hot path
+pub enum ChainClient {
+    Evm(EvmClient),
+    Tron(TronClient),
 }
 
 impl ChainClient {
-    /// Builds the HTTP JSON-RPC client; sends nothing yet.
+    /// The client for `settings.kind`; sends nothing yet.
     pub fn new(settings: ChainSettings) -> Result<ChainClient, ChainError> {
-        let rpc = rpc::Rpc::new(&settings)?;
-        Ok(ChainClient { settings, rpc })
+        Ok(match settings.kind {
+            ChainKind::Evm => ChainClient::Evm(EvmClient::new(settings)?),
+            ChainKind::Tron => ChainClient::Tron(TronClient::new(settings)?),
+        })
     }
 
     pub fn settings(&self) -> &ChainSettings {
-        &self.settings
+        match self {
+            ChainClient::Evm(c) => c.settings(),
+            ChainClient::Tron(c) => c.settings(),
+        }
     }
 
     /// How many times requests moved to another URL since this client was built.
     pub fn failovers(&self) -> u64 {
-        self.rpc.failovers()
+        match self {
+            ChainClient::Evm(c) => c.failovers(),
+            ChainClient::Tron(c) => c.failovers(),
+        }
     }
 
-    /// `eth_chainId`.
-    #[tracing::instrument(skip_all, fields(chain = %self.settings.name))]
+    /// The node's chain id (`eth_chainId`).
     pub async fn chain_id(&self) -> Result<u64, ChainError> {
-        let id: U64 = self.rpc.call("eth_chainId", "eth_chainId", ()).await?;
-        Ok(id.to())
+        match self {
+            ChainClient::Evm(c) => c.chain_id().await,
+            ChainClient::Tron(c) => c.chain_id().await,
+        }
     }
 
     /// Head number and the final block per the chain's finality mode, read once per run.
-    #[tracing::instrument(skip_all, fields(chain = %self.settings.name))]
     pub async fn head(&self) -> Result<ChainHead, ChainError> {
-        let number: U64 = self
-            .rpc
-            .call("eth_blockNumber", "eth_blockNumber", ())
-            .await?;
-        let number: u64 = number.to();
-        let final_block = match self.settings.finality {
-            Finality::Finalized => self.tagged_block("finalized").await?,
-            Finality::Safe => self.tagged_block("safe").await?,
-            Finality::Depth => number.saturating_sub(self.settings.final_depth.max(1) - 1),
-        };
-        Ok(ChainHead {
-            number,
-            final_block,
-            confirmations: self.settings.confirmations,
-        })
-    }
-
-    /// The number of the block a tag names; an error reply or `null` means the node does not
-    /// know the tag.
-    async fn tagged_block(&self, tag: &'static str) -> Result<u64, ChainError> {
-        let reply: Result<Option<BlockNumber>, String> = self
-            .rpc
-            .call_or_reply_error("eth_getBlockByNumber", "eth_getBlockByNumber", (tag, false))
-            .await?;
-        match reply {
-            Ok(Some(block)) => Ok(block.number.to()),
-            Ok(None) => Err(self.tag_unsupported(tag, "the node returned null")),
-            Err(message) => Err(self.tag_unsupported(tag, &message)),
+        match self {
+            ChainClient::Evm(c) => c.head().await,
+            ChainClient::Tron(c) => c.head().await,
         }
     }
 
-    fn tag_unsupported(&self, tag: &'static str, why: &str) -> ChainError {
-        tracing::warn!(chain = %self.settings.name, tag, why, "The node does not serve the block tag.");
-        ChainError::TagUnsupported {
-            chain: self.settings.name.clone(),
-            tag,
+    /// The start-of-run check: chain id of every URL, head, finality tag.
+    pub async fn preflight(&self) -> Result<Preflight, ChainError> {
+        match self {
+            ChainClient::Evm(c) => c.preflight().await,
+            ChainClient::Tron(c) => c.preflight().await,
         }
     }
 
-    /// Resolves queries against receipts (JSON-RPC batches of `batch_size`); one answer per
-    /// query, in order. An RPC failure after retries fails the whole call.
-    #[tracing::instrument(skip_all, fields(chain = %self.settings.name, queries = queries.len()))]
+    /// Resolves queries (one answer per query, in order); an RPC failure after retries
+    /// fails the whole call. Queries and answers are in the chain kind's canonical forms.
     pub async fn lookup(
         &self,
         head: &ChainHead,
         queries: &[TransferQuery],
     ) -> Result<Vec<Lookup>, ChainError> {
-        let fetched = self.fetch(queries).await?;
-        Ok(queries
-            .iter()
-            .map(|q| {
-                let (receipt, tx) = fetched
-                    .get(&q.tx_hash)
-                    .map_or((None, None), |(r, t)| (Some(&**r), t.as_deref()));
-                decode::resolve(&self.settings.name, head, q, receipt, tx)
-            })
-            .collect())
+        match self {
+            ChainClient::Evm(c) => c.lookup(head, queries).await,
+            ChainClient::Tron(c) => c.lookup(head, queries).await,
+        }
     }
 
-    /// Receipts (and transactions for native queries) of each distinct hash, by hash; a hash
-    /// the reply has no result for is absent (resolved as not found).
-    async fn fetch(
+    /// The first block whose timestamp is at or after `since`; `head + 1` when none is.
+    pub async fn first_block_since(
         &self,
-        queries: &[TransferQuery],
-    ) -> Result<HashMap<TxHash, Fetched>, ChainError> {
-        // Distinct hashes in first-seen order, each with whether it needs its transaction.
-        let mut needs_tx: HashMap<&TxHash, bool> = HashMap::with_capacity(queries.len());
-        let mut order = Vec::with_capacity(queries.len());
-        for q in queries {
-            let native =
-                q.asset == Some(Asset::Native) || (q.asset.is_none() && q.log_index == Some(-1));
-            match needs_tx.get_mut(&q.tx_hash) {
-                Some(n) => *n |= native,
-                None => {
-                    needs_tx.insert(&q.tx_hash, native);
-                    order.push(&q.tx_hash);
-                }
-            }
+        since: jiff::Timestamp,
+        head: u64,
+    ) -> Result<u64, ChainError> {
+        match self {
+            ChainClient::Evm(c) => c.first_block_since(since, head).await,
+            ChainClient::Tron(c) => c.evm().first_block_since(since, head).await,
         }
-        let batches: Vec<Vec<(TxHash, bool)>> =
-            plan_batches(&order, |h| needs_tx[h], self.settings.batch_size.max(1))
-                .into_iter()
-                .map(|b| b.into_iter().map(|h| (h.clone(), needs_tx[h])).collect())
-                .collect();
-        // Owned batches: the stream's futures borrow nothing but `self` (keeps them Send).
-        let results: Vec<_> = futures::stream::iter(batches)
-            .map(|batch| self.fetch_batch(batch))
-            .buffered(BATCHES_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        Ok(results.into_iter().flatten().collect())
     }
 
-    async fn fetch_batch(
+    /// Token transfers from any of `tokens` to any of `recipients` in blocks `from..=head`
+    /// (the deposit scan).
+    pub async fn transfers_to(
         &self,
-        hashes: Vec<(TxHash, bool)>,
-    ) -> Result<Vec<(TxHash, Fetched)>, ChainError> {
-        let mut calls = Vec::with_capacity(hashes.len() * 2);
-        for (h, needs_tx) in &hashes {
-            calls.push(("eth_getTransactionReceipt", json!([h.as_str()])));
-            if *needs_tx {
-                calls.push(("eth_getTransactionByHash", json!([h.as_str()])));
-            }
+        head: &ChainHead,
+        tokens: &[Address],
+        recipients: &[Address],
+        from: u64,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        match self {
+            ChainClient::Evm(c) => c.transfers_to(head, tokens, recipients, from).await,
+            ChainClient::Tron(c) => c.transfers_to(head, tokens, recipients, from).await,
         }
-        let mut values = self.rpc.batch("receipts", &calls).await?.into_iter();
-        let mut out = Vec::with_capacity(hashes.len());
-        for (h, needs_tx) in hashes {
-            let Some(receipt) = values.next() else {
-                break;
-            };
-            let tx = if needs_tx { values.next() } else { None };
-            out.push((h, (receipt, tx)));
-        }
-        Ok(out)
     }
-}
-
-/// Splits hashes into batches of at most `size` calls (1 or 2 per hash), never splitting a
-/// hash's calls, so a hash with 2 calls still goes alone when `size` is 1.
-fn plan_batches<'a>(
-    hashes: &[&'a TxHash],
-    needs_tx: impl Fn(&TxHash) -> bool,
-    size: usize,
-) -> Vec<Vec<&'a TxHash>> {
-    let mut batches = Vec::new();
-    let mut current = Vec::new();
-    let mut calls = 0;
-    for h in hashes {
-        let n = if needs_tx(h) { 2 } else { 1 };
-        if !current.is_empty() && calls + n > size {
-            batches.push(std::mem::take(&mut current));
-            calls = 0;
-        }
-        current.push(*h);
-        calls += n;
-    }
-    if !current.is_empty() {
-        batches.push(current);
-    }
-    batches
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use alloy::primitives::U64;
 
-use super::{ChainClient, ChainError};
+use super::ChainError;
 use crate::domain::ChainHead;
 
 /// What the start-of-run check found on a chain that passed it.
@@ -16,7 +16,7 @@ pub struct Preflight {
     pub unreachable: Vec<String>,
 }
 
-impl ChainClient {
+impl super::EvmClient {
     /// Asks each URL once for its chain id (a mismatch with `chain_id`, or URLs that disagree,
     /// is a `ChainIdMismatch`/`ChainIdsDisagree`), then reads the head and the final block
     /// through the normal failover path (a node without the finality tag is

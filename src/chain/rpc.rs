@@ -84,9 +84,18 @@ impl Rpc {
         if settings.rpc_urls.is_empty() {
             return Err(fail("no RPC URL configured".into()));
         }
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = &settings.api_key {
+            // TronGrid's key (SPEC §12); marked sensitive, so no Debug output shows it.
+            let mut v = reqwest::header::HeaderValue::from_str(key.expose())
+                .map_err(|_| fail("api_key: not a valid HTTP header value".into()))?;
+            v.set_sensitive(true);
+            headers.insert("TRON-PRO-API-KEY", v);
+        }
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
+            .default_headers(headers)
             .build()
             .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
         let mut endpoints = Vec::with_capacity(settings.rpc_urls.len());

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::decode::{domain_address, TRANSFER_TOPIC};
-use super::{ChainClient, ChainError};
+use super::ChainError;
 use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TxHash, U256};
 
 /// Addresses (tokens, recipients) per `eth_getLogs` filter.
@@ -34,7 +34,7 @@ struct RawLog {
     removed: bool,
 }
 
-impl ChainClient {
+impl super::EvmClient {
     /// The first block whose timestamp is at or after `since` (binary search over block
     /// timestamps, about log2(head) requests); `head + 1` when there is none.
     pub async fn first_block_since(

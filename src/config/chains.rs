@@ -4,8 +4,13 @@
 use std::collections::HashMap;
 
 use super::sections::{RawChain, RawConfig};
-use super::{err, ConfigError};
+use super::{err, read_secret_file, ConfigError};
 use crate::chain::{ChainSettings, Finality};
+use crate::domain::ChainKind;
+use crate::secret::Secret;
+
+/// Blocks per `eth_getLogs` request java-tron serves at most.
+const TRON_LOG_RANGE: u64 = 5_000;
 
 /// `rpc_url` or `rpc_urls`, each an http(s) URL.
 fn rpc_urls(name: &str, c: &RawChain) -> Result<Vec<String>, ConfigError> {
@@ -44,8 +49,61 @@ fn rpc_urls(name: &str, c: &RawChain) -> Result<Vec<String>, ConfigError> {
     Ok(rpc_urls)
 }
 
+/// The Tron keys (`api_url`, `api_key`/`api_key_file`), refused on an EVM chain.
+fn tron_keys(
+    name: &str,
+    kind: ChainKind,
+    c: &RawChain,
+) -> Result<(Option<String>, Option<Secret>), ConfigError> {
+    let api_key = match (&c.api_key, &c.api_key_file) {
+        (Some(_), Some(_)) => {
+            return Err(err(format!(
+                "chains.{name}.api_key: set api_key or api_key_file, not both"
+            )))
+        }
+        (Some(k), None) => Some(k.clone()),
+        (None, Some(f)) => Some(read_secret_file(&format!("chains.{name}.api_key_file"), f)?),
+        (None, None) => None,
+    };
+    let api_url = c.api_url.as_ref().map(|u| u.expose().to_string());
+    match kind {
+        ChainKind::Evm => {
+            let set = [
+                ("api_url", api_url.is_some()),
+                ("api_key", c.api_key.is_some()),
+                ("api_key_file", c.api_key_file.is_some()),
+            ];
+            if let Some((key, _)) = set.iter().find(|(_, on)| *on) {
+                return Err(err(format!(
+                    "chains.{name}.{key}: only a kind = \"tron\" chain has it"
+                )));
+            }
+        }
+        ChainKind::Tron => {
+            let Some(u) = &api_url else {
+                return Err(err(format!(
+                    "chains.{name}.api_url: required for kind = \"tron\" (java-tron's HTTP API, \
+                     e.g. https://api.trongrid.io)"
+                )));
+            };
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(err(format!(
+                    "chains.{name}.api_url: {} is not an http:// or https:// URL",
+                    crate::chain::shown_url(u)
+                )));
+            }
+        }
+    }
+    Ok((api_url, api_key))
+}
+
 /// One `[chains.<name>]` table.
 pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigError> {
+    let kind = match &c.kind {
+        None => ChainKind::Evm,
+        Some(k) => ChainKind::parse(k).map_err(|e| err(format!("chains.{name}.{e}")))?,
+    };
+    let (api_url, api_key) = tron_keys(name, kind, c)?;
     let rpc_urls = rpc_urls(name, c)?;
     if c.max_requests_per_second == Some(0) {
         return Err(err(format!(
@@ -62,6 +120,18 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
             )))
         }
     };
+    if kind == ChainKind::Tron && finality == Finality::Safe {
+        return Err(err(format!(
+            "chains.{name}.finality: Tron has no \"safe\" block; use \"finalized\" (the \
+             solidified block) or \"depth\""
+        )));
+    }
+    // java-tron answers eth_getLogs over at most 5,000 blocks.
+    if kind == ChainKind::Tron && c.log_range > TRON_LOG_RANGE {
+        return Err(err(format!(
+            "chains.{name}.log_range: at most {TRON_LOG_RANGE} on Tron (java-tron's eth_getLogs limit)"
+        )));
+    }
     if c.final_depth == 0 || c.rpc_batch_size == 0 || c.log_range == 0 {
         return Err(err(format!(
             "chains.{name}: final_depth, rpc_batch_size and log_range must be at least 1"
@@ -69,6 +139,9 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
     }
     Ok(ChainSettings {
         name: name.to_string(),
+        kind,
+        api_url,
+        api_key,
         rpc_urls,
         chain_id: c.chain_id,
         max_requests_per_second: c.max_requests_per_second,
@@ -93,13 +166,19 @@ pub(super) fn asset_decimals(raw: &RawConfig) -> Result<HashMap<String, u8>, Con
                 "assets.\"{key}\": the key must be \"<chain>:<contract address or native>\""
             ))
         })?;
-        if !raw.chains.contains_key(chain) {
+        let Some(c) = raw.chains.get(chain) else {
             return Err(err(format!(
                 "assets.\"{key}\": chain {chain:?} has no [chains.{chain}] table"
             )));
-        }
-        let asset =
-            crate::domain::Asset::parse(addr).map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
+        };
+        let kind = c
+            .kind
+            .as_deref()
+            .and_then(|k| ChainKind::parse(k).ok())
+            .unwrap_or_default();
+        let asset = kind
+            .asset(addr)
+            .map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
         decimals.insert(format!("{chain}:{asset}"), a.decimals);
     }
     Ok(decimals)

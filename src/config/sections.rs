@@ -96,6 +96,13 @@ impl Default for ReconcileConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawChain {
+    /// `evm` (default) | `tron` (SPEC §12).
+    pub(super) kind: Option<String>,
+    /// Tron: java-tron's HTTP API (`/wallet/…`, `/walletsolidity/…`).
+    pub(super) api_url: Option<Secret>,
+    /// Tron: sent as `TRON-PRO-API-KEY` (TronGrid), or read from `api_key_file`.
+    pub(super) api_key: Option<Secret>,
+    pub(super) api_key_file: Option<std::path::PathBuf>,
     pub(super) rpc_url: Option<Secret>,
     pub(super) rpc_urls: Option<Vec<Secret>>,
     pub(super) chain_id: Option<u64>,

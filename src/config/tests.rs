@@ -2,6 +2,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::chain::Finality;
+use crate::domain::ChainKind;
 
 const BASE: &str = r#"
 [database]
@@ -270,7 +271,27 @@ fn shipped_config_toml_example_chains_are_valid() {
     }
     let c = load(&out, &[("PAYRECON_PROVIDERS__CG__API_KEY", "x")]).unwrap();
     let names: Vec<&str> = c.chains.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["arbitrum", "bsc", "ethereum", "legacy", "polygon"]);
+    assert_eq!(
+        names,
+        [
+            "arbitrum",
+            "bsc",
+            "ethereum",
+            "legacy",
+            "polygon",
+            "tron",
+            "tron_node"
+        ]
+    );
+    for name in ["tron", "tron_node"] {
+        let t = c.chain(name).unwrap();
+        assert_eq!(
+            (t.kind, t.chain_id),
+            (ChainKind::Tron, Some(728_126_428)),
+            "{name}"
+        );
+        assert!(t.api_url.is_some(), "{name}");
+    }
     let eth = c.chain("ethereum").unwrap();
     assert_eq!(
         (eth.chain_id, eth.max_requests_per_second),

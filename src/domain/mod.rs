@@ -4,6 +4,7 @@
 pub mod amount;
 mod by_ref;
 mod findings;
+mod kind;
 pub mod list_cover;
 mod model;
 pub mod page_search;
@@ -21,6 +22,7 @@ mod reconcile_tests;
 // `amount`, `list_cover` and `page_search` are reached by their own paths and re-exported
 // nowhere.
 pub use by_ref::{reconcile_claims, Claim};
+pub use kind::{as_tron, ledger_address, ledger_asset, ledger_tx_hash, tron_address, ChainKind};
 pub use model::{
     parse_base_units, Address, Asset, BlockRef, ChainHead, GapKind, InputError, PaymentKey, State,
     TxHash, U256,
@@ -31,4 +33,4 @@ pub use plan::{
 };
 pub use reconcile::{pick_transfer, reconcile};
 pub use reorg::{moved_detail, place, Placement, Receipt};
-pub use tron::{parse_txid as parse_tron_txid, TronAddress};
+pub use tron::TronAddress;

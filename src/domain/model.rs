@@ -110,8 +110,14 @@ impl GapKind {
 pub struct TxHash(String);
 
 impl TxHash {
+    /// An EVM transaction hash (`0x` + 64 hex digits, any case). Other kinds' ids are read by
+    /// `ChainKind::tx_hash`.
     pub fn parse(s: &str) -> Result<TxHash, InputError> {
         parse_hex("tx_hash", s, 32).map(TxHash)
+    }
+    /// A value already in a kind's canonical form (see `kind.rs`).
+    pub(super) fn from_canonical(s: String) -> TxHash {
+        TxHash(s)
     }
     pub fn as_str(&self) -> &str {
         &self.0
@@ -130,8 +136,14 @@ impl fmt::Display for TxHash {
 pub struct Address(String);
 
 impl Address {
+    /// An EVM address (`0x` + 40 hex digits, checksum case accepted). Other kinds' addresses
+    /// are read by `ChainKind::address`.
     pub fn parse(s: &str) -> Result<Address, InputError> {
         parse_hex("address", s, 20).map(Address)
+    }
+    /// A value already in a kind's canonical form (see `kind.rs`).
+    pub(super) fn from_canonical(s: String) -> Address {
+        Address(s)
     }
     pub fn as_str(&self) -> &str {
         &self.0

@@ -37,7 +37,7 @@ pub mod fuzz_api {
         failed: bool,
         decimals: &HashMap<String, u8>,
     ) -> Page {
-        record::read_page(data, chain, failed, decimals)
+        record::read_page(data, chain, crate::domain::ChainKind::Evm, failed, decimals)
     }
 }
 
@@ -55,6 +55,7 @@ use super::retry::{
 use super::{
     ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
 };
+use crate::domain::ChainKind;
 use crate::secret::Secret;
 
 #[derive(Clone)]
@@ -79,6 +80,8 @@ pub struct ChaingatewaySettings {
     /// Decimals per `"chain:asset"` (asset = lowercase contract or `native`), to read the
     /// provider's decimal `amount` as a hint. Native coins default to 18.
     pub decimals: HashMap<String, u8>,
+    /// Each covered chain's kind (absent: EVM): how its records spell addresses and ids.
+    pub kinds: HashMap<String, ChainKind>,
     /// The notifications list is read from `since - list_margin` (SPEC §11).
     pub list_margin: Duration,
     /// One run per period reads every list whole; zero: never.
@@ -140,6 +143,11 @@ impl ChaingatewayClient {
         })
     }
 
+    /// How `chain`'s records spell addresses and ids.
+    fn kind(&self, chain: &str) -> ChainKind {
+        self.settings.kinds.get(chain).copied().unwrap_or_default()
+    }
+
     pub fn name(&self) -> &str {
         &self.settings.name
     }
@@ -169,7 +177,13 @@ impl ChaingatewayClient {
                 })
             }
         };
-        record::read_record(body, &chain, false, &self.settings.decimals)
+        record::read_record(
+            body,
+            &chain,
+            self.kind(&chain),
+            false,
+            &self.settings.decimals,
+        )
     }
 
     /// The pages of a list for one chain, as `plan` says (SPEC §11, see `list.rs`), yielded
@@ -223,7 +237,8 @@ impl ChaingatewayClient {
                     _ => record::last_page(body).ok(),
                 };
                 let data = record::page_data(body)?;
-                let page = record::read_page(data, chain, failed, &self.settings.decimals);
+                let kind = self.kind(chain);
+                let page = record::read_page(data, chain, kind, failed, &self.settings.decimals);
                 Ok(list::Served {
                     n,
                     times: page

@@ -4,7 +4,8 @@
 use jiff::Timestamp;
 
 use crate::domain::{
-    parse_base_units, Address, Asset, BlockRef, InputError, LedgerRow, PaymentKey, State, TxHash,
+    ledger_address, ledger_asset, ledger_tx_hash, parse_base_units, BlockRef, InputError,
+    LedgerRow, PaymentKey, State,
 };
 use crate::secret::{redact, redact_url, Secret};
 
@@ -137,7 +138,7 @@ impl RawRow {
         let key = match (self.tx_hash.as_deref(), self.log_index) {
             (Some(tx), Some(log_index)) => Some(PaymentKey {
                 chain: self.chain.clone(),
-                tx_hash: TxHash::parse(tx)?,
+                tx_hash: ledger_tx_hash(tx)?,
                 log_index,
             }),
             (None, None) => None,
@@ -159,9 +160,8 @@ impl RawRow {
         Ok(LedgerRow {
             id: self.id,
             order_ref: self.order_ref,
-            pay_to: Address::parse(&self.pay_to)
-                .map_err(|e| InputError::new("pay_to", e.reason))?,
-            asset: Asset::parse(&self.asset)?,
+            pay_to: ledger_address(&self.pay_to)?,
+            asset: ledger_asset(&self.asset)?,
             chain: self.chain,
             amount_due,
             key,

@@ -15,6 +15,9 @@ mod sandbox;
 
 fn settings(url: &str) -> ChainSettings {
     ChainSettings {
+        kind: payrecon::domain::ChainKind::Evm,
+        api_url: None,
+        api_key: None,
         name: "anvil".into(),
         rpc_urls: vec![url.into()],
         chain_id: None,

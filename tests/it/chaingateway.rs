@@ -59,6 +59,7 @@ pub(crate) fn settings(base: &str) -> ChaingatewaySettings {
         decimals: HashMap::from([(format!("ethereum:{USDT}"), 6)]),
         list_margin: Duration::from_secs(600),
         full_scan_every: Duration::from_secs(24 * 3600),
+        kinds: Default::default(),
     }
 }
 

@@ -21,4 +21,5 @@ mod status;
 mod store;
 mod support;
 mod systemd;
+mod tron;
 mod webhook;

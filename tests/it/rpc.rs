@@ -15,6 +15,9 @@ mod cli;
 
 fn settings(urls: &[&str]) -> ChainSettings {
     ChainSettings {
+        kind: payrecon::domain::ChainKind::Evm,
+        api_url: None,
+        api_key: None,
         name: "ethereum".into(),
         rpc_urls: urls.iter().map(|u| u.to_string()).collect(),
         chain_id: None,

@@ -135,6 +135,11 @@ impl Sweep<'_> {
             let Some(key) = row.key.clone() else {
                 continue; // the sweep pages hold keyed rows only
             };
+            if !client.settings().kind.owns_tx_hash(&key.tx_hash) {
+                tracing::warn!(chain, order_ref = %row.order_ref, tx_hash = %key.tx_hash,
+                    "Ledger row's transaction id is not spelled as this chain's kind spells it; not swept.");
+                continue;
+            }
             e.mark_checked(&mut self.acc, chain, fingerprint(&key));
             // Every transfer of the asset in the receipt: after a reorg the same payment may
             // sit at another log index.

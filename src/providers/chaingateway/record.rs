@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::domain::amount::decimal_to_base_units;
-use crate::domain::{Address, Asset, TxHash, U256};
+use crate::domain::{Asset, ChainKind, U256};
 use crate::providers::{Page, ProviderRecord, Rejected};
 
 /// `type` values that mean the chain's native coin (whatever `contractaddress` says).
@@ -56,12 +56,13 @@ pub(super) fn count(body: &Value, field: &str) -> Option<u64> {
 pub(super) fn read_page(
     data: &[Value],
     chain: &str,
+    chain_kind: ChainKind,
     failed: bool,
     decimals: &HashMap<String, u8>,
 ) -> Page {
     let mut page = Page::default();
     for raw in data {
-        match read_record(raw, chain, failed, decimals) {
+        match read_record(raw, chain, chain_kind, failed, decimals) {
             Ok(record) => page.records.push(record),
             Err(rejected) => page.rejected.push(rejected),
         }
@@ -73,6 +74,7 @@ pub(super) fn read_page(
 pub(super) fn read_record(
     raw: &Value,
     chain: &str,
+    chain_kind: ChainKind,
     failed: bool,
     decimals: &HashMap<String, u8>,
 ) -> Result<ProviderRecord, Rejected> {
@@ -99,11 +101,15 @@ pub(super) fn read_record(
         id: Some(id.clone()),
         reason,
     };
-    let tx_hash = TxHash::parse(string_field(obj, "txid").map_err(&reject)?)
+    // Each chain kind's spellings (a Tron record: base58 addresses, a txid without 0x; its
+    // EVM hex form is accepted too).
+    let tx_hash = chain_kind
+        .tx_hash(string_field(obj, "txid").map_err(&reject)?)
         .map_err(|e| reject(format!("txid: {}", e.reason)))?;
-    let to = Address::parse(string_field(obj, "to").map_err(&reject)?)
+    let to = chain_kind
+        .address("to", string_field(obj, "to").map_err(&reject)?)
         .map_err(|e| reject(format!("to: {}", e.reason)))?;
-    let asset = read_asset(obj).map_err(&reject)?;
+    let asset = read_asset(obj, chain_kind).map_err(&reject)?;
     let created_at = match obj.get("created_at") {
         Some(Value::String(s)) => {
             parse_time(s).ok_or_else(|| reject(format!("created_at: not a timestamp: {s:?}")))?
@@ -138,7 +144,7 @@ fn string_field<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<&'a str,
 }
 
 /// Native for a native coin `type` or an absent contract; otherwise the contract address.
-fn read_asset(obj: &Map<String, Value>) -> Result<Asset, String> {
+fn read_asset(obj: &Map<String, Value>, chain_kind: ChainKind) -> Result<Asset, String> {
     let native_type = obj.get("type").and_then(Value::as_str).is_some_and(|t| {
         NATIVE_TYPES
             .iter()
@@ -148,7 +154,8 @@ fn read_asset(obj: &Map<String, Value>) -> Result<Asset, String> {
         _ if native_type => Ok(Asset::Native),
         None | Some(Value::Null) => Ok(Asset::Native),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(Asset::Native),
-        Some(Value::String(s)) => Address::parse(s)
+        Some(Value::String(s)) => chain_kind
+            .address("contractaddress", s)
             .map(Asset::Token)
             .map_err(|e| format!("contractaddress: {}", e.reason)),
         Some(other) => Err(format!("contractaddress: not a string ({})", kind(other))),
@@ -230,6 +237,7 @@ fn opt_kind(v: Option<&Value>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Address;
     use serde_json::json;
 
     fn time(s: &str) -> Option<String> {
@@ -252,7 +260,7 @@ mod tests {
     #[test]
     fn assets_from_type_and_contract() {
         let usdt = "0xdac17f958d2ee523a2206206994597c13d831ec7";
-        let check = |v: Value| read_asset(v.as_object().unwrap());
+        let check = |v: Value| read_asset(v.as_object().unwrap(), ChainKind::Evm);
         assert_eq!(
             check(json!({"type": "ETH", "contractaddress": usdt})),
             Ok(Asset::Native)

@@ -1,0 +1,185 @@
+//! Tron (SPEC §12). TRC-20 transfers, the head and the final (solidified) block come from
+//! java-tron's Ethereum-compatible JSON-RPC through the EVM client, with Tron's spellings
+//! converted at this boundary: base58check addresses in, `0x` hex to the node, base58check
+//! back out; transaction ids travel as Tron writes them (64 hex digits, no `0x`). TRX
+//! transfers come from the HTTP API (`tron_api.rs`), because JSON-RPC's `value` is also set
+//! for freezes, votes and contract calls.
+
+use super::tron_api::TronApi;
+use super::{ChainError, ChainSettings, EvmClient, Lookup, Preflight, TransferQuery};
+use crate::domain::{
+    as_tron, tron_address, Address, Asset, ChainHead, ChainKind, ChainTransfer, TronAddress,
+};
+
+pub struct TronClient {
+    evm: EvmClient,
+    api: TronApi,
+}
+
+impl TronClient {
+    /// Builds the JSON-RPC and HTTP API clients; sends nothing yet.
+    pub fn new(settings: ChainSettings) -> Result<TronClient, ChainError> {
+        let api = TronApi::new(&settings)?;
+        Ok(TronClient {
+            evm: EvmClient::new(settings)?,
+            api,
+        })
+    }
+
+    pub fn settings(&self) -> &ChainSettings {
+        self.evm.settings()
+    }
+
+    pub fn failovers(&self) -> u64 {
+        self.evm.failovers()
+    }
+
+    /// The JSON-RPC client (head, block times).
+    pub(super) fn evm(&self) -> &EvmClient {
+        &self.evm
+    }
+
+    pub async fn chain_id(&self) -> Result<u64, ChainError> {
+        self.evm.chain_id().await
+    }
+
+    /// `finalized` is java-tron's solidified block (JSON-RPC, 4.8.0 and later).
+    pub async fn head(&self) -> Result<ChainHead, ChainError> {
+        self.evm.head().await
+    }
+
+    pub async fn preflight(&self) -> Result<Preflight, ChainError> {
+        self.evm.preflight().await
+    }
+
+    /// TRC-20 queries through JSON-RPC receipts, TRX ones through the HTTP API; one answer
+    /// per query, in order.
+    pub async fn lookup(
+        &self,
+        head: &ChainHead,
+        queries: &[TransferQuery],
+    ) -> Result<Vec<Lookup>, ChainError> {
+        let native = |q: &TransferQuery| {
+            q.asset == Some(Asset::Native) || (q.asset.is_none() && q.log_index == Some(-1))
+        };
+        let mut out: Vec<Option<Lookup>> = vec![None; queries.len()];
+        let mut tokens = Vec::new();
+        let mut token_at = Vec::new();
+        for (i, q) in queries.iter().enumerate() {
+            if native(q) {
+                continue;
+            }
+            match to_evm_query(q) {
+                Ok(evm) => {
+                    tokens.push(evm);
+                    token_at.push(i);
+                }
+                Err(why) => out[i] = Some(Lookup::NoTransfer(why)),
+            }
+        }
+        if !tokens.is_empty() {
+            let found = self.evm.lookup(head, &tokens).await?;
+            for ((i, lookup), evm_query) in token_at.into_iter().zip(found).zip(&tokens) {
+                out[i] = Some(from_evm_lookup(lookup, &queries[i], evm_query));
+            }
+        }
+        let natives: Vec<usize> = (0..queries.len())
+            .filter(|i| native(&queries[*i]))
+            .collect();
+        let owned = natives.iter().map(|i| queries[*i].clone()).collect();
+        let answers = self.api.trx_transfers(head, owned).await?;
+        for (i, lookup) in natives.into_iter().zip(answers) {
+            out[i] = Some(lookup);
+        }
+        Ok(out
+            .into_iter()
+            .map(|l| l.unwrap_or(Lookup::NotFound))
+            .collect())
+    }
+
+    /// The deposit scan: `eth_getLogs` with the addresses in hex, the transfers back in
+    /// Tron's spellings.
+    pub async fn transfers_to(
+        &self,
+        head: &ChainHead,
+        tokens: &[Address],
+        recipients: &[Address],
+        from: u64,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        let hex = |a: &[Address]| -> Vec<Address> { a.iter().filter_map(evm_address).collect() };
+        let found = self
+            .evm
+            .transfers_to(head, &hex(tokens), &hex(recipients), from)
+            .await?;
+        Ok(found.into_iter().filter_map(from_evm_transfer).collect())
+    }
+}
+
+/// A Tron address as the JSON-RPC node spells it (`0x` + 20 bytes).
+fn evm_address(a: &Address) -> Option<Address> {
+    as_tron(a).and_then(|t| Address::parse(&t.evm_hex()).ok())
+}
+
+/// A node's `0x` address in Tron's base58check form.
+fn tron_form(a: &Address) -> Option<Address> {
+    TronAddress::parse("address", a.as_str())
+        .ok()
+        .map(|t| tron_address(&t))
+}
+
+fn to_evm_query(q: &TransferQuery) -> Result<TransferQuery, String> {
+    let asset = match &q.asset {
+        Some(Asset::Token(t)) => Some(Asset::Token(
+            evm_address(t).ok_or_else(|| format!("token {t} is not a Tron address"))?,
+        )),
+        other => other.clone(),
+    };
+    let to = match &q.to {
+        Some(a) => Some(evm_address(a).ok_or_else(|| format!("{a} is not a Tron address"))?),
+        None => None,
+    };
+    Ok(TransferQuery {
+        tx_hash: q.tx_hash.clone(),
+        asset,
+        to,
+        log_index: q.log_index,
+    })
+}
+
+/// The EVM client's answer in Tron's spellings (a reason names addresses in base58).
+fn from_evm_lookup(lookup: Lookup, q: &TransferQuery, evm: &TransferQuery) -> Lookup {
+    match lookup {
+        Lookup::Found(ts) => Lookup::Found(ts.into_iter().filter_map(from_evm_transfer).collect()),
+        Lookup::NoTransfer(mut why) => {
+            let pairs = [
+                (evm.to.as_ref(), q.to.as_ref()),
+                (token(&evm.asset), token(&q.asset)),
+            ];
+            for (hex, tron) in pairs {
+                if let (Some(h), Some(t)) = (hex, tron) {
+                    why = why.replace(h.as_str(), t.as_str());
+                }
+            }
+            Lookup::NoTransfer(why)
+        }
+        other => other,
+    }
+}
+
+fn token(a: &Option<Asset>) -> Option<&Address> {
+    match a {
+        Some(Asset::Token(t)) => Some(t),
+        _ => None,
+    }
+}
+
+/// A transfer the EVM client decoded, in Tron's spellings: base58 recipient and token, the
+/// transaction id without `0x`.
+fn from_evm_transfer(mut t: ChainTransfer) -> Option<ChainTransfer> {
+    t.to = tron_form(&t.to)?;
+    if let Asset::Token(a) = &t.asset {
+        t.asset = Asset::Token(tron_form(a)?);
+    }
+    t.key.tx_hash = ChainKind::Tron.tx_hash(t.key.tx_hash.as_str()).ok()?;
+    Some(t)
+}

@@ -1,0 +1,253 @@
+//! java-tron's HTTP API, for TRX transfers (SPEC §12): `/wallet/gettransactionbyid` says what
+//! the transaction is (`raw_data.contract[0].type == "TransferContract"`, `to_address`,
+//! `amount` in sun, `ret[0].contractRet`), `/wallet/gettransactioninfobyid` which block holds
+//! it, `/wallet/getblockbynum` that block's id. A freeze, a vote, a TRC-10 transfer or a
+//! contract call with a value is never a payment. Requests are retried like JSON-RPC ones
+//! (connection errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when configured.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{shown_url, ChainError, ChainSettings, Lookup, TransferQuery};
+use crate::domain::{
+    tron_address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TronAddress, U256,
+};
+
+/// Transactions looked up at once.
+const IN_FLIGHT: usize = 4;
+
+pub(super) struct TronApi {
+    http: reqwest::Client,
+    /// Without a trailing `/`.
+    base: String,
+    chain: String,
+    max_retries: u32,
+}
+
+#[derive(Debug, Deserialize)]
+struct Tx {
+    #[serde(default)]
+    ret: Vec<Ret>,
+    raw_data: Option<RawData>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Ret {
+    #[serde(rename = "contractRet")]
+    contract_ret: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawData {
+    #[serde(default)]
+    contract: Vec<Contract>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Contract {
+    #[serde(rename = "type")]
+    kind: String,
+    parameter: Option<Parameter>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Parameter {
+    value: Value,
+}
+
+#[derive(Debug, Deserialize)]
+struct Info {
+    #[serde(rename = "blockNumber")]
+    block_number: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Block {
+    #[serde(rename = "blockID")]
+    block_id: Option<String>,
+}
+
+impl TronApi {
+    pub(super) fn new(settings: &ChainSettings) -> Result<TronApi, ChainError> {
+        let fail = |reason: String| ChainError::Rpc {
+            chain: settings.name.clone(),
+            what: "connect",
+            reason,
+        };
+        let base = settings
+            .api_url
+            .as_deref()
+            .ok_or_else(|| fail("no api_url configured (java-tron's HTTP API)".into()))?
+            .trim_end_matches('/')
+            .to_string();
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = &settings.api_key {
+            let mut v = reqwest::header::HeaderValue::from_str(key.expose())
+                .map_err(|_| fail("api_key: not a valid HTTP header value".into()))?;
+            v.set_sensitive(true);
+            headers.insert("TRON-PRO-API-KEY", v);
+        }
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout)
+            .default_headers(headers)
+            .build()
+            .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
+        Ok(TronApi {
+            http,
+            base,
+            chain: settings.name.clone(),
+            max_retries: settings.max_retries,
+        })
+    }
+
+    /// One answer per native query, in order.
+    pub(super) async fn trx_transfers(
+        &self,
+        head: &ChainHead,
+        queries: Vec<TransferQuery>,
+    ) -> Result<Vec<Lookup>, ChainError> {
+        // Owned queries: the stream's futures borrow nothing but `self` (keeps them Send).
+        futures::stream::iter(queries)
+            .map(|q| self.trx_transfer(*head, q))
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await
+    }
+
+    async fn trx_transfer(&self, head: ChainHead, q: TransferQuery) -> Result<Lookup, ChainError> {
+        let q = &q;
+        let chain = self.chain.as_str();
+        let txid = q.tx_hash.as_str();
+        let tx = self
+            .post("/wallet/gettransactionbyid", json!({ "value": txid }))
+            .await?;
+        let tx: Tx = match tx {
+            Value::Object(o) if o.is_empty() => return Ok(Lookup::NotFound),
+            v => match Tx::deserialize(v) {
+                Ok(t) => t,
+                Err(e) => return Ok(malformed("transaction", e)),
+            },
+        };
+        let (to, amount) = match transfer_of(&tx, q) {
+            Ok(Some(x)) => x,
+            Ok(None) => return Ok(Lookup::Reverted),
+            Err(why) => return Ok(Lookup::NoTransfer(why)),
+        };
+        let info = self
+            .post("/wallet/gettransactioninfobyid", json!({ "value": txid }))
+            .await?;
+        let number = match Info::deserialize(info) {
+            Ok(Info {
+                block_number: Some(n),
+            }) => n,
+            // `{}`: known to the node but not in a block yet.
+            Ok(_) => return Ok(Lookup::NotFound),
+            Err(e) => return Ok(malformed("transaction info", e)),
+        };
+        let block = self
+            .post("/wallet/getblockbynum", json!({ "num": number }))
+            .await?;
+        let hash = match Block::deserialize(block) {
+            Ok(Block { block_id: Some(id) }) if id.len() == 64 => {
+                format!("0x{}", id.to_lowercase())
+            }
+            Ok(_) => return Ok(Lookup::NotFound),
+            Err(e) => return Ok(malformed("block", e)),
+        };
+        Ok(Lookup::Found(vec![ChainTransfer {
+            key: PaymentKey {
+                chain: chain.to_string(),
+                tx_hash: q.tx_hash.clone(),
+                log_index: -1,
+            },
+            to,
+            asset: Asset::Native,
+            amount,
+            block: BlockRef { number, hash },
+            state: head.state_of(number),
+        }]))
+    }
+
+    /// A POST with the JSON-RPC client's retry rule; the JSON body of a 2xx answer.
+    async fn post(&self, path: &'static str, body: Value) -> Result<Value, ChainError> {
+        let url = format!("{}{path}", self.base);
+        let mut attempt = 0u32;
+        loop {
+            let sent = self.http.post(&url).json(&body).send().await;
+            let retry = match &sent {
+                Err(e) => e.is_connect() || e.is_timeout() || e.is_request(),
+                Ok(r) => r.status().is_server_error() || r.status().as_u16() == 429,
+            };
+            if retry && attempt < self.max_retries {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
+                continue;
+            }
+            let fail = |reason: String| ChainError::Rpc {
+                chain: self.chain.clone(),
+                what: path,
+                reason: format!("{}: {reason}", shown_url(&url)),
+            };
+            let resp = sent.map_err(|e| fail(e.without_url().to_string()))?;
+            if !resp.status().is_success() {
+                return Err(fail(format!("HTTP {}", resp.status().as_u16())));
+            }
+            return resp
+                .json::<Value>()
+                .await
+                .map_err(|e| fail(format!("not JSON: {}", e.without_url())));
+        }
+    }
+}
+
+/// The recipient and amount of a TRX transfer; `Ok(None)` when it failed on chain, `Err`
+/// when it is no payment (the reason says why).
+fn transfer_of(
+    tx: &Tx,
+    q: &TransferQuery,
+) -> Result<Option<(crate::domain::Address, U256)>, String> {
+    let Some(contract) = tx.raw_data.as_ref().and_then(|r| r.contract.first()) else {
+        return Err("the transaction has no contract".into());
+    };
+    if contract.kind != "TransferContract" {
+        return Err(format!(
+            "the transaction is a {}, not a TRX transfer (freezes, votes, TRC-10 transfers \
+             and contract calls are never payments)",
+            contract.kind
+        ));
+    }
+    let value = contract.parameter.as_ref().map(|p| &p.value);
+    let to = value
+        .and_then(|v| v.get("to_address"))
+        .and_then(Value::as_str)
+        .and_then(|s| TronAddress::parse("to_address", s).ok())
+        .map(|t| tron_address(&t))
+        .ok_or("the transfer has no readable to_address")?;
+    let amount = value
+        .and_then(|v| v.get("amount"))
+        .and_then(Value::as_u64)
+        .ok_or("the transfer has no readable amount")?;
+    if let Some(want) = &q.to {
+        if *want != to {
+            return Err(format!("the transaction pays {to}, not {want}"));
+        }
+    }
+    if amount == 0 {
+        return Err("the transaction carries no TRX".into());
+    }
+    if q.log_index.is_some_and(|i| i != -1) {
+        return Err("a native transfer has log index -1".into());
+    }
+    match tx.ret.first().and_then(|r| r.contract_ret.as_deref()) {
+        Some("SUCCESS") => Ok(Some((to, U256::from(amount)))),
+        _ => Ok(None),
+    }
+}
+
+fn malformed(what: &str, e: serde_json::Error) -> Lookup {
+    Lookup::NoTransfer(format!("malformed {what} from the node's HTTP API: {e}"))
+}
