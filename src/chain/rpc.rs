@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy::rpc::client::RpcClient;
@@ -52,18 +52,18 @@ pub(crate) struct Rpc {
     active: AtomicUsize,
     failovers: AtomicU64,
     max_retries: u32,
-    limiter: Option<Limiter>,
+    limiter: Option<Arc<Limiter>>,
 }
 
 /// At most one HTTP request per `interval` (`max_requests_per_second`), no burst: each
 /// request takes the next free slot.
-struct Limiter {
+pub(crate) struct Limiter {
     interval: Duration,
     next: Mutex<Instant>,
 }
 
 impl Limiter {
-    async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         let at = {
             let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
             let at = (*next).max(Instant::now());
@@ -120,9 +120,11 @@ impl Rpc {
         let limiter = settings
             .max_requests_per_second
             .filter(|r| *r > 0)
-            .map(|r| Limiter {
-                interval: Duration::from_secs(1) / r,
-                next: Mutex::new(Instant::now()),
+            .map(|r| {
+                Arc::new(Limiter {
+                    interval: Duration::from_secs(1) / r,
+                    next: Mutex::new(Instant::now()),
+                })
             });
         Ok(Rpc {
             chain: settings.name.clone(),
@@ -132,6 +134,12 @@ impl Rpc {
             max_retries: settings.max_retries,
             limiter,
         })
+    }
+
+    /// The request budget (`max_requests_per_second`), for another interface of the same
+    /// chain to share (Tron's HTTP API).
+    pub(crate) fn limiter(&self) -> Option<Arc<Limiter>> {
+        self.limiter.clone()
     }
 
     /// Number of configured URLs.

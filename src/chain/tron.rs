@@ -19,11 +19,10 @@ pub struct TronClient {
 impl TronClient {
     /// Builds the JSON-RPC and HTTP API clients; sends nothing yet.
     pub fn new(settings: ChainSettings) -> Result<TronClient, ChainError> {
-        let api = TronApi::new(&settings)?;
-        Ok(TronClient {
-            evm: EvmClient::new(settings)?,
-            api,
-        })
+        let evm = EvmClient::new(settings)?;
+        // One request budget for both interfaces (TronGrid counts them together).
+        let api = TronApi::new(evm.settings(), evm.rpc.limiter())?;
+        Ok(TronClient { evm, api })
     }
 
     pub fn settings(&self) -> &ChainSettings {

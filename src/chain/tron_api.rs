@@ -5,12 +5,14 @@
 //! contract call with a value is never a payment. Requests are retried like JSON-RPC ones
 //! (connection errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when configured.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::rpc::Limiter;
 use super::{shown_url, ChainError, ChainSettings, Lookup, TransferQuery};
 use crate::domain::{
     tron_address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TronAddress, U256,
@@ -21,6 +23,8 @@ const IN_FLIGHT: usize = 4;
 
 pub(super) struct TronApi {
     http: reqwest::Client,
+    /// `max_requests_per_second`, shared with the chain's JSON-RPC.
+    limiter: Option<Arc<Limiter>>,
     /// Without a trailing `/`.
     base: String,
     chain: String,
@@ -71,7 +75,10 @@ struct Block {
 }
 
 impl TronApi {
-    pub(super) fn new(settings: &ChainSettings) -> Result<TronApi, ChainError> {
+    pub(super) fn new(
+        settings: &ChainSettings,
+        limiter: Option<Arc<Limiter>>,
+    ) -> Result<TronApi, ChainError> {
         let fail = |reason: String| ChainError::Rpc {
             chain: settings.name.clone(),
             what: "connect",
@@ -98,6 +105,7 @@ impl TronApi {
             .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
         Ok(TronApi {
             http,
+            limiter,
             base,
             chain: settings.name.clone(),
             max_retries: settings.max_retries,
@@ -177,6 +185,9 @@ impl TronApi {
         let url = format!("{}{path}", self.base);
         let mut attempt = 0u32;
         loop {
+            if let Some(l) = &self.limiter {
+                l.wait().await;
+            }
             let sent = self.http.post(&url).json(&body).send().await;
             let retry = match &sent {
                 Err(e) => e.is_connect() || e.is_timeout() || e.is_request(),

@@ -7,20 +7,27 @@
 //! writes them: `0x` + 20 bytes on JSON-RPC, `41` + 20 bytes on the HTTP API; transaction ids
 //! as 64 hex digits (with `0x` on JSON-RPC). Blocks are 3 s apart, the head's time now.
 
+mod http;
+mod rpc;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
+
+use http::{getblockbynum, gettransactionbyid, gettransactioninfobyid};
+use rpc::jsonrpc;
 
 /// Mainnet's chain id (`0x2b6653dc`).
 pub const MAINNET_CHAIN_ID: u64 = 0x2b66_53dc;
 /// USDT's TRC-20 contract on mainnet, as 20 bytes of hex (base58 `TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t`).
 pub const USDT_HEX: &str = "a614f803b6fd780986a42c78ec9c7f77e6ded13c";
-const TRANSFER: &str = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+pub(crate) const TRANSFER: &str =
+    "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 /// What a transaction is, as the node will describe it. Addresses are 20-byte hex without
 /// a prefix (the node adds `0x` or `41` as each interface spells them).
@@ -55,12 +62,12 @@ pub enum TronTx {
     },
 }
 
-struct Entry {
+pub(crate) struct Entry {
     block: u64,
     tx: TronTx,
 }
 
-struct NodeState {
+pub(crate) struct NodeState {
     head: u64,
     /// head - solidified block.
     solid_lag: u64,
@@ -73,6 +80,8 @@ struct NodeState {
     api_keys: Vec<Option<String>>,
     /// Unix seconds of the head block.
     head_time: i64,
+    /// Statuses the next HTTP API requests answer (then the queue is empty again).
+    api_faults: std::collections::VecDeque<u16>,
 }
 
 /// The node's handle. Dropping it stops the server.
@@ -88,9 +97,9 @@ impl Drop for FakeTron {
     }
 }
 
-type Shared = Arc<Mutex<NodeState>>;
+pub(crate) type Shared = Arc<Mutex<NodeState>>;
 
-fn lock(s: &Shared) -> MutexGuard<'_, NodeState> {
+pub(crate) fn lock(s: &Shared) -> MutexGuard<'_, NodeState> {
     s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -105,6 +114,7 @@ impl FakeTron {
             requests: Vec::new(),
             api_keys: Vec::new(),
             head_time: jiff::Timestamp::now().as_second(),
+            api_faults: Default::default(),
         }));
         let router = Router::new()
             .route("/jsonrpc", post(jsonrpc))
@@ -185,6 +195,13 @@ impl FakeTron {
         s.head.saturating_sub(s.solid_lag)
     }
 
+    /// The next `times` HTTP API requests answer `status` (with a small JSON error body).
+    pub fn push_api_fault(&self, status: u16, times: usize) {
+        self.state()
+            .api_faults
+            .extend(std::iter::repeat_n(status, times));
+    }
+
     /// JSON-RPC methods and HTTP paths received, in order.
     pub fn requests(&self) -> Vec<String> {
         self.state().requests.clone()
@@ -201,7 +218,7 @@ impl FakeTron {
     }
 }
 
-fn block_id(s: &NodeState, n: u64) -> String {
+pub(crate) fn block_id(s: &NodeState, n: u64) -> String {
     let fork = s
         .forks
         .iter()
@@ -214,15 +231,23 @@ fn block_id(s: &NodeState, n: u64) -> String {
     format!("{n:016x}{mix:032x}{fork:016x}")
 }
 
-fn block_time(s: &NodeState, n: u64) -> i64 {
+pub(crate) fn block_time(s: &NodeState, n: u64) -> i64 {
     s.head_time - 3 * (s.head as i64 - n as i64)
 }
 
-fn hex_q(n: u64) -> String {
+pub(crate) fn hex_q(n: u64) -> String {
     format!("{n:#x}")
 }
 
-fn note(state: &Shared, headers: &HeaderMap, what: String) {
+/// Notes an HTTP API request; the queued fault it answers, if any.
+pub(crate) fn api_request(state: &Shared, headers: &HeaderMap, what: &str) -> Option<Response> {
+    note(state, headers, what.to_string());
+    let status = lock(state).api_faults.pop_front()?;
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Some((status, Json(json!({"Error": "injected fault"}))).into_response())
+}
+
+pub(crate) fn note(state: &Shared, headers: &HeaderMap, what: String) {
     let mut s = lock(state);
     s.requests.push(what);
     let key = headers
@@ -230,298 +255,4 @@ fn note(state: &Shared, headers: &HeaderMap, what: String) {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     s.api_keys.push(key);
-}
-
-async fn jsonrpc(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    let one = |req: &Value| {
-        let method = req["method"].as_str().unwrap_or_default().to_string();
-        note(&state, &headers, method.clone());
-        let s = lock(&state);
-        let id = req["id"].clone();
-        match call(&s, &method, &req["params"]) {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err((code, message)) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-            }
-        }
-    };
-    Json(match &body {
-        Value::Array(reqs) => Value::Array(reqs.iter().map(one).collect()),
-        req => one(req),
-    })
-}
-
-fn bare(id: &str) -> String {
-    id.trim_start_matches("0x").to_lowercase()
-}
-
-/// One JSON-RPC call against the node's state.
-fn call(s: &NodeState, method: &str, params: &Value) -> Result<Value, (i64, String)> {
-    match method {
-        "web3_clientVersion" => Ok(json!("TRON/v4.8.0/Linux/Java1.8")),
-        "eth_chainId" => Ok(json!(hex_q(MAINNET_CHAIN_ID))),
-        "eth_blockNumber" => Ok(json!(hex_q(s.head))),
-        "eth_getBlockByNumber" => {
-            let n = match params[0].as_str().unwrap_or_default() {
-                "latest" => s.head,
-                "finalized" => s.head.saturating_sub(s.solid_lag),
-                "earliest" => 0,
-                tag if tag.starts_with("0x") => u64::from_str_radix(&tag[2..], 16)
-                    .map_err(|_| (-32602, format!("invalid block number {tag}")))?,
-                tag => return Err((-32602, format!("TAG {tag} not supported"))),
-            };
-            if n > s.head {
-                return Ok(Value::Null);
-            }
-            Ok(json!({
-                "number": hex_q(n),
-                "hash": format!("0x{}", block_id(s, n)),
-                "parentHash": format!("0x{}", block_id(s, n.saturating_sub(1))),
-                "timestamp": hex_q(block_time(s, n) as u64),
-                "transactions": [],
-            }))
-        }
-        "eth_getTransactionReceipt" => {
-            let id = bare(params[0].as_str().unwrap_or_default());
-            Ok(s.txs
-                .get(&id)
-                .filter(|e| e.block <= s.head)
-                .map_or(Value::Null, |e| receipt(s, &id, e)))
-        }
-        "eth_getTransactionByHash" => {
-            let id = bare(params[0].as_str().unwrap_or_default());
-            Ok(s.txs
-                .get(&id)
-                .filter(|e| e.block <= s.head)
-                .map_or(Value::Null, |e| {
-                    let (from, to, value) = match &e.tx {
-                        TronTx::Trc20 { contract, from, .. } => (from.clone(), contract.clone(), 0),
-                        TronTx::Trx {
-                            from, to, amount, ..
-                        } => (from.clone(), to.clone(), *amount),
-                        TronTx::Other { call_value, .. } => {
-                            ("00".repeat(20), "00".repeat(20), *call_value)
-                        }
-                    };
-                    json!({
-                        "hash": format!("0x{id}"),
-                        "blockHash": format!("0x{}", block_id(s, e.block)),
-                        "blockNumber": hex_q(e.block),
-                        "from": format!("0x{from}"),
-                        "to": format!("0x{to}"),
-                        "value": hex_q(value),
-                        "input": "0x",
-                    })
-                }))
-        }
-        "eth_getLogs" => Ok(Value::Array(logs(s, &params[0]))),
-        other => Err((
-            -32601,
-            format!("the method {other} does not exist/is not available"),
-        )),
-    }
-}
-
-fn log_of(s: &NodeState, id: &str, e: &Entry) -> Option<Value> {
-    let TronTx::Trc20 {
-        contract,
-        from,
-        to,
-        amount,
-        log_index,
-        success: true,
-    } = &e.tx
-    else {
-        return None;
-    };
-    Some(json!({
-        "address": format!("0x{contract}"),
-        "blockHash": format!("0x{}", block_id(s, e.block)),
-        "blockNumber": hex_q(e.block),
-        "data": format!("0x{amount:064x}"),
-        "logIndex": hex_q(*log_index),
-        "removed": false,
-        "topics": [
-            format!("0x{TRANSFER}"),
-            format!("0x{from:0>64}"),
-            format!("0x{to:0>64}"),
-        ],
-        "transactionHash": format!("0x{id}"),
-        "transactionIndex": "0x0",
-    }))
-}
-
-fn receipt(s: &NodeState, id: &str, e: &Entry) -> Value {
-    let (status, to) = match &e.tx {
-        TronTx::Trc20 {
-            success, contract, ..
-        } => (*success, contract.clone()),
-        TronTx::Trx {
-            contract_ret, to, ..
-        } => (contract_ret == "SUCCESS", to.clone()),
-        TronTx::Other { .. } => (true, "00".repeat(20)),
-    };
-    json!({
-        "blockHash": format!("0x{}", block_id(s, e.block)),
-        "blockNumber": hex_q(e.block),
-        "contractAddress": null,
-        "cumulativeGasUsed": "0x3a4d8",
-        "effectiveGasPrice": "0xd2",
-        "from": "0x4b0f1812e5df2a09796481ff14017e6005508003",
-        "gasUsed": "0x3a4d8",
-        "logs": log_of(s, id, e).into_iter().collect::<Vec<_>>(),
-        "logsBloom": format!("0x{}", "00".repeat(256)),
-        "root": null,
-        "status": if status { "0x1" } else { "0x0" },
-        "to": format!("0x{to}"),
-        "transactionHash": format!("0x{id}"),
-        "transactionIndex": "0x0",
-        "type": "0x0",
-    })
-}
-
-fn logs(s: &NodeState, filter: &Value) -> Vec<Value> {
-    let block = |k: &str| {
-        filter[k]
-            .as_str()
-            .and_then(|b| u64::from_str_radix(b.trim_start_matches("0x"), 16).ok())
-    };
-    let (from, to) = (
-        block("fromBlock").unwrap_or(0),
-        block("toBlock").unwrap_or(s.head),
-    );
-    let list = |v: &Value| -> Vec<String> {
-        match v {
-            Value::String(a) => vec![a.to_lowercase()],
-            Value::Array(a) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_lowercase)
-                .collect(),
-            _ => Vec::new(),
-        }
-    };
-    let addresses = list(&filter["address"]);
-    let recipients = list(&filter["topics"][2]);
-    let mut ids: Vec<&String> = s.txs.keys().collect();
-    ids.sort();
-    ids.into_iter()
-        .filter_map(|id| {
-            let e = &s.txs[id];
-            if e.block < from || e.block > to.min(s.head) {
-                return None;
-            }
-            let log = log_of(s, id, e)?;
-            let ok = (addresses.is_empty()
-                || addresses.contains(&log["address"].as_str()?.to_string()))
-                && (recipients.is_empty()
-                    || recipients.contains(&log["topics"][2].as_str()?.to_string()));
-            ok.then_some(log)
-        })
-        .collect()
-}
-
-async fn gettransactionbyid(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    note(&state, &headers, "/wallet/gettransactionbyid".into());
-    let s = lock(&state);
-    let id = bare(body["value"].as_str().unwrap_or_default());
-    let Some(e) = s.txs.get(&id) else {
-        return Json(json!({}));
-    };
-    let (ret, kind, value) = match &e.tx {
-        TronTx::Trc20 {
-            contract,
-            from,
-            success,
-            ..
-        } => (
-            if *success { "SUCCESS" } else { "REVERT" }.to_string(),
-            "TriggerSmartContract".to_string(),
-            json!({"data": "a9059cbb", "owner_address": format!("41{from}"), "contract_address": format!("41{contract}")}),
-        ),
-        TronTx::Trx {
-            from,
-            to,
-            amount,
-            contract_ret,
-        } => (
-            contract_ret.clone(),
-            "TransferContract".to_string(),
-            json!({"amount": amount, "owner_address": format!("41{from}"), "to_address": format!("41{to}")}),
-        ),
-        TronTx::Other {
-            contract_type,
-            value,
-            ..
-        } => ("SUCCESS".into(), contract_type.clone(), value.clone()),
-    };
-    Json(json!({
-        "ret": [{"contractRet": ret}],
-        "signature": [format!("{}1b", "ab".repeat(64))],
-        "txID": id,
-        "raw_data": {
-            "contract": [{
-                "parameter": {"value": value, "type_url": format!("type.googleapis.com/protocol.{kind}")},
-                "type": kind,
-            }],
-            "ref_block_bytes": "3c9f",
-            "ref_block_hash": "6e7a4fcb4a6d9b2d",
-            "expiration": (block_time(&s, e.block) + 60) * 1000,
-            "timestamp": block_time(&s, e.block) * 1000,
-        },
-        "raw_data_hex": "0a023c9f2208",
-    }))
-}
-
-async fn gettransactioninfobyid(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    note(&state, &headers, "/wallet/gettransactioninfobyid".into());
-    let s = lock(&state);
-    let id = bare(body["value"].as_str().unwrap_or_default());
-    let Some(e) = s.txs.get(&id).filter(|e| e.block <= s.head) else {
-        return Json(json!({}));
-    };
-    // A plain TRX transfer's receipt has no `result` (only contract calls do).
-    let receipt = match &e.tx {
-        TronTx::Trc20 { success, .. } => json!({"energy_usage_total": 14650, "net_usage": 345,
-            "result": if *success { "SUCCESS" } else { "REVERT" }}),
-        _ => json!({"net_usage": 268}),
-    };
-    Json(json!({
-        "id": id,
-        "fee": 1_100_000,
-        "blockNumber": e.block,
-        "blockTimeStamp": block_time(&s, e.block) * 1000,
-        "contractResult": [""],
-        "receipt": receipt,
-    }))
-}
-
-async fn getblockbynum(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    note(&state, &headers, "/wallet/getblockbynum".into());
-    let s = lock(&state);
-    let n = body["num"].as_u64().unwrap_or(u64::MAX);
-    if n > s.head {
-        return Json(json!({}));
-    }
-    Json(json!({
-        "blockID": block_id(&s, n),
-        "block_header": {"raw_data": {"number": n, "timestamp": block_time(&s, n) * 1000,
-            "witness_address": "41d376d829440505ea13c9d1c455317d51b62e4ab6", "version": 30}},
-    }))
 }

@@ -172,3 +172,65 @@ async fn the_deposit_scan_finds_an_unreported_trc20_payment() {
     })
     .await;
 }
+
+/// The HTTP API is retried like JSON-RPC: two 503s, then the TRX payment is found. When it
+/// stays down the provider's part fails with an error naming the chain and the path, and
+/// neither that error nor the report holds the API key.
+#[tokio::test]
+async fn the_http_api_is_retried_and_its_outage_fails_the_part_without_the_key() {
+    let (_dir, db) = crate::support::sqlite_url();
+    let w = TronWorld::start(&db).await;
+    let to = payee(61);
+    let trx = payrecon::domain::U256::from(5_000_000u64);
+    w.order("H-1", &to, "native", trx).await;
+    w.node.add(
+        &txid(61),
+        HEAD - 50,
+        payrecon_testkit::tron::TronTx::Trx {
+            from: "5c".repeat(20),
+            to: to.evm_hex()[2..].to_string(),
+            amount: 5_000_000,
+            contract_ret: "SUCCESS".into(),
+        },
+    );
+    w.notify("991", &txid(61), None, to.as_str(), "5.000000");
+    w.node.push_api_fault(503, 2);
+    let report = w.run().await;
+    assert_eq!(w.state("H-1").await, State::Final, "{}", report.to_json());
+    let byid = w
+        .node
+        .requests()
+        .iter()
+        .filter(|r| *r == "/wallet/gettransactionbyid")
+        .count();
+    assert_eq!(byid, 3, "two 503s and the answer");
+
+    let to = payee(62);
+    w.order("H-2", &to, "native", trx).await;
+    w.node.add(
+        &txid(62),
+        HEAD - 50,
+        payrecon_testkit::tron::TronTx::Trx {
+            from: "5c".repeat(20),
+            to: to.evm_hex()[2..].to_string(),
+            amount: 5_000_000,
+            contract_ret: "SUCCESS".into(),
+        },
+    );
+    w.notify("992", &txid(62), None, to.as_str(), "5.000000");
+    w.node.push_api_fault(503, 50);
+    let report = w.run().await;
+    let cg = entry(&report, CG);
+    assert_eq!(cg.status, "failed", "{}", report.to_json());
+    let error = cg.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("chain tron") && error.contains("gettransactionbyid"),
+        "{error}"
+    );
+    assert!(
+        !report.to_json().contains(super::TRON_KEY),
+        "the key leaked: {}",
+        report.to_json()
+    );
+    assert_eq!(w.state("H-2").await, State::Unpaid);
+}
