@@ -202,6 +202,11 @@ impl FakeTron {
             .extend(std::iter::repeat_n(status, times));
     }
 
+    /// HTTP API faults still queued.
+    pub fn api_faults_left(&self) -> usize {
+        self.state().api_faults.len()
+    }
+
     /// JSON-RPC methods and HTTP paths received, in order.
     pub fn requests(&self) -> Vec<String> {
         self.state().requests.clone()

@@ -16,6 +16,7 @@ mod merchant;
 mod pgproxy;
 mod qvard;
 mod scenario;
+mod tron;
 mod webhooks;
 mod world;
 
@@ -210,4 +211,9 @@ async fn sim_kill_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_anvil() {
     anvil::run_slice().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_tron() {
+    tron::run_slice().await;
 }

@@ -103,7 +103,7 @@ pub fn opts(dry_run: bool) -> RunOptions {
 }
 
 /// A fresh PostgreSQL schema on `PAYRECON_TEST_PG_URL`: (search_path URL, schema).
-async fn pg_schema_url(base: &str) -> (String, String) {
+pub async fn pg_schema_url(base: &str) -> (String, String) {
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(base)
         .await
