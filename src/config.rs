@@ -369,7 +369,8 @@ fn provider(
     let (kind, retry_window) = match kind.as_str() {
         "chaingateway" => chaingateway(name, table, chains, text, decimals)?,
         "http" => {
-            let s = http_provider::parse(name, table, chains, decimals)?;
+            let mut s = http_provider::parse(name, table, chains, decimals)?;
+            s.kinds = chain_kinds(chains);
             let window = s.retry_window;
             (ProviderKind::Http(s), window)
         }

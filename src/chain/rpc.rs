@@ -11,6 +11,8 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+use ::reqwest::header::{HeaderMap, HeaderValue};
 use std::time::Duration;
 
 use alloy::rpc::client::RpcClient;
@@ -74,6 +76,22 @@ impl Limiter {
     }
 }
 
+/// The headers every request to a chain carries: `api_key` as `TRON-PRO-API-KEY` (SPEC §12)
+/// when set, marked sensitive so that no Debug output shows it.
+pub(crate) fn default_headers(settings: &ChainSettings) -> Result<HeaderMap, ChainError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &settings.api_key {
+        let mut v = HeaderValue::from_str(key.expose()).map_err(|_| ChainError::Rpc {
+            chain: settings.name.clone(),
+            what: "connect",
+            reason: "api_key: not a valid HTTP header value".into(),
+        })?;
+        v.set_sensitive(true);
+        headers.insert("TRON-PRO-API-KEY", v);
+    }
+    Ok(headers)
+}
+
 impl Rpc {
     pub(crate) fn new(settings: &ChainSettings) -> Result<Rpc, ChainError> {
         let fail = |reason: String| ChainError::Rpc {
@@ -84,18 +102,10 @@ impl Rpc {
         if settings.rpc_urls.is_empty() {
             return Err(fail("no RPC URL configured".into()));
         }
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = &settings.api_key {
-            // TronGrid's key (SPEC §12); marked sensitive, so no Debug output shows it.
-            let mut v = reqwest::header::HeaderValue::from_str(key.expose())
-                .map_err(|_| fail("api_key: not a valid HTTP header value".into()))?;
-            v.set_sensitive(true);
-            headers.insert("TRON-PRO-API-KEY", v);
-        }
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            .default_headers(headers)
+            .default_headers(default_headers(settings)?)
             .build()
             .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
         let mut endpoints = Vec::with_capacity(settings.rpc_urls.len());

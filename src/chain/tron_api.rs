@@ -90,17 +90,10 @@ impl TronApi {
             .ok_or_else(|| fail("no api_url configured (java-tron's HTTP API)".into()))?
             .trim_end_matches('/')
             .to_string();
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = &settings.api_key {
-            let mut v = reqwest::header::HeaderValue::from_str(key.expose())
-                .map_err(|_| fail("api_key: not a valid HTTP header value".into()))?;
-            v.set_sensitive(true);
-            headers.insert("TRON-PRO-API-KEY", v);
-        }
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            .default_headers(headers)
+            .default_headers(super::rpc::default_headers(settings)?)
             .build()
             .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
         Ok(TronApi {

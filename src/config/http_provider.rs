@@ -179,6 +179,7 @@ fn build<V>(
     let fields = fields(&key("fields"), raw.fields, raw.chains.len())?;
     let resend = raw.resend.map(|r| resend(&key("resend"), r)).transpose()?;
     Ok(HttpSettings {
+        kinds: Default::default(),
         name: name.to_string(),
         base_url: base_url.trim_end_matches('/').to_string(),
         api_key,

@@ -22,6 +22,10 @@ impl ChainKind {
         match s.trim() {
             "evm" => Ok(ChainKind::Evm),
             "tron" => Ok(ChainKind::Tron),
+            "bitcoin" => Err(InputError::new(
+                "kind",
+                "\"bitcoin\" (SPEC §13) is not in this build yet; \"evm\" or \"tron\"",
+            )),
             other => Err(InputError::new(
                 "kind",
                 format!("must be \"evm\" or \"tron\", not {other:?}"),
@@ -176,6 +180,10 @@ mod tests {
             .unwrap_err()
             .reason
             .contains("\"evm\" or \"tron\""));
+        let e = ChainKind::parse("bitcoin").unwrap_err();
+        assert!(e.reason.contains("not in this build yet"), "{e}");
+        let e = ChainKind::parse("solana").unwrap_err();
+        assert!(e.reason.contains("not \"solana\""), "{e}");
         assert_eq!(ChainKind::default().as_str(), "evm");
     }
 }

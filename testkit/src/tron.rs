@@ -24,6 +24,8 @@ use rpc::jsonrpc;
 
 /// Mainnet's chain id (`0x2b6653dc`).
 pub const MAINNET_CHAIN_ID: u64 = 0x2b66_53dc;
+/// USDT's TRC-20 contract on mainnet, base58.
+pub const USDT: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 /// USDT's TRC-20 contract on mainnet, as 20 bytes of hex (base58 `TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t`).
 pub const USDT_HEX: &str = "a614f803b6fd780986a42c78ec9c7f77e6ded13c";
 pub(crate) const TRANSFER: &str =
@@ -200,6 +202,19 @@ impl FakeTron {
         self.state()
             .api_faults
             .extend(std::iter::repeat_n(status, times));
+    }
+
+    /// A configuration's `[chains.tron]` table for this node (key `api_key`, `extra` keys
+    /// after), and its USDT and TRX `[assets]`.
+    pub fn config_tables(&self, api_key: &str, extra: &str) -> String {
+        format!(
+            "[chains.tron]\nkind = \"tron\"\nrpc_url = \"{rpc}\"\napi_url = \"{api}\"\n\
+             api_key = \"{api_key}\"\nfinality = \"finalized\"\n{extra}\n\n\
+             [assets.\"tron:{USDT}\"]\nsymbol = \"USDT\"\ndecimals = 6\n\n\
+             [assets.\"tron:native\"]\nsymbol = \"TRX\"\ndecimals = 6\n",
+            rpc = self.rpc_url(),
+            api = self.api_url(),
+        )
     }
 
     /// HTTP API faults still queued.

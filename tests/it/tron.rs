@@ -54,24 +54,7 @@ fn config_scanning(db: &str, cg: &str, node: &FakeTron, scan: bool) -> String {
         r#"[database]
 url = "{db}"
 
-[chains.tron]
-kind = "tron"
-rpc_url = "{rpc}"
-api_url = "{api}"
-api_key = "{TRON_KEY}"
-confirmations = {CONFS}
-finality = "finalized"
-chain_id = 728126428
-scan_unpaid = {scan}
-
-[assets."tron:{USDT}"]
-symbol = "USDT"
-decimals = 6
-
-[assets."tron:native"]
-symbol = "TRX"
-decimals = 6
-
+{tables}
 [providers.{CG}]
 kind = "chaingateway"
 base_url = "{cg}"
@@ -82,8 +65,10 @@ timeout = "5s"
 max_retries = 2
 backoff = "20ms"
 "#,
-        rpc = node.rpc_url(),
-        api = node.api_url(),
+        tables = node.config_tables(
+            TRON_KEY,
+            &format!("confirmations = {CONFS}\nchain_id = 728126428\nscan_unpaid = {scan}")
+        ),
     )
 }
 
@@ -114,6 +99,20 @@ impl TronWorld {
                 amount,
                 log_index,
                 success: true,
+            },
+        );
+    }
+
+    /// Pays `to` `amount` sun in `block` (a successful `TransferContract`).
+    fn pay_trx(&self, id: &str, block: u64, to: &TronAddress, amount: u64) {
+        self.node.add(
+            id,
+            block,
+            TronTx::Trx {
+                from: "5c".repeat(20),
+                to: to.evm_hex()[2..].to_string(),
+                amount,
+                contract_ret: "SUCCESS".into(),
             },
         );
     }
@@ -233,7 +232,7 @@ async fn trx_is_read_from_the_http_api_and_only_a_transfer_contract_pays() {
     on_backends(|db| async move {
         let w = TronWorld::start(&db).await;
         let trx = |n: u64| U256::from(n) * U256::from(1_000_000u64);
-        let cases: [(&str, u8, TronTx); 4] = [
+        let cases: [(&str, u8, TronTx); 5] = [
             ("X-PAID", 11, TronTx::Trx {
                 from: "5c".repeat(20),
                 to: payee(11).evm_hex()[2..].to_string(),
@@ -252,6 +251,15 @@ async fn trx_is_read_from_the_http_api_and_only_a_transfer_contract_pays() {
                     "to_address": format!("41{}", &payee(13).evm_hex()[2..])}),
                 call_value: 0,
             }),
+            // A failed TRC-20 call (REVERT): receipt status 0, no log; the order is a USDT one.
+            ("X-REVERTED", 15, TronTx::Trc20 {
+                contract: USDT_HEX.into(),
+                from: "5c".repeat(20),
+                to: payee(15).evm_hex()[2..].to_string(),
+                amount: 40_000_000,
+                log_index: 0,
+                success: false,
+            }),
             ("X-FAILED", 14, TronTx::Trx {
                 from: "5c".repeat(20),
                 to: payee(14).evm_hex()[2..].to_string(),
@@ -260,14 +268,16 @@ async fn trx_is_read_from_the_http_api_and_only_a_transfer_contract_pays() {
             }),
         ];
         for (i, (order_ref, n, tx)) in cases.into_iter().enumerate() {
-            w.order(order_ref, &payee(n), "native", trx(40)).await;
+            let token = matches!(tx, TronTx::Trc20 { .. });
+            let (asset, contract) = if token { (USDT, Some(USDT)) } else { ("native", None) };
+            w.order(order_ref, &payee(n), asset, trx(40)).await;
             let id = txid(100 + i as u64);
             w.node.add(&id, HEAD - 40, tx);
-            w.notify(&format!("95{i}"), &id, None, payee(n).as_str(), "40.000000");
+            w.notify(&format!("95{i}"), &id, contract, payee(n).as_str(), "40.000000");
         }
         let report = w.run().await;
         assert_eq!(w.state("X-PAID").await, State::Final, "{db}: {}", report.to_json());
-        for r in ["X-FREEZE", "X-TRC10", "X-FAILED"] {
+        for r in ["X-FREEZE", "X-TRC10", "X-REVERTED", "X-FAILED"] {
             assert_eq!(w.state(r).await, State::Unpaid, "{db}: {r}");
         }
         let unknown = found(&report, "unknown_payment");

@@ -74,10 +74,7 @@ static COUNT: Count = Count {
 };
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = match backend {
-        Backend::Sqlite => "",
-        Backend::Postgres => "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL ",
-    };
+    let pg = crate::pg_prefix(backend);
     format!("{pg}ANVIL_BIN=$ANVIL_BIN PAYRECON_SIM_ANVIL_SEED={seed} cargo nextest run --test sim sim_anvil")
 }
 
@@ -91,23 +88,9 @@ pub async fn run_slice() {
         return;
     };
     let t0 = Instant::now();
-    let single = crate::env_u64("PAYRECON_SIM_ANVIL_SEED");
-    if single.is_none() && crate::env_u64("PAYRECON_SIM_SEED").is_some() {
-        eprintln!("anvil slice not run: PAYRECON_SIM_SEED replays one scenario seed");
+    let Some((seeds, jobs)) = crate::slice_jobs("anvil", SEEDS, PG_SEEDS) else {
         return;
-    }
-    let seeds: Vec<u64> = match single {
-        Some(s) => vec![s],
-        None => (0..crate::env_u64("PAYRECON_SIM_ANVIL_SEEDS").unwrap_or(SEEDS)).collect(),
     };
-    let pg = crate::pg_enabled();
-    let mut jobs = Vec::new();
-    for &s in &seeds {
-        jobs.push((s, Backend::Sqlite));
-        if pg && (single.is_some() || s < PG_SEEDS) {
-            jobs.push((s, Backend::Postgres));
-        }
-    }
     let n_jobs = jobs.len();
     let run = |seed, backend| run_seed(seed, backend, bin.clone());
     let failures = crate::run_jobs("anvil ", jobs, PARALLEL_SEEDS, run, replay).await;

@@ -53,10 +53,7 @@ fn count(i: usize) {
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = match backend {
-        Backend::Sqlite => "",
-        Backend::Postgres => "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL ",
-    };
+    let pg = crate::pg_prefix(backend);
     format!("{pg}PAYRECON_SIM_KILL_SEED={seed} cargo nextest run --test sim sim_kill")
 }
 

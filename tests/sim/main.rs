@@ -72,6 +72,60 @@ fn pg_enabled() -> bool {
     false
 }
 
+/// What a replay line sets before its command for `backend`.
+pub fn pg_prefix(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "",
+        Backend::Postgres => "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL ",
+    }
+}
+
+/// The orders `refs` as the ledger holds them now (one lookup each: a seed has a few).
+pub async fn order_rows(
+    store: &payrecon::store::Store,
+    refs: Vec<String>,
+) -> Result<Vec<payrecon::store::OrderSnapshot>, String> {
+    let mut out = Vec::new();
+    for r in refs {
+        let row = store
+            .order_by_ref(&r)
+            .await
+            .map_err(|e| format!("reading {r}: {e}"))?
+            .ok_or_else(|| format!("order {r} vanished"))?;
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// A seed on a backend.
+pub type Job = (u64, Backend);
+
+/// The seeds and jobs of a slice named `what` (`PAYRECON_SIM_<WHAT>_SEED` replays one,
+/// `PAYRECON_SIM_<WHAT>_SEEDS` counts them, `default` otherwise): every seed on SQLite, the
+/// first `pg_seeds` (or the replayed one) on PostgreSQL too when it is there. `None` (with a
+/// line on stderr) when `PAYRECON_SIM_SEED` replays a scenario seed instead.
+pub fn slice_jobs(what: &str, default: u64, pg_seeds: u64) -> Option<(Vec<u64>, Vec<Job>)> {
+    let upper = what.to_uppercase();
+    let single = env_u64(&format!("PAYRECON_SIM_{upper}_SEED"));
+    if single.is_none() && env_u64("PAYRECON_SIM_SEED").is_some() {
+        eprintln!("{what} slice not run: PAYRECON_SIM_SEED replays one scenario seed");
+        return None;
+    }
+    let seeds: Vec<u64> = match single {
+        Some(s) => vec![s],
+        None => (0..env_u64(&format!("PAYRECON_SIM_{upper}_SEEDS")).unwrap_or(default)).collect(),
+    };
+    let pg = pg_enabled();
+    let mut jobs = Vec::new();
+    for &s in &seeds {
+        jobs.push((s, Backend::Sqlite));
+        if pg && (single.is_some() || s < pg_seeds) {
+            jobs.push((s, Backend::Postgres));
+        }
+    }
+    Some((seeds, jobs))
+}
+
 /// Runs `(seed, backend)` jobs, `parallel` at a time, each on its own task (a panic is a
 /// finding, not a crash of the simulator). Every failure is printed with the command that
 /// replays it (`replay`); returns those commands. `what` names the slice ("kill ", ...).

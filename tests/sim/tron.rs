@@ -77,33 +77,16 @@ struct TWorld {
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = match backend {
-        Backend::Sqlite => "",
-        Backend::Postgres => "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL ",
-    };
+    let pg = crate::pg_prefix(backend);
     format!("{pg}PAYRECON_SIM_TRON_SEED={seed} cargo nextest run --test sim sim_tron")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
     let t0 = Instant::now();
-    let single = crate::env_u64("PAYRECON_SIM_TRON_SEED");
-    if single.is_none() && crate::env_u64("PAYRECON_SIM_SEED").is_some() {
-        eprintln!("tron slice not run: PAYRECON_SIM_SEED replays one scenario seed");
+    let Some((seeds, jobs)) = crate::slice_jobs("tron", SEEDS, PG_SEEDS) else {
         return;
-    }
-    let seeds: Vec<u64> = match single {
-        Some(s) => vec![s],
-        None => (0..crate::env_u64("PAYRECON_SIM_TRON_SEEDS").unwrap_or(SEEDS)).collect(),
     };
-    let pg = crate::pg_enabled();
-    let mut jobs = Vec::new();
-    for &s in &seeds {
-        jobs.push((s, Backend::Sqlite));
-        if pg && (single.is_some() || s < PG_SEEDS) {
-            jobs.push((s, Backend::Postgres));
-        }
-    }
     let n_jobs = jobs.len();
     let failures = crate::run_jobs("tron ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
     let counts: Vec<String> = NAMES
@@ -167,25 +150,7 @@ async fn start(rng: &mut StdRng, backend: Backend) -> Result<TWorld, String> {
         r#"[database]
 url = "{db}"
 
-[chains.tron]
-kind = "tron"
-rpc_url = "{rpc}"
-api_url = "{api}"
-api_key = "{TRON_KEY}"
-confirmations = {SOLID_LAG}
-finality = "finalized"
-rpc_batch_size = {batch}
-max_retries = 3
-scan_unpaid = {scan}
-
-[assets."tron:{USDT}"]
-symbol = "USDT"
-decimals = 6
-
-[assets."tron:native"]
-symbol = "TRX"
-decimals = 6
-
+{tables}
 [providers.cg]
 kind = "chaingateway"
 base_url = "{cg_url}"
@@ -196,8 +161,10 @@ timeout = "5s"
 max_retries = 3
 backoff = "10ms"
 "#,
-        rpc = node.rpc_url(),
-        api = node.api_url(),
+        tables = node.config_tables(
+            TRON_KEY,
+            &format!("confirmations = {SOLID_LAG}\nrpc_batch_size = {batch}\nmax_retries = 3\nscan_unpaid = {scan}")
+        ),
     );
     let config = Config::from_toml(&text, std::iter::empty()).map_err(|e| e.to_string())?;
     let app = App::build(config).await.map_err(|e| e.0)?;
@@ -392,17 +359,9 @@ fn reorg(w: &mut TWorld, rng: &mut StdRng) {
 }
 
 async fn states(w: &TWorld) -> Result<HashMap<String, State>, String> {
-    let mut out = HashMap::new();
-    for o in &w.orders {
-        let row = w
-            .app
-            .engine
-            .store
-            .order_by_ref(&o.order_ref)
-            .await
-            .map_err(|e| e.to_string())?;
-        out.insert(o.order_ref.clone(), row.ok_or("an order vanished")?.state);
-    }
+    let refs = w.orders.iter().map(|o| o.order_ref.clone()).collect();
+    let rows = crate::order_rows(&w.app.engine.store, refs).await?;
+    let out = rows.into_iter().map(|r| (r.order_ref, r.state)).collect();
     Ok(out)
 }
 

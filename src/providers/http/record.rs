@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::settings::{AmountUnit, HttpSettings, StatusAction};
 use crate::domain::amount::decimal_to_base_units;
-use crate::domain::{parse_base_units, Asset, TxHash, U256};
+use crate::domain::{parse_base_units, Asset, U256};
 use crate::providers::{ProviderRecord, Rejected};
 
 /// Native coins' decimals when `decimals` has no `"chain:native"` entry.
@@ -45,6 +45,7 @@ pub(super) fn read_item(
         return Ok(None);
     };
     let chain = read_chain(settings, item).map_err(&reject)?;
+    let kind = settings.kinds.get(&chain).copied().unwrap_or_default();
     let order_ref = match opt(item, f.order_ref.as_deref()) {
         None => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
@@ -62,7 +63,7 @@ pub(super) fn read_item(
         None => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => Some(
-            TxHash::parse(s.trim())
+            kind.tx_hash(s.trim())
                 .map_err(|e| reject(format!("tx_hash ({}): {}", ptr(&f.tx_hash), e.reason)))?,
         ),
         Some(other) => return Err(reject(field_error("tx_hash", f.tx_hash.as_deref(), other))),
@@ -84,7 +85,7 @@ pub(super) fn read_item(
         None => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => Some(
-            Asset::parse(s.trim())
+            kind.asset(s.trim())
                 .map_err(|e| reject(format!("asset ({}): {}", ptr(&f.asset), e.reason)))?,
         ),
         Some(other) => return Err(reject(field_error("asset", f.asset.as_deref(), other))),

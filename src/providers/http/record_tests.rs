@@ -18,7 +18,8 @@ fn settings(unit: AmountUnit) -> HttpSettings {
         api_key: None,
         auth_header: "Authorization".into(),
         auth_scheme: "Bearer".into(),
-        chains: vec!["ethereum".into(), "polygon".into()],
+        chains: vec!["ethereum".into(), "polygon".into(), "nile".into()],
+        kinds: HashMap::from([("nile".to_string(), crate::domain::ChainKind::Tron)]),
         timeout: Duration::from_secs(1),
         max_retries: 1,
         backoff: Duration::from_millis(1),
@@ -45,7 +46,10 @@ fn settings(unit: AmountUnit) -> HttpSettings {
         resend: None,
         retry_window: Duration::ZERO,
         preset: None,
-        decimals: HashMap::from([(format!("ethereum:{USDT}"), 6)]),
+        decimals: HashMap::from([
+            (format!("ethereum:{USDT}"), 6),
+            ("nile:TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".to_string(), 6),
+        ]),
     }
 }
 
@@ -219,4 +223,38 @@ fn one_chain_needs_no_chain_field_and_webhooks_may_lack_a_time() {
     s.chains.push("polygon".into());
     let r = read_item(&s, &body, false, Some(now)).unwrap_err();
     assert!(r.reason.contains("several chains"), "{}", r.reason);
+}
+
+/// An item of a Tron chain (`nile`) is read in Tron's spellings (SPEC §12): a base58 or `41…` asset, a txid with
+/// or without `0x`; an EVM-only spelling of a Tron asset with a bad checksum is rejected.
+#[test]
+fn a_tron_item_is_read_in_tron_spellings() {
+    let id = "ab".repeat(32);
+    let tron = |asset: &str, tx: &str| json!({"data": {"chain": "nile", "asset": asset, "tx": tx, "amount": "25.00"}});
+    for (asset, tx) in [
+        ("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", id.clone()),
+        (
+            "41a614f803b6fd780986a42c78ec9c7f77e6ded13c",
+            format!("0x{id}"),
+        ),
+    ] {
+        let r = read(AmountUnit::Decimal, tron(asset, &tx))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.tx_hash.as_ref().map(TxHash::as_str), Some(id.as_str()));
+        assert_eq!(
+            r.asset.as_ref().map(Asset::as_str),
+            Some("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t")
+        );
+        assert_eq!(
+            r.amount_hint,
+            Some(U256::from(25_000_000u64)),
+            "decimals by the base58 key"
+        );
+    }
+    rejected(
+        AmountUnit::Decimal,
+        tron("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u", &id),
+        "checksum",
+    );
 }

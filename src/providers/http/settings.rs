@@ -24,6 +24,8 @@ pub struct HttpSettings {
     pub auth_scheme: String,
     /// Configured chain names this provider covers; items naming another chain are rejected.
     pub chains: Vec<String>,
+    /// Each chain's kind (absent: EVM): how an item's tx hash and asset are spelled.
+    pub kinds: std::collections::HashMap<String, crate::domain::ChainKind>,
     pub timeout: Duration,
     /// Attempts per request (the first included; 0 counts as 1).
     pub max_retries: u32,

@@ -135,6 +135,7 @@ fn item(i: u64) -> Value {
 
 fn settings(base_url: &str, path: &str, pagination: Pagination, items: &str) -> HttpSettings {
     HttpSettings {
+        kinds: Default::default(),
         name: "generic".into(),
         base_url: base_url.into(),
         api_key: Some(Secret::new(KEY)),

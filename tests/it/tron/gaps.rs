@@ -183,16 +183,7 @@ async fn the_http_api_is_retried_and_its_outage_fails_the_part_without_the_key()
     let to = payee(61);
     let trx = payrecon::domain::U256::from(5_000_000u64);
     w.order("H-1", &to, "native", trx).await;
-    w.node.add(
-        &txid(61),
-        HEAD - 50,
-        payrecon_testkit::tron::TronTx::Trx {
-            from: "5c".repeat(20),
-            to: to.evm_hex()[2..].to_string(),
-            amount: 5_000_000,
-            contract_ret: "SUCCESS".into(),
-        },
-    );
+    w.pay_trx(&txid(61), HEAD - 50, &to, 5_000_000);
     w.notify("991", &txid(61), None, to.as_str(), "5.000000");
     w.node.push_api_fault(503, 2);
     let report = w.run().await;
@@ -207,16 +198,7 @@ async fn the_http_api_is_retried_and_its_outage_fails_the_part_without_the_key()
 
     let to = payee(62);
     w.order("H-2", &to, "native", trx).await;
-    w.node.add(
-        &txid(62),
-        HEAD - 50,
-        payrecon_testkit::tron::TronTx::Trx {
-            from: "5c".repeat(20),
-            to: to.evm_hex()[2..].to_string(),
-            amount: 5_000_000,
-            contract_ret: "SUCCESS".into(),
-        },
-    );
+    w.pay_trx(&txid(62), HEAD - 50, &to, 5_000_000);
     w.notify("992", &txid(62), None, to.as_str(), "5.000000");
     w.node.push_api_fault(503, 50);
     let report = w.run().await;

@@ -25,19 +25,8 @@ fn implied(block: u64, head: u64, confs: u64, final_depth: u64) -> State {
 }
 
 async fn rows(w: &AWorld) -> Result<Vec<OrderSnapshot>, String> {
-    let mut out = Vec::new();
-    for o in &w.orders {
-        let row = w
-            .app
-            .engine
-            .store
-            .order_by_ref(&o.order_ref)
-            .await
-            .map_err(|e| format!("reading {}: {e}", o.order_ref))?
-            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
-        out.push(row);
-    }
-    Ok(out)
+    let refs = w.orders.iter().map(|o| o.order_ref.clone()).collect();
+    crate::order_rows(&w.app.engine.store, refs).await
 }
 
 /// Between runs: no order behind where it was; a held payment's transaction never changes.
