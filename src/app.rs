@@ -271,11 +271,16 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
                     Finality::Safe => "\"safe\" tag",
                     Finality::Depth => "depth",
                 };
+                // Bitcoin has no chain id (its preflight reports 0).
+                let id = match p.chain_id {
+                    0 => String::new(),
+                    n => format!("chain id {n}, "),
+                };
                 line(
                     true,
                     format!(
-                        "chain {name}: chain id {}, head {}, final {} ({mode})",
-                        p.chain_id, p.head.number, p.head.final_block
+                        "chain {name}: {id}head {}, final {} ({mode})",
+                        p.head.number, p.head.final_block
                     ),
                 );
                 for u in p.unreachable {

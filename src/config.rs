@@ -333,11 +333,8 @@ fn chain_kinds(
     chains
         .iter()
         .map(|(name, c)| {
-            let kind = c
-                .kind
-                .as_deref()
-                .and_then(|k| crate::domain::ChainKind::parse(k).ok());
-            (name.clone(), kind.unwrap_or_default())
+            let kind = chains::kind_of(name, c).unwrap_or_default();
+            (name.clone(), kind)
         })
         .collect()
 }

@@ -3,11 +3,13 @@
 //! java-tron's Ethereum-compatible JSON-RPC plus its HTTP API (`tron.rs`). Turns transaction
 //! ids into `domain` transfers; knows nothing of providers or SQL.
 
+mod bitcoin;
 mod decode;
 mod evm;
 mod scan;
 pub use scan::MAX_FILTER_ADDRESSES;
 mod preflight;
+mod rest;
 mod rpc;
 mod tron;
 mod tron_api;
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash};
 
+pub use bitcoin::BitcoinClient;
 pub use decode::TRANSFER_TOPIC;
 pub use evm::EvmClient;
 pub use preflight::Preflight;
@@ -134,6 +137,7 @@ pub enum Lookup {
 pub enum ChainClient {
     Evm(EvmClient),
     Tron(TronClient),
+    Bitcoin(BitcoinClient),
 }
 
 impl ChainClient {
@@ -142,6 +146,7 @@ impl ChainClient {
         Ok(match settings.kind {
             ChainKind::Evm => ChainClient::Evm(EvmClient::new(settings)?),
             ChainKind::Tron => ChainClient::Tron(TronClient::new(settings)?),
+            ChainKind::Bitcoin(_) => ChainClient::Bitcoin(BitcoinClient::new(settings)?),
         })
     }
 
@@ -149,6 +154,7 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.settings(),
             ChainClient::Tron(c) => c.settings(),
+            ChainClient::Bitcoin(c) => c.settings(),
         }
     }
 
@@ -157,14 +163,16 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.failovers(),
             ChainClient::Tron(c) => c.failovers(),
+            ChainClient::Bitcoin(_) => 0,
         }
     }
 
-    /// The node's chain id (`eth_chainId`).
+    /// The node's chain id (`eth_chainId`; Bitcoin has none: 0).
     pub async fn chain_id(&self) -> Result<u64, ChainError> {
         match self {
             ChainClient::Evm(c) => c.chain_id().await,
             ChainClient::Tron(c) => c.chain_id().await,
+            ChainClient::Bitcoin(_) => Ok(0),
         }
     }
 
@@ -173,6 +181,7 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.head().await,
             ChainClient::Tron(c) => c.head().await,
+            ChainClient::Bitcoin(c) => c.head().await,
         }
     }
 
@@ -181,6 +190,7 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.preflight().await,
             ChainClient::Tron(c) => c.preflight().await,
+            ChainClient::Bitcoin(c) => c.preflight().await,
         }
     }
 
@@ -194,6 +204,7 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.lookup(head, queries).await,
             ChainClient::Tron(c) => c.lookup(head, queries).await,
+            ChainClient::Bitcoin(c) => c.lookup(head, queries).await,
         }
     }
 
@@ -206,6 +217,8 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.first_block_since(since, head).await,
             ChainClient::Tron(c) => c.evm().first_block_since(since, head).await,
+            // The deposit scan reads token logs; Bitcoin has none (see `transfers_to`).
+            ChainClient::Bitcoin(_) => Ok(head + 1),
         }
     }
 
@@ -221,6 +234,8 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.transfers_to(head, tokens, recipients, from).await,
             ChainClient::Tron(c) => c.transfers_to(head, tokens, recipients, from).await,
+            // Not yet on Bitcoin (SPEC §13's `/address/:address/txs` scan).
+            ChainClient::Bitcoin(_) => Ok(Vec::new()),
         }
     }
 }

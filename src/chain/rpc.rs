@@ -65,6 +65,19 @@ pub(crate) struct Limiter {
 }
 
 impl Limiter {
+    /// The chain's `max_requests_per_second`, when set.
+    pub(crate) fn of(settings: &ChainSettings) -> Option<Arc<Limiter>> {
+        settings
+            .max_requests_per_second
+            .filter(|r| *r > 0)
+            .map(|r| {
+                Arc::new(Limiter {
+                    interval: Duration::from_secs(1) / r,
+                    next: Mutex::new(Instant::now()),
+                })
+            })
+    }
+
     pub(crate) async fn wait(&self) {
         let at = {
             let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,15 +140,7 @@ impl Rpc {
                 shown,
             });
         }
-        let limiter = settings
-            .max_requests_per_second
-            .filter(|r| *r > 0)
-            .map(|r| {
-                Arc::new(Limiter {
-                    interval: Duration::from_secs(1) / r,
-                    next: Mutex::new(Instant::now()),
-                })
-            });
+        let limiter = Limiter::of(settings);
         Ok(Rpc {
             chain: settings.name.clone(),
             endpoints,

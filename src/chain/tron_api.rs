@@ -6,14 +6,14 @@
 //! (connection errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when configured.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::rest::Rest;
 use super::rpc::Limiter;
-use super::{shown_url, ChainError, ChainSettings, Lookup, TransferQuery};
+use super::{ChainError, ChainSettings, Lookup, TransferQuery};
 use crate::domain::{
     tron_address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TronAddress, U256,
 };
@@ -22,13 +22,7 @@ use crate::domain::{
 const IN_FLIGHT: usize = 4;
 
 pub(super) struct TronApi {
-    http: reqwest::Client,
-    /// `max_requests_per_second`, shared with the chain's JSON-RPC.
-    limiter: Option<Arc<Limiter>>,
-    /// Without a trailing `/`.
-    base: String,
-    chain: String,
-    max_retries: u32,
+    rest: Rest,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,34 +69,14 @@ struct Block {
 }
 
 impl TronApi {
+    /// `limiter`: `max_requests_per_second`, shared with the chain's JSON-RPC.
     pub(super) fn new(
         settings: &ChainSettings,
         limiter: Option<Arc<Limiter>>,
     ) -> Result<TronApi, ChainError> {
-        let fail = |reason: String| ChainError::Rpc {
-            chain: settings.name.clone(),
-            what: "connect",
-            reason,
-        };
-        let base = settings
-            .api_url
-            .as_deref()
-            .ok_or_else(|| fail("no api_url configured (java-tron's HTTP API)".into()))?
-            .trim_end_matches('/')
-            .to_string();
-        let http = reqwest::Client::builder()
-            .timeout(settings.timeout)
-            .connect_timeout(settings.timeout)
-            .default_headers(super::rpc::default_headers(settings)?)
-            .build()
-            .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
-        Ok(TronApi {
-            http,
-            limiter,
-            base,
-            chain: settings.name.clone(),
-            max_retries: settings.max_retries,
-        })
+        let what = "api_url (java-tron's HTTP API)";
+        let rest = Rest::new(settings, settings.api_url.as_deref(), what, limiter)?;
+        Ok(TronApi { rest })
     }
 
     /// One answer per native query, in order.
@@ -121,7 +95,7 @@ impl TronApi {
 
     async fn trx_transfer(&self, head: ChainHead, q: TransferQuery) -> Result<Lookup, ChainError> {
         let q = &q;
-        let chain = self.chain.as_str();
+        let chain = self.rest.chain();
         let txid = q.tx_hash.as_str();
         let tx = self
             .post("/wallet/gettransactionbyid", json!({ "value": txid }))
@@ -173,38 +147,8 @@ impl TronApi {
         }]))
     }
 
-    /// A POST with the JSON-RPC client's retry rule; the JSON body of a 2xx answer.
     async fn post(&self, path: &'static str, body: Value) -> Result<Value, ChainError> {
-        let url = format!("{}{path}", self.base);
-        let mut attempt = 0u32;
-        loop {
-            if let Some(l) = &self.limiter {
-                l.wait().await;
-            }
-            let sent = self.http.post(&url).json(&body).send().await;
-            let retry = match &sent {
-                Err(e) => e.is_connect() || e.is_timeout() || e.is_request(),
-                Ok(r) => r.status().is_server_error() || r.status().as_u16() == 429,
-            };
-            if retry && attempt < self.max_retries {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
-                continue;
-            }
-            let fail = |reason: String| ChainError::Rpc {
-                chain: self.chain.clone(),
-                what: path,
-                reason: format!("{}: {reason}", shown_url(&url)),
-            };
-            let resp = sent.map_err(|e| fail(e.without_url().to_string()))?;
-            if !resp.status().is_success() {
-                return Err(fail(format!("HTTP {}", resp.status().as_u16())));
-            }
-            return resp
-                .json::<Value>()
-                .await
-                .map_err(|e| fail(format!("not JSON: {}", e.without_url())));
-        }
+        self.rest.post(path, &body).await
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::sections::{RawChain, RawConfig};
 use super::{err, read_secret_file, ConfigError};
 use crate::chain::{ChainSettings, Finality};
-use crate::domain::ChainKind;
+use crate::domain::{BtcNetwork, ChainKind};
 use crate::secret::Secret;
 
 /// Blocks per `eth_getLogs` request java-tron serves at most.
@@ -49,6 +49,67 @@ fn rpc_urls(name: &str, c: &RawChain) -> Result<Vec<String>, ConfigError> {
     Ok(rpc_urls)
 }
 
+/// A table's kind (`kind`, and `network` on Bitcoin); a bad value is an error naming it.
+pub(super) fn kind_of(name: &str, c: &RawChain) -> Result<ChainKind, ConfigError> {
+    let kind = match &c.kind {
+        None => ChainKind::Evm,
+        Some(k) => ChainKind::parse(k).map_err(|e| err(format!("chains.{name}.{e}")))?,
+    };
+    Ok(match (kind, &c.network) {
+        (ChainKind::Bitcoin(_), Some(n)) => {
+            ChainKind::Bitcoin(BtcNetwork::parse(n).map_err(|e| err(format!("chains.{name}.{e}")))?)
+        }
+        (ChainKind::Bitcoin(_), None) => kind,
+        (_, Some(_)) => {
+            return Err(err(format!(
+                "chains.{name}.network: only a kind = \"bitcoin\" chain has it"
+            )))
+        }
+        (k, None) => k,
+    })
+}
+
+/// An `http(s)://` URL at `key`, or the error naming it.
+fn http_url(name: &str, key: &str, u: &str) -> Result<(), ConfigError> {
+    if u.starts_with("http://") || u.starts_with("https://") {
+        return Ok(());
+    }
+    Err(err(format!(
+        "chains.{name}.{key}: {} is not an http:// or https:// URL",
+        crate::chain::shown_url(u)
+    )))
+}
+
+/// Bitcoin's keys: `esplora_url` (required), and what an Esplora chain cannot have.
+fn bitcoin_keys(name: &str, c: &RawChain) -> Result<String, ConfigError> {
+    let Some(u) = c.esplora_url.as_ref().map(|u| u.expose().to_string()) else {
+        return Err(err(format!(
+            "chains.{name}.esplora_url: required for kind = \"bitcoin\" (an Esplora API, e.g. \
+             https://blockstream.info/api)"
+        )));
+    };
+    http_url(name, "esplora_url", &u)?;
+    let refused = [
+        ("rpc_url", c.rpc_url.is_some()),
+        ("rpc_urls", c.rpc_urls.is_some()),
+        ("chain_id", c.chain_id.is_some()),
+        ("api_url", c.api_url.is_some()),
+        ("api_key", c.api_key.is_some()),
+        ("api_key_file", c.api_key_file.is_some()),
+    ];
+    if let Some((key, _)) = refused.iter().find(|(_, on)| *on) {
+        return Err(err(format!(
+            "chains.{name}.{key}: a kind = \"bitcoin\" chain is read from esplora_url only"
+        )));
+    }
+    if c.finality.as_deref().is_some_and(|f| f != "depth") {
+        return Err(err(format!(
+            "chains.{name}.finality: Bitcoin has only \"depth\" (with final_depth)"
+        )));
+    }
+    Ok(u)
+}
+
 /// The Tron keys (`api_url`, `api_key`/`api_key_file`), refused on an EVM chain.
 fn tron_keys(
     name: &str,
@@ -66,7 +127,13 @@ fn tron_keys(
         (None, None) => None,
     };
     let api_url = c.api_url.as_ref().map(|u| u.expose().to_string());
+    if c.esplora_url.is_some() {
+        return Err(err(format!(
+            "chains.{name}.esplora_url: only a kind = \"bitcoin\" chain has it"
+        )));
+    }
     match kind {
+        ChainKind::Bitcoin(_) => {}
         ChainKind::Evm => {
             let set = [
                 ("api_url", api_url.is_some()),
@@ -86,12 +153,7 @@ fn tron_keys(
                      e.g. https://api.trongrid.io)"
                 )));
             };
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                return Err(err(format!(
-                    "chains.{name}.api_url: {} is not an http:// or https:// URL",
-                    crate::chain::shown_url(u)
-                )));
-            }
+            http_url(name, "api_url", u)?;
         }
     }
     Ok((api_url, api_key))
@@ -99,18 +161,25 @@ fn tron_keys(
 
 /// One `[chains.<name>]` table.
 pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigError> {
-    let kind = match &c.kind {
-        None => ChainKind::Evm,
-        Some(k) => ChainKind::parse(k).map_err(|e| err(format!("chains.{name}.{e}")))?,
+    let kind = kind_of(name, c)?;
+    let (api_url, api_key, rpc_urls) = match kind {
+        ChainKind::Bitcoin(_) => (Some(bitcoin_keys(name, c)?), None, Vec::new()),
+        _ => {
+            let (api_url, api_key) = tron_keys(name, kind, c)?;
+            (api_url, api_key, rpc_urls(name, c)?)
+        }
     };
-    let (api_url, api_key) = tron_keys(name, kind, c)?;
-    let rpc_urls = rpc_urls(name, c)?;
     if c.max_requests_per_second == Some(0) {
         return Err(err(format!(
             "chains.{name}.max_requests_per_second: must be at least 1 (or absent: no limit)"
         )));
     }
-    let finality = match c.finality.as_str() {
+    let default = if matches!(kind, ChainKind::Bitcoin(_)) {
+        "depth"
+    } else {
+        "finalized"
+    };
+    let finality = match c.finality.as_deref().unwrap_or(default) {
         "finalized" => Finality::Finalized,
         "safe" => Finality::Safe,
         "depth" => Finality::Depth,
@@ -171,15 +240,22 @@ pub(super) fn asset_decimals(raw: &RawConfig) -> Result<HashMap<String, u8>, Con
                 "assets.\"{key}\": chain {chain:?} has no [chains.{chain}] table"
             )));
         };
-        let kind = c
-            .kind
-            .as_deref()
-            .and_then(|k| ChainKind::parse(k).ok())
-            .unwrap_or_default();
+        let kind = kind_of(chain, c)?;
         let asset = kind
             .asset(addr)
             .map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
         decimals.insert(format!("{chain}:{asset}"), a.decimals);
+    }
+    // A Tron or Bitcoin native coin without an [assets] entry: TRX 6, BTC 8 (an EVM chain's
+    // native coin keeps the readers' default of 18).
+    for (name, c) in &raw.chains {
+        let kind = kind_of(name, c)?;
+        if kind == ChainKind::Evm {
+            continue;
+        }
+        decimals
+            .entry(format!("{name}:native"))
+            .or_insert(kind.native_decimals());
     }
     Ok(decimals)
 }

@@ -103,14 +103,18 @@ pub(super) struct RawChain {
     /// Tron: sent as `TRON-PRO-API-KEY` (TronGrid), or read from `api_key_file`.
     pub(super) api_key: Option<Secret>,
     pub(super) api_key_file: Option<std::path::PathBuf>,
+    /// Bitcoin: the Esplora REST API (SPEC §13).
+    pub(super) esplora_url: Option<Secret>,
+    /// Bitcoin: `mainnet` (default) | `testnet` | `signet` | `regtest`.
+    pub(super) network: Option<String>,
     pub(super) rpc_url: Option<Secret>,
     pub(super) rpc_urls: Option<Vec<Secret>>,
     pub(super) chain_id: Option<u64>,
     pub(super) max_requests_per_second: Option<u32>,
     #[serde(default = "default_confirmations")]
     pub(super) confirmations: u64,
-    #[serde(default = "default_finality")]
-    pub(super) finality: String,
+    /// Default `finalized` (`depth` on Bitcoin, its only mode).
+    pub(super) finality: Option<String>,
     #[serde(default = "default_final_depth")]
     pub(super) final_depth: u64,
     #[serde(default = "default_rpc_batch")]
@@ -136,9 +140,6 @@ fn default_log_range() -> u64 {
 
 fn default_confirmations() -> u64 {
     12
-}
-fn default_finality() -> String {
-    "finalized".into()
 }
 fn default_final_depth() -> u64 {
     64

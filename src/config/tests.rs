@@ -275,6 +275,8 @@ fn shipped_config_toml_example_chains_are_valid() {
         names,
         [
             "arbitrum",
+            "bitcoin",
+            "bitcoin_own",
             "bsc",
             "ethereum",
             "legacy",
@@ -283,6 +285,12 @@ fn shipped_config_toml_example_chains_are_valid() {
             "tron_node"
         ]
     );
+    for name in ["bitcoin", "bitcoin_own"] {
+        let b = c.chain(name).unwrap();
+        assert!(matches!(b.kind, ChainKind::Bitcoin(_)), "{name}");
+        assert_eq!((b.finality, b.final_depth), (Finality::Depth, 6), "{name}");
+        assert!(b.rpc_urls.is_empty() && b.api_url.is_some(), "{name}");
+    }
     for name in ["tron", "tron_node"] {
         let t = c.chain(name).unwrap();
         assert_eq!(

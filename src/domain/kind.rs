@@ -3,6 +3,7 @@
 //! the one canonical form payrecon compares, stores and reports: EVM `0x` + lowercase hex,
 //! Tron base58check addresses (`T…`) and bare lowercase hex transaction ids.
 
+use super::bitcoin::{self, BtcNetwork};
 use super::model::{Address, Asset, InputError, TxHash};
 use super::tron::{parse_txid, TronAddress};
 
@@ -14,21 +15,20 @@ pub enum ChainKind {
     Evm,
     /// Tron: TRC-20 over java-tron's JSON-RPC, TRX over its HTTP API.
     Tron,
+    /// Bitcoin on a network (SPEC §13): outputs read from an Esplora API.
+    Bitcoin(BtcNetwork),
 }
 
 impl ChainKind {
-    /// `evm` | `tron`.
+    /// `evm` | `tron` | `bitcoin` (mainnet; the table's `network` says otherwise).
     pub fn parse(s: &str) -> Result<ChainKind, InputError> {
         match s.trim() {
             "evm" => Ok(ChainKind::Evm),
             "tron" => Ok(ChainKind::Tron),
-            "bitcoin" => Err(InputError::new(
-                "kind",
-                "\"bitcoin\" (SPEC §13) is not in this build yet; \"evm\" or \"tron\"",
-            )),
+            "bitcoin" => Ok(ChainKind::Bitcoin(BtcNetwork::Mainnet)),
             other => Err(InputError::new(
                 "kind",
-                format!("must be \"evm\" or \"tron\", not {other:?}"),
+                format!("must be \"evm\", \"tron\" or \"bitcoin\", not {other:?}"),
             )),
         }
     }
@@ -37,6 +37,17 @@ impl ChainKind {
         match self {
             ChainKind::Evm => "evm",
             ChainKind::Tron => "tron",
+            ChainKind::Bitcoin(_) => "bitcoin",
+        }
+    }
+
+    /// Decimals of the native coin when `[assets]` does not say: ETH-like 18, TRX 6 (sun),
+    /// BTC 8 (satoshis).
+    pub fn native_decimals(self) -> u8 {
+        match self {
+            ChainKind::Evm => 18,
+            ChainKind::Tron => 6,
+            ChainKind::Bitcoin(_) => 8,
         }
     }
 
@@ -45,6 +56,9 @@ impl ChainKind {
         match self {
             ChainKind::Evm => Address::parse(s).map_err(|e| InputError::new(field, e.reason)),
             ChainKind::Tron => TronAddress::parse(field, s).map(|t| tron_address(&t)),
+            ChainKind::Bitcoin(n) => {
+                bitcoin::parse_address(field, s, n).map(Address::from_canonical)
+            }
         }
     }
 
@@ -52,7 +66,7 @@ impl ChainKind {
     pub fn tx_hash(self, s: &str) -> Result<TxHash, InputError> {
         match self {
             ChainKind::Evm => TxHash::parse(s),
-            ChainKind::Tron => parse_txid(s)
+            ChainKind::Tron | ChainKind::Bitcoin(_) => parse_txid(s)
                 .map(TxHash::from_canonical)
                 .map_err(|e| InputError::new("tx_hash", e.reason)),
         }
@@ -63,13 +77,20 @@ impl ChainKind {
         if s.trim().eq_ignore_ascii_case("native") {
             return Ok(Asset::Native);
         }
+        if let ChainKind::Bitcoin(_) = self {
+            return Err(InputError::new(
+                "asset",
+                "Bitcoin has only \"native\" (no tokens)",
+            ));
+        }
         self.address("asset", s).map(Asset::Token)
     }
 
     /// Whether a payment key's transaction id is in this kind's form (a ledger row of another
     /// kind's spelling is not looked up on this chain).
     pub fn owns_tx_hash(self, h: &TxHash) -> bool {
-        ChainKind::of_canonical(h.as_str()) == self
+        let bare = !h.as_str().starts_with("0x");
+        bare == (self != ChainKind::Evm)
     }
 
     /// The kind whose canonical form `s` is in (a ledger value, written by payrecon or by
@@ -79,6 +100,8 @@ impl ChainKind {
         let s = s.trim();
         if s.starts_with('T') || (s.len() == 64 && !s.starts_with("0x")) {
             ChainKind::Tron
+        } else if bitcoin::looks_like_address(s) {
+            ChainKind::Bitcoin(BtcNetwork::Mainnet)
         } else {
             ChainKind::Evm
         }
@@ -102,7 +125,11 @@ pub fn as_tron(a: &Address) -> Option<TronAddress> {
 /// does not know the chains' kinds, and a value of the other kind simply never matches what
 /// the chain reports.
 pub fn ledger_address(s: &str) -> Result<Address, InputError> {
-    ChainKind::of_canonical(s).address("pay_to", s)
+    match ChainKind::of_canonical(s) {
+        // Any network's prefixes: the store does not know the chain's either.
+        ChainKind::Bitcoin(_) => bitcoin::parse_address_any(s).map(Address::from_canonical),
+        kind => kind.address("pay_to", s),
+    }
 }
 
 /// See `ledger_address`.
@@ -176,14 +203,15 @@ mod tests {
     fn kinds_parse_by_name() {
         assert_eq!(ChainKind::parse("tron").unwrap(), ChainKind::Tron);
         assert_eq!(ChainKind::parse(" evm ").unwrap(), ChainKind::Evm);
-        assert!(ChainKind::parse("bitcoin")
-            .unwrap_err()
-            .reason
-            .contains("\"evm\" or \"tron\""));
-        let e = ChainKind::parse("bitcoin").unwrap_err();
-        assert!(e.reason.contains("not in this build yet"), "{e}");
+        assert_eq!(
+            ChainKind::parse("bitcoin").unwrap(),
+            ChainKind::Bitcoin(BtcNetwork::Mainnet)
+        );
         let e = ChainKind::parse("solana").unwrap_err();
-        assert!(e.reason.contains("not \"solana\""), "{e}");
+        assert!(
+            e.reason.contains("not \"solana\"") && e.reason.contains("\"bitcoin\""),
+            "{e}"
+        );
         assert_eq!(ChainKind::default().as_str(), "evm");
     }
 }

@@ -2,6 +2,7 @@
 //! the diff that turns observations and a ledger view into a plan.
 
 pub mod amount;
+mod bitcoin;
 mod by_ref;
 mod findings;
 mod kind;
@@ -21,6 +22,7 @@ mod reconcile_tests;
 // One path for each public item: `domain::X`. The modules above the line are private;
 // `amount`, `list_cover` and `page_search` are reached by their own paths and re-exported
 // nowhere.
+pub use bitcoin::BtcNetwork;
 pub use by_ref::{reconcile_claims, Claim};
 pub use kind::{as_tron, ledger_address, ledger_asset, ledger_tx_hash, tron_address, ChainKind};
 pub use model::{

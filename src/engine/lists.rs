@@ -203,9 +203,14 @@ fn list_name(list: ListKind) -> &'static str {
 }
 
 /// Identity of a record for "examined once per run": the list it came from does not matter.
+/// Without a log index the amount is part of it: two outputs of one Bitcoin transaction to
+/// one address (or two Transfer logs to one address) are two payments (SPEC §13).
 fn fingerprint(r: &ProviderRecord) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&r.chain, &r.tx_hash, &r.log_index, &r.asset, &r.to).hash(&mut h);
+    if r.log_index.is_none() {
+        r.amount_hint.hash(&mut h);
+    }
     if r.tx_hash.is_none() {
         (&r.order_ref, &r.id).hash(&mut h);
     }

@@ -1,0 +1,229 @@
+//! Bitcoin through an Esplora REST API (SPEC §13: esplora, electrs, mempool.space's `/api`):
+//! a payment is a transaction output, keyed `(chain, txid, vout)`, in satoshis. `GET /tx/:txid`
+//! says where the transaction is (`status.confirmed`, `block_height`, `block_hash`) and what
+//! it pays (`vout[n].scriptpubkey_address`, `value`); `GET /block/:hash/status` whether that
+//! block is still in the best chain; `GET /blocks/tip/height` the head. A transaction only in
+//! the mempool is not yet a payment; finality is depth only. Plain serde types over the
+//! project's HTTP client: the Bitcoin client crates pull a C build of secp256k1 that payrecon
+//! does not need.
+
+use futures::{StreamExt, TryStreamExt};
+use serde::Deserialize;
+
+use super::rest::{Body, Rest};
+use super::rpc::Limiter;
+use super::{ChainError, ChainSettings, Lookup, Preflight, TransferQuery};
+use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, U256};
+
+/// Transactions looked up at once.
+const IN_FLIGHT: usize = 4;
+
+pub struct BitcoinClient {
+    settings: ChainSettings,
+    rest: Rest,
+}
+
+#[derive(Debug, Deserialize)]
+struct Tx {
+    #[serde(default)]
+    vout: Vec<Output>,
+    status: Status,
+}
+
+#[derive(Debug, Deserialize)]
+struct Output {
+    scriptpubkey_address: Option<String>,
+    value: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Status {
+    confirmed: bool,
+    block_height: Option<u64>,
+    block_hash: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BlockStatus {
+    in_best_chain: bool,
+}
+
+impl BitcoinClient {
+    /// Builds the Esplora client; sends nothing yet.
+    pub fn new(settings: ChainSettings) -> Result<BitcoinClient, ChainError> {
+        let what = "esplora_url (an Esplora API)";
+        let rest = Rest::new(
+            &settings,
+            settings.api_url.as_deref(),
+            what,
+            Limiter::of(&settings),
+        )?;
+        Ok(BitcoinClient { settings, rest })
+    }
+
+    pub fn settings(&self) -> &ChainSettings {
+        &self.settings
+    }
+
+    /// The tip height (`GET /blocks/tip/height`, a plain number).
+    async fn tip(&self) -> Result<u64, ChainError> {
+        let fail = |reason: String| ChainError::Rpc {
+            chain: self.settings.name.clone(),
+            what: "/blocks/tip/height",
+            reason,
+        };
+        match self
+            .rest
+            .get("/blocks/tip/height", "/blocks/tip/height")
+            .await?
+        {
+            Some(Body::Json(v)) => v.as_u64().ok_or_else(|| fail(format!("not a height: {v}"))),
+            Some(Body::Text(t)) => t
+                .trim()
+                .parse()
+                .map_err(|_| fail(format!("not a height: {t:.40}"))),
+            None => Err(fail("HTTP 404".into())),
+        }
+    }
+
+    /// Head and the final block by depth (Bitcoin has no finality tag).
+    pub async fn head(&self) -> Result<ChainHead, ChainError> {
+        let number = self.tip().await?;
+        Ok(ChainHead {
+            number,
+            final_block: number.saturating_sub(self.settings.final_depth.max(1) - 1),
+            confirmations: self.settings.confirmations,
+        })
+    }
+
+    /// Bitcoin has no chain id: the check is that the API answers with a tip.
+    pub async fn preflight(&self) -> Result<Preflight, ChainError> {
+        Ok(Preflight {
+            chain_id: 0,
+            head: self.head().await?,
+            unreachable: Vec::new(),
+        })
+    }
+
+    /// One answer per query, in order: the outputs of each transaction paying the query's
+    /// address (all of them, by output index; `log_index` narrows to one).
+    pub async fn lookup(
+        &self,
+        head: &ChainHead,
+        queries: &[TransferQuery],
+    ) -> Result<Vec<Lookup>, ChainError> {
+        // Owned queries: the stream's futures borrow nothing but `self` (keeps them Send).
+        let owned: Vec<TransferQuery> = queries.to_vec();
+        let head = *head;
+        let found: Vec<Lookup> = futures::stream::iter(owned)
+            .map(|q| self.resolve(head, q))
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(found)
+    }
+
+    async fn resolve(&self, head: ChainHead, q: TransferQuery) -> Result<Lookup, ChainError> {
+        if matches!(q.asset, Some(Asset::Token(_))) {
+            return Ok(Lookup::NoTransfer("Bitcoin has no tokens".into()));
+        }
+        let path = format!("/tx/{}", q.tx_hash.as_str());
+        let tx = match self.rest.get("/tx/:txid", &path).await? {
+            None => return Ok(Lookup::NotFound),
+            Some(Body::Text(t)) => return Ok(malformed("transaction", &format!("{t:.60}"))),
+            Some(Body::Json(v)) => match Tx::deserialize(v) {
+                Ok(tx) => tx,
+                Err(e) => return Ok(malformed("transaction", &e.to_string())),
+            },
+        };
+        // In the mempool only: not yet a payment (seen again next run).
+        let (true, Some(height), Some(hash)) = (
+            tx.status.confirmed,
+            tx.status.block_height,
+            tx.status.block_hash.clone(),
+        ) else {
+            return Ok(Lookup::NotFound);
+        };
+        if !self.in_best_chain(&hash).await? {
+            return Ok(Lookup::NotFound);
+        }
+        let kind = self.settings.kind;
+        let mut out = Vec::new();
+        for (vout, o) in tx.vout.iter().enumerate() {
+            let Some(to) = o
+                .scriptpubkey_address
+                .as_deref()
+                .and_then(|a| kind.address("address", a).ok())
+            else {
+                continue; // OP_RETURN, bare script, or another network's spelling
+            };
+            let index = vout as i64;
+            if q.to.as_ref().is_some_and(|want| *want != to)
+                || q.log_index.is_some_and(|want| want != index)
+                || o.value == 0
+            {
+                continue;
+            }
+            out.push(transfer(
+                &self.settings.name,
+                &head,
+                &q,
+                index,
+                to,
+                o.value,
+                height,
+                &hash,
+            ));
+        }
+        if out.is_empty() {
+            let to =
+                q.to.as_ref()
+                    .map_or_else(|| "the address".to_string(), Address::to_string);
+            return Ok(Lookup::NoTransfer(format!(
+                "no output of the transaction pays {to}"
+            )));
+        }
+        Ok(Lookup::Found(out))
+    }
+
+    /// `GET /block/:hash/status`: whether the block is still in the best chain.
+    async fn in_best_chain(&self, hash: &str) -> Result<bool, ChainError> {
+        let path = format!("/block/{hash}/status");
+        Ok(match self.rest.get("/block/:hash/status", &path).await? {
+            Some(Body::Json(v)) => BlockStatus::deserialize(v).is_ok_and(|s| s.in_best_chain),
+            _ => false,
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn transfer(
+    chain: &str,
+    head: &ChainHead,
+    q: &TransferQuery,
+    vout: i64,
+    to: Address,
+    sats: u64,
+    height: u64,
+    hash: &str,
+) -> ChainTransfer {
+    ChainTransfer {
+        key: PaymentKey {
+            chain: chain.to_string(),
+            tx_hash: q.tx_hash.clone(),
+            log_index: vout,
+        },
+        to,
+        asset: Asset::Native,
+        amount: U256::from(sats),
+        block: BlockRef {
+            number: height,
+            hash: hash.to_lowercase(),
+        },
+        state: head.state_of(height),
+    }
+}
+
+fn malformed(what: &str, why: &str) -> Lookup {
+    Lookup::NoTransfer(format!("malformed {what} from Esplora: {why}"))
+}

@@ -1,0 +1,270 @@
+//! A fake Esplora REST API on loopback (SPEC §13), answering in the shapes blockstream.info
+//! and mempool.space serve: `GET /blocks/tip/height` and `/blocks/tip/hash` (plain text),
+//! `GET /tx/:txid` (JSON with `vin`, `vout[n].scriptpubkey_address`/`value`, `status`; 404
+//! "Transaction not found" as text), `GET /block/:hash/status` (`in_best_chain`). Transactions
+//! can sit in the mempool, move to another block, or vanish (a reorg, a fee-bump replacement).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+/// An output: the address it pays (as Esplora spells it) and its value in satoshis.
+#[derive(Debug, Clone)]
+pub struct Out {
+    pub address: String,
+    pub sats: u64,
+}
+
+struct Entry {
+    outputs: Vec<Out>,
+    /// `None`: in the mempool.
+    block: Option<u64>,
+    /// Served instead of the transaction's JSON (malformed-answer tests).
+    raw: Option<String>,
+}
+
+struct EsploraState {
+    tip: u64,
+    /// Bumped per reorg: block hashes from `from` on change.
+    forks: Vec<(u64, u64)>,
+    /// Hashes of blocks a reorg replaced (still answered, `in_best_chain: false`).
+    stale: HashSet<String>,
+    txs: HashMap<String, Entry>,
+    requests: Vec<String>,
+    faults: VecDeque<u16>,
+}
+
+type Shared = Arc<Mutex<EsploraState>>;
+
+fn lock(s: &Shared) -> MutexGuard<'_, EsploraState> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The API's handle. Dropping it stops the server.
+pub struct FakeEsplora {
+    state: Shared,
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeEsplora {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn block_hash(s: &EsploraState, n: u64) -> String {
+    let fork = s
+        .forks
+        .iter()
+        .filter(|(h, _)| n >= *h)
+        .map(|(_, f)| *f)
+        .max()
+        .unwrap_or(0);
+    let mix = (u128::from(n) << 20 | u128::from(fork))
+        .wrapping_mul(0x2545_f491_4f6c_dd1d_9e37_79b9_7f4a_7c15);
+    // Mainnet block hashes start with zeros (proof of work).
+    format!("00000000000000000{:015x}{mix:032x}", n ^ fork << 40)
+}
+
+impl FakeEsplora {
+    /// Starts the API with the tip at `tip`.
+    pub async fn start(tip: u64) -> FakeEsplora {
+        let state = Arc::new(Mutex::new(EsploraState {
+            tip,
+            forks: Vec::new(),
+            stale: HashSet::new(),
+            txs: HashMap::new(),
+            requests: Vec::new(),
+            faults: VecDeque::new(),
+        }));
+        let router = Router::new()
+            .route("/blocks/tip/height", get(tip_height))
+            .route("/blocks/tip/hash", get(tip_hash))
+            .route("/tx/{txid}", get(tx))
+            .route("/block/{hash}/status", get(block_status))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port for the fake Esplora");
+        let addr = listener.local_addr().expect("local address");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        FakeEsplora {
+            state,
+            url: format!("http://{addr}"),
+            task,
+        }
+    }
+
+    /// The API base (`…/tx/:txid` below it).
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    fn state(&self) -> MutexGuard<'_, EsploraState> {
+        lock(&self.state)
+    }
+
+    /// A transaction (id: 64 hex digits) with these outputs, in `block` (`None`: mempool).
+    pub fn add(&self, txid: &str, block: Option<u64>, outputs: Vec<Out>) {
+        let e = Entry {
+            outputs,
+            block,
+            raw: None,
+        };
+        self.state().txs.insert(txid.to_lowercase(), e);
+    }
+
+    /// Serves `body` (status 200) for the transaction instead of its JSON.
+    pub fn set_raw(&self, txid: &str, body: &str) {
+        let e = Entry {
+            outputs: Vec::new(),
+            block: Some(0),
+            raw: Some(body.to_string()),
+        };
+        self.state().txs.insert(txid.to_lowercase(), e);
+    }
+
+    /// Mines the transaction into `block` (from the mempool, or moved by a reorg).
+    pub fn confirm(&self, txid: &str, block: u64) {
+        if let Some(e) = self.state().txs.get_mut(&txid.to_lowercase()) {
+            e.block = Some(block);
+        }
+    }
+
+    /// The transaction is gone (404): dropped by a reorg or replaced by a fee bump.
+    pub fn remove(&self, txid: &str) {
+        self.state().txs.remove(&txid.to_lowercase());
+    }
+
+    /// Blocks from `height` on are replaced: their old hashes answer `in_best_chain: false`.
+    pub fn reorg_from(&self, height: u64) {
+        let mut s = self.state();
+        let old: Vec<String> = (height..=s.tip).map(|n| block_hash(&s, n)).collect();
+        s.stale.extend(old);
+        let n = s.forks.len() as u64 + 1;
+        s.forks.push((height, n));
+    }
+
+    pub fn mine(&self, n: u64) {
+        self.state().tip += n;
+    }
+
+    pub fn tip(&self) -> u64 {
+        self.state().tip
+    }
+
+    pub fn block_hash(&self, n: u64) -> String {
+        block_hash(&self.state(), n)
+    }
+
+    /// The next `times` requests answer `status`.
+    pub fn push_fault(&self, status: u16, times: usize) {
+        self.state()
+            .faults
+            .extend(std::iter::repeat_n(status, times));
+    }
+
+    /// Paths requested, in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.state().requests.clone()
+    }
+}
+
+/// Notes the request; the queued fault it answers, if any.
+fn begin(state: &Shared, path: String) -> Option<Response> {
+    let mut s = lock(state);
+    s.requests.push(path);
+    let status = s.faults.pop_front()?;
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Some((status, "injected fault").into_response())
+}
+
+async fn tip_height(State(state): State<Shared>) -> Response {
+    if let Some(f) = begin(&state, "/blocks/tip/height".into()) {
+        return f;
+    }
+    lock(&state).tip.to_string().into_response()
+}
+
+async fn tip_hash(State(state): State<Shared>) -> Response {
+    if let Some(f) = begin(&state, "/blocks/tip/hash".into()) {
+        return f;
+    }
+    let s = lock(&state);
+    block_hash(&s, s.tip).into_response()
+}
+
+/// A scriptPubKey of the address's type (the shape Esplora serves; payrecon reads only the
+/// address and the value).
+fn script(address: &str) -> (String, &'static str) {
+    let l = address.to_ascii_lowercase();
+    if l.starts_with("bc1p") || l.starts_with("tb1p") {
+        (format!("5120{}", "ab".repeat(32)), "v1_p2tr")
+    } else if l.starts_with("bc1q") || l.starts_with("tb1q") {
+        (format!("0014{}", "ab".repeat(20)), "v0_p2wpkh")
+    } else if address.starts_with('3') || address.starts_with('2') {
+        (format!("a914{}87", "ab".repeat(20)), "p2sh")
+    } else {
+        (format!("76a914{}88ac", "ab".repeat(20)), "p2pkh")
+    }
+}
+
+async fn tx(State(state): State<Shared>, Path(txid): Path<String>) -> Response {
+    if let Some(f) = begin(&state, format!("/tx/{txid}")) {
+        return f;
+    }
+    let s = lock(&state);
+    let Some(e) = s.txs.get(&txid.to_lowercase()) else {
+        return (StatusCode::NOT_FOUND, "Transaction not found").into_response();
+    };
+    if let Some(raw) = &e.raw {
+        return ([("content-type", "application/json")], raw.clone()).into_response();
+    }
+    let vout: Vec<Value> = e
+        .outputs
+        .iter()
+        .map(|o| {
+            let (spk, kind) = script(&o.address);
+            json!({"scriptpubkey": spk, "scriptpubkey_asm": "OP_0 OP_PUSHBYTES_20", "scriptpubkey_type": kind,
+                   "scriptpubkey_address": o.address, "value": o.sats})
+        })
+        .collect();
+    let confirmed = e.block.filter(|b| *b <= s.tip);
+    let status = match confirmed {
+        Some(b) => json!({"confirmed": true, "block_height": b, "block_hash": block_hash(&s, b),
+                          "block_time": 1_764_000_000 + b * 600}),
+        None => json!({"confirmed": false}),
+    };
+    Json(json!({
+        "txid": txid.to_lowercase(),
+        "version": 2,
+        "locktime": 0,
+        "vin": [{"txid": "9f".repeat(32), "vout": 1, "prevout": {"scriptpubkey": "0014cd", "scriptpubkey_type": "v0_p2wpkh",
+                 "scriptpubkey_address": "bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh", "value": 5_000_000},
+                 "scriptsig": "", "scriptsig_asm": "", "witness": ["3044", "02ab"], "is_coinbase": false, "sequence": 4_294_967_293u64}],
+        "vout": vout,
+        "size": 222,
+        "weight": 561,
+        "fee": 1_410,
+        "status": status,
+    }))
+    .into_response()
+}
+
+async fn block_status(State(state): State<Shared>, Path(hash): Path<String>) -> Response {
+    if let Some(f) = begin(&state, format!("/block/{hash}/status")) {
+        return f;
+    }
+    let s = lock(&state);
+    let best = !s.stale.contains(&hash.to_lowercase());
+    Json(json!({"in_best_chain": best})).into_response()
+}
