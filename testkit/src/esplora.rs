@@ -90,18 +90,8 @@ impl FakeEsplora {
             .route("/tx/{txid}", get(tx))
             .route("/block/{hash}/status", get(block_status))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port for the fake Esplora");
-        let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        FakeEsplora {
-            state,
-            url: format!("http://{addr}"),
-            task,
-        }
+        let (task, url) = crate::json_api::serve(router, "Esplora").await;
+        FakeEsplora { state, url, task }
     }
 
     /// The API base (`…/tx/:txid` below it).

@@ -107,7 +107,10 @@ async fn front_door(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
 }
 
 /// Serves `router` on `127.0.0.1:0`; returns the task and `http://127.0.0.1:PORT`.
-async fn serve(router: axum::Router, what: &str) -> (tokio::task::JoinHandle<()>, String) {
+pub(crate) async fn serve(
+    router: axum::Router,
+    what: &str,
+) -> (tokio::task::JoinHandle<()>, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind a loopback port for the fake {what}: {e}"));

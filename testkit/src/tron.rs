@@ -127,18 +127,8 @@ impl FakeTron {
             )
             .route("/wallet/getblockbynum", post(getblockbynum))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port for the fake Tron node");
-        let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        FakeTron {
-            state,
-            url: format!("http://{addr}"),
-            task,
-        }
+        let (task, url) = crate::json_api::serve(router, "Tron node").await;
+        FakeTron { state, url, task }
     }
 
     /// The JSON-RPC endpoint (`…/jsonrpc`).
