@@ -52,8 +52,10 @@ impl App {
         let mut refusals = Vec::new();
         for (name, r) in app.preflight().await {
             match r {
-                Ok(p) => tracing::info!(chain = %name, chain_id = p.chain_id, head = p.head.number,
-                    final_block = p.head.final_block, "Chain checked."),
+                Ok(p) => {
+                    tracing::info!(chain = %name, chain_id = ?p.chain_id, head = p.head.number,
+                    final_block = p.head.final_block, "Chain checked.")
+                }
                 Err(e) if e.is_misconfiguration() => refusals.push(app.engine.redact(&e)),
                 Err(e) => tracing::warn!(chain = %name, error = %app.engine.redact(&e),
                     "The chain is unreachable at start; its providers will be reported as failed."),
@@ -271,11 +273,11 @@ async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) 
                     Finality::Safe => "\"safe\" tag",
                     Finality::Depth => "depth",
                 };
-                // Bitcoin has no chain id (its preflight reports 0).
-                let id = match p.chain_id {
-                    0 => String::new(),
-                    n => format!("chain id {n}, "),
-                };
+                // Bitcoin has no chain id.
+                let id = p
+                    .chain_id
+                    .map(|n| format!("chain id {n}, "))
+                    .unwrap_or_default();
                 line(
                     true,
                     format!(

@@ -7,6 +7,8 @@
 //! project's HTTP client: the Bitcoin client crates pull a C build of secp256k1 that payrecon
 //! does not need.
 
+use std::collections::HashMap;
+
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 
@@ -99,53 +101,88 @@ impl BitcoinClient {
     /// Bitcoin has no chain id: the check is that the API answers with a tip.
     pub async fn preflight(&self) -> Result<Preflight, ChainError> {
         Ok(Preflight {
-            chain_id: 0,
+            chain_id: None,
             head: self.head().await?,
             unreachable: Vec::new(),
         })
     }
 
     /// One answer per query, in order: the outputs of each transaction paying the query's
-    /// address (all of them, by output index; `log_index` narrows to one).
+    /// address (all of them, by output index; `log_index` narrows to one). Each distinct
+    /// transaction is fetched once, and each distinct block's status once.
     pub async fn lookup(
         &self,
         head: &ChainHead,
         queries: &[TransferQuery],
     ) -> Result<Vec<Lookup>, ChainError> {
-        // Owned queries: the stream's futures borrow nothing but `self` (keeps them Send).
-        let owned: Vec<TransferQuery> = queries.to_vec();
-        let head = *head;
-        let found: Vec<Lookup> = futures::stream::iter(owned)
-            .map(|q| self.resolve(head, q))
+        let mut txids: Vec<String> = queries
+            .iter()
+            .filter(|q| !matches!(q.asset, Some(Asset::Token(_))))
+            .map(|q| q.tx_hash.as_str().to_string())
+            .collect();
+        txids.sort();
+        txids.dedup();
+        // Owned inputs: the stream's futures borrow nothing but `self` (keeps them Send).
+        let fetched: HashMap<String, Result<Tx, Lookup>> = futures::stream::iter(txids)
+            .map(|id| async move { self.fetch(&id).await.map(|t| (id, t)) })
             .buffered(IN_FLIGHT)
             .try_collect()
             .await?;
-        Ok(found)
+        let mut blocks: Vec<String> = fetched
+            .values()
+            .filter_map(|t| t.as_ref().ok()?.status.block_hash.clone())
+            .collect();
+        blocks.sort();
+        blocks.dedup();
+        let best: HashMap<String, bool> = futures::stream::iter(blocks)
+            .map(|h| async move { self.in_best_chain(&h).await.map(|b| (h, b)) })
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(queries
+            .iter()
+            .map(|q| self.resolve(head, q, &fetched, &best))
+            .collect())
     }
 
-    async fn resolve(&self, head: ChainHead, q: TransferQuery) -> Result<Lookup, ChainError> {
+    /// `GET /tx/:txid`: the transaction, or the answer when there is none to read.
+    async fn fetch(&self, txid: &str) -> Result<Result<Tx, Lookup>, ChainError> {
+        let path = format!("/tx/{txid}");
+        Ok(match self.rest.get("/tx/:txid", &path).await? {
+            None => Err(Lookup::NotFound),
+            Some(Body::Text(t)) => Err(malformed("transaction", &format!("{t:.60}"))),
+            Some(Body::Json(v)) => {
+                Tx::deserialize(v).map_err(|e| malformed("transaction", &e.to_string()))
+            }
+        })
+    }
+
+    fn resolve(
+        &self,
+        head: &ChainHead,
+        q: &TransferQuery,
+        fetched: &HashMap<String, Result<Tx, Lookup>>,
+        best: &HashMap<String, bool>,
+    ) -> Lookup {
         if matches!(q.asset, Some(Asset::Token(_))) {
-            return Ok(Lookup::NoTransfer("Bitcoin has no tokens".into()));
+            return Lookup::NoTransfer("Bitcoin has no tokens".into());
         }
-        let path = format!("/tx/{}", q.tx_hash.as_str());
-        let tx = match self.rest.get("/tx/:txid", &path).await? {
-            None => return Ok(Lookup::NotFound),
-            Some(Body::Text(t)) => return Ok(malformed("transaction", &format!("{t:.60}"))),
-            Some(Body::Json(v)) => match Tx::deserialize(v) {
-                Ok(tx) => tx,
-                Err(e) => return Ok(malformed("transaction", &e.to_string())),
-            },
+        let tx = match fetched.get(q.tx_hash.as_str()) {
+            Some(Ok(tx)) => tx,
+            Some(Err(answer)) => return answer.clone(),
+            None => return Lookup::NotFound,
         };
-        // In the mempool only: not yet a payment (seen again next run).
+        // In the mempool only, or in a block no longer in the best chain: not (or no longer)
+        // a payment; seen again next run.
         let (true, Some(height), Some(hash)) = (
             tx.status.confirmed,
             tx.status.block_height,
-            tx.status.block_hash.clone(),
+            &tx.status.block_hash,
         ) else {
-            return Ok(Lookup::NotFound);
+            return Lookup::NotFound;
         };
-        if !self.in_best_chain(&hash).await? {
-            return Ok(Lookup::NotFound);
+        if !best.get(hash).copied().unwrap_or(false) {
+            return Lookup::NotFound;
         }
         let kind = self.settings.kind;
         let mut out = Vec::new();
@@ -164,26 +201,27 @@ impl BitcoinClient {
             {
                 continue;
             }
+            let block = BlockRef {
+                number: height,
+                hash: hash.to_lowercase(),
+            };
             out.push(transfer(
                 &self.settings.name,
-                &head,
-                &q,
+                head,
+                q,
                 index,
                 to,
                 o.value,
-                height,
-                &hash,
+                block,
             ));
         }
         if out.is_empty() {
             let to =
                 q.to.as_ref()
                     .map_or_else(|| "the address".to_string(), Address::to_string);
-            return Ok(Lookup::NoTransfer(format!(
-                "no output of the transaction pays {to}"
-            )));
+            return Lookup::NoTransfer(format!("no output of the transaction pays {to}"));
         }
-        Ok(Lookup::Found(out))
+        Lookup::Found(out)
     }
 
     /// `GET /block/:hash/status`: whether the block is still in the best chain.
@@ -196,7 +234,6 @@ impl BitcoinClient {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn transfer(
     chain: &str,
     head: &ChainHead,
@@ -204,8 +241,7 @@ fn transfer(
     vout: i64,
     to: Address,
     sats: u64,
-    height: u64,
-    hash: &str,
+    block: BlockRef,
 ) -> ChainTransfer {
     ChainTransfer {
         key: PaymentKey {
@@ -216,11 +252,8 @@ fn transfer(
         to,
         asset: Asset::Native,
         amount: U256::from(sats),
-        block: BlockRef {
-            number: height,
-            hash: hash.to_lowercase(),
-        },
-        state: head.state_of(height),
+        state: head.state_of(block.number),
+        block,
     }
 }
 

@@ -167,12 +167,16 @@ impl ChainClient {
         }
     }
 
-    /// The node's chain id (`eth_chainId`; Bitcoin has none: 0).
+    /// The node's chain id (`eth_chainId`); Bitcoin has none (an error).
     pub async fn chain_id(&self) -> Result<u64, ChainError> {
         match self {
             ChainClient::Evm(c) => c.chain_id().await,
             ChainClient::Tron(c) => c.chain_id().await,
-            ChainClient::Bitcoin(_) => Ok(0),
+            ChainClient::Bitcoin(c) => Err(ChainError::Rpc {
+                chain: c.settings().name.clone(),
+                what: "chain id",
+                reason: "Bitcoin has no chain id".into(),
+            }),
         }
     }
 

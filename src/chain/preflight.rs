@@ -9,7 +9,8 @@ use crate::domain::ChainHead;
 /// What the start-of-run check found on a chain that passed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preflight {
-    pub chain_id: u64,
+    /// `None` on a chain that has none (Bitcoin).
+    pub chain_id: Option<u64>,
     pub head: ChainHead,
     /// URLs that did not answer (without credentials, with the reason): the chain is usable
     /// through the others, but a failover has fewer places to go.
@@ -70,7 +71,7 @@ impl super::EvmClient {
         }
         let head = self.head().await?;
         Ok(Preflight {
-            chain_id: first,
+            chain_id: Some(first),
             head,
             unreachable,
         })

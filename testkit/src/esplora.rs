@@ -60,13 +60,7 @@ impl Drop for FakeEsplora {
 }
 
 fn block_hash(s: &EsploraState, n: u64) -> String {
-    let fork = s
-        .forks
-        .iter()
-        .filter(|(h, _)| n >= *h)
-        .map(|(_, f)| *f)
-        .max()
-        .unwrap_or(0);
+    let fork = crate::fork_at(&s.forks, n);
     let mix = (u128::from(n) << 20 | u128::from(fork))
         .wrapping_mul(0x2545_f491_4f6c_dd1d_9e37_79b9_7f4a_7c15);
     // Mainnet block hashes start with zeros (proof of work).

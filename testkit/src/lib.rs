@@ -22,3 +22,13 @@ pub mod qvard;
 pub mod tron;
 
 pub use json_api::{HttpFault, JsonApi};
+
+/// A fake chain's fork number at height `n`: `forks` holds `(from_height, fork)` per reorg.
+pub(crate) fn fork_at(forks: &[(u64, u64)], n: u64) -> u64 {
+    forks
+        .iter()
+        .filter(|(h, _)| n >= *h)
+        .map(|(_, f)| *f)
+        .max()
+        .unwrap_or(0)
+}

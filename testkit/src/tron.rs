@@ -229,13 +229,7 @@ impl FakeTron {
 }
 
 pub(crate) fn block_id(s: &NodeState, n: u64) -> String {
-    let fork = s
-        .forks
-        .iter()
-        .filter(|(h, _)| n >= *h)
-        .map(|(_, f)| *f)
-        .max()
-        .unwrap_or(0);
+    let fork = crate::fork_at(&s.forks, n);
     let mix = (u128::from(n) << 16 | u128::from(fork))
         .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
     format!("{n:016x}{mix:032x}{fork:016x}")

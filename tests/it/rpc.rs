@@ -160,7 +160,7 @@ async fn preflight_checks_the_chain_id_of_every_url() {
         ..settings(&[&url_a])
     });
     let p = ok.preflight().await.unwrap();
-    assert_eq!((p.chain_id, p.head.number), (1, 10));
+    assert_eq!((p.chain_id, p.head.number), (Some(1), 10));
     assert!(p.unreachable.is_empty());
 
     let wrong = client(ChainSettings {

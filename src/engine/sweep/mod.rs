@@ -260,6 +260,19 @@ fn observe(chain: &str, t: &crate::domain::ChainTransfer) -> Observation {
 }
 
 fn gone(chain: &str, row: &LedgerRow, key: &PaymentKey, why: String) -> Finding {
+    let detail = format!("{why}; the state is kept until an operator acts");
+    reorged(chain, row, key, None, Outcome::Nothing, detail)
+}
+
+/// The sweep's `reorged` finding of a ledger row at `key` (gone, or re-keyed).
+fn reorged(
+    chain: &str,
+    row: &LedgerRow,
+    key: &PaymentKey,
+    observed_state: Option<crate::domain::State>,
+    outcome: Outcome,
+    detail: String,
+) -> Finding {
     Finding {
         provider: Part::Sweep.name().into(),
         kind: GapKind::Reorged,
@@ -268,8 +281,8 @@ fn gone(chain: &str, row: &LedgerRow, key: &PaymentKey, why: String) -> Finding 
         log_index: Some(key.log_index),
         order_ref: Some(row.order_ref.clone()),
         local_state: Some(row.state),
-        observed_state: None,
-        outcome: Outcome::Nothing,
-        detail: format!("{why}; the state is kept until an operator acts"),
+        observed_state,
+        outcome,
+        detail,
     }
 }

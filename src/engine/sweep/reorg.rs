@@ -4,11 +4,8 @@
 //! never touched here.
 
 use super::Sweep;
-use crate::domain::{
-    moved_detail, Action, BlockRef, ChainTransfer, Finding, GapKind, LedgerRow, Outcome,
-};
+use crate::domain::{moved_detail, Action, BlockRef, ChainTransfer, Finding, LedgerRow, Outcome};
 use crate::engine::error::PartError;
-use crate::engine::part::Part;
 use crate::store::{Rekey, RekeyOutcome};
 
 /// What re-keying one row did.
@@ -75,18 +72,15 @@ impl Sweep<'_> {
                 ),
             }
         };
-        let finding = Finding {
-            provider: Part::Sweep.name().into(),
-            kind: GapKind::Reorged,
-            chain: chain.to_string(),
-            tx_hash: Some(key.tx_hash.to_string()),
-            log_index: Some(key.log_index),
-            order_ref: Some(row.order_ref.clone()),
-            local_state: Some(row.state),
-            observed_state: Some(to.state),
-            outcome: Outcome::Decided(action),
-            detail: format!("{detail}{note}"),
-        };
+        let outcome = Outcome::Decided(action);
+        let finding = super::reorged(
+            chain,
+            row,
+            &key,
+            Some(to.state),
+            outcome,
+            format!("{detail}{note}"),
+        );
         Ok(Rekeyed {
             finding,
             row: row_after,
