@@ -3,7 +3,9 @@
 //! says where the transaction is (`status.confirmed`, `block_height`, `block_hash`) and what
 //! it pays (`vout[n].scriptpubkey_address`, `value`); `GET /block/:hash/status` whether that
 //! block is still in the best chain; `GET /blocks/tip/height` the head. A transaction only in
-//! the mempool is not yet a payment; finality is depth only. Plain serde types over the
+//! the mempool is not yet a payment; finality is depth only. The deposit scan reads each
+//! address's history (`GET /address/:address/txs`, then `/txs/chain/:last_seen_txid`, newest
+//! first, 25 confirmed a page) until it passes the run's window by block time. Plain serde types over the
 //! project's HTTP client: the Bitcoin client crates pull a C build of secp256k1 that payrecon
 //! does not need.
 
@@ -17,8 +19,11 @@ use super::rpc::Limiter;
 use super::{ChainError, ChainSettings, Lookup, Preflight, TransferQuery};
 use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, U256};
 
-/// Transactions looked up at once.
+/// Transactions (or addresses) looked up at once.
 const IN_FLIGHT: usize = 4;
+
+/// Confirmed transactions per page of an address's history (Esplora's fixed page size).
+const CHAIN_PAGE: usize = 25;
 
 pub struct BitcoinClient {
     settings: ChainSettings,
@@ -27,6 +32,10 @@ pub struct BitcoinClient {
 
 #[derive(Debug, Deserialize)]
 struct Tx {
+    /// Present in every answer; read from the address history (a `/tx/:txid` answer is
+    /// already known by its id).
+    #[serde(default)]
+    txid: String,
     #[serde(default)]
     vout: Vec<Output>,
     status: Status,
@@ -43,6 +52,8 @@ struct Status {
     confirmed: bool,
     block_height: Option<u64>,
     block_hash: Option<String>,
+    /// The block's timestamp (seconds); the deposit scan's window is by block time.
+    block_time: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -222,6 +233,126 @@ impl BitcoinClient {
             return Lookup::NoTransfer(format!("no output of the transaction pays {to}"));
         }
         Lookup::Found(out)
+    }
+
+    /// The deposit scan (SPEC §13): every output paying one of `recipients` in a confirmed
+    /// transaction whose block time is at or after `since`, at or below the head. Each
+    /// address's history is read newest first and stops at the first page that reaches past
+    /// the window, so the cost follows the window, not the address's history.
+    pub async fn payments_to(
+        &self,
+        head: &ChainHead,
+        recipients: &[Address],
+        since: jiff::Timestamp,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        let since = u64::try_from(since.as_second()).unwrap_or(0);
+        let per: Vec<Vec<ChainTransfer>> = futures::stream::iter(recipients.to_vec())
+            .map(|to| async move { self.address_payments(head, &to, since).await })
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(per.into_iter().flatten().collect())
+    }
+
+    /// One address's payments in the window, page by page.
+    async fn address_payments(
+        &self,
+        head: &ChainHead,
+        to: &Address,
+        since: u64,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        let what = "/address/:address/txs";
+        let fail = |reason: String| ChainError::Rpc {
+            chain: self.settings.name.clone(),
+            what,
+            reason,
+        };
+        let mut out = Vec::new();
+        let mut path = format!("/address/{to}/txs");
+        let mut last_seen = String::new();
+        loop {
+            let page: Vec<Tx> = match self.rest.get(what, &path).await? {
+                // An address Esplora has never seen.
+                None => return Ok(out),
+                Some(Body::Json(v)) => Vec::<Tx>::deserialize(v)
+                    .map_err(|e| fail(format!("malformed history for {to}: {e}")))?,
+                Some(Body::Text(t)) => {
+                    return Err(fail(format!("malformed history for {to}: {t:.60}")))
+                }
+            };
+            let confirmed: Vec<&Tx> = page.iter().filter(|t| t.status.confirmed).collect();
+            for tx in &confirmed {
+                out.extend(self.outputs_to(head, tx, to, since)?);
+            }
+            let Some(oldest) = confirmed.last() else {
+                return Ok(out);
+            };
+            let passed = oldest.status.block_time.is_some_and(|t| t < since);
+            if confirmed.len() < CHAIN_PAGE || passed {
+                return Ok(out);
+            }
+            if oldest.txid == last_seen || self.settings.kind.tx_hash(&oldest.txid).is_err() {
+                return Err(fail(format!(
+                    "the history of {to} does not page on from {:.64}",
+                    oldest.txid
+                )));
+            }
+            last_seen.clone_from(&oldest.txid);
+            path = format!("/address/{to}/txs/chain/{last_seen}");
+        }
+    }
+
+    /// The outputs of a confirmed history entry that pay `to`, when its block is in the
+    /// window and at or below the head.
+    fn outputs_to(
+        &self,
+        head: &ChainHead,
+        tx: &Tx,
+        to: &Address,
+        since: u64,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        let (Some(height), Some(hash)) = (tx.status.block_height, &tx.status.block_hash) else {
+            return Ok(Vec::new());
+        };
+        if height > head.number || tx.status.block_time.is_some_and(|t| t < since) {
+            return Ok(Vec::new());
+        }
+        let kind = self.settings.kind;
+        let txid = kind.tx_hash(&tx.txid).map_err(|e| ChainError::Rpc {
+            chain: self.settings.name.clone(),
+            what: "/address/:address/txs",
+            reason: format!("malformed txid in the history of {to}: {e}"),
+        })?;
+        let q = TransferQuery {
+            tx_hash: txid,
+            asset: Some(Asset::Native),
+            to: Some(to.clone()),
+            log_index: None,
+        };
+        let mut out = Vec::new();
+        for (vout, o) in tx.vout.iter().enumerate() {
+            let pays = o
+                .scriptpubkey_address
+                .as_deref()
+                .and_then(|a| kind.address("address", a).ok())
+                .is_some_and(|a| a == *to);
+            if pays && o.value > 0 {
+                let block = BlockRef {
+                    number: height,
+                    hash: hash.to_lowercase(),
+                };
+                out.push(transfer(
+                    &self.settings.name,
+                    head,
+                    &q,
+                    vout as i64,
+                    to.clone(),
+                    o.value,
+                    block,
+                ));
+            }
+        }
+        Ok(out)
     }
 
     /// `GET /block/:hash/status`: whether the block is still in the best chain.

@@ -68,8 +68,9 @@ pub struct ChainSettings {
     /// How long after it became final a payment is still checked by the sweep (catches a
     /// wrong finality setting). Zero: final rows are not rechecked.
     pub recheck_final: Duration,
-    /// Each run also looks on chain for token payments to unpaid orders' deposit addresses
-    /// (`eth_getLogs` over the run's window): payments no provider reported (see `scan.rs`).
+    /// Each run also looks on chain for payments to unpaid orders' deposit addresses over the
+    /// run's window, payments no provider reported: token `Transfer` logs (`eth_getLogs`,
+    /// see `scan.rs`) on EVM and Tron, every output by address history on Bitcoin.
     pub scan_unpaid: bool,
     /// Blocks per `eth_getLogs` request of that scan (many providers cap the range).
     pub log_range: u64,
@@ -221,8 +222,28 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.first_block_since(since, head).await,
             ChainClient::Tron(c) => c.evm().first_block_since(since, head).await,
-            // The deposit scan reads token logs; Bitcoin has none (see `transfers_to`).
+            // Bitcoin's scan is by address and block time (see `payments_to`).
             ChainClient::Bitcoin(_) => Ok(head + 1),
+        }
+    }
+
+    /// Whether the deposit scan reads this chain by address (every payment to an address,
+    /// native included: Bitcoin) rather than by token logs (EVM, Tron).
+    pub fn scans_by_address(&self) -> bool {
+        matches!(self, ChainClient::Bitcoin(_))
+    }
+
+    /// The deposit scan by address (Bitcoin): payments to any of `recipients` in blocks at
+    /// or after `since` by block time, up to the head. Empty where the chain scans by logs.
+    pub async fn payments_to(
+        &self,
+        head: &ChainHead,
+        recipients: &[Address],
+        since: jiff::Timestamp,
+    ) -> Result<Vec<ChainTransfer>, ChainError> {
+        match self {
+            ChainClient::Bitcoin(c) => c.payments_to(head, recipients, since).await,
+            ChainClient::Evm(_) | ChainClient::Tron(_) => Ok(Vec::new()),
         }
     }
 
@@ -238,7 +259,7 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.transfers_to(head, tokens, recipients, from).await,
             ChainClient::Tron(c) => c.transfers_to(head, tokens, recipients, from).await,
-            // Not yet on Bitcoin (SPEC §13's `/address/:address/txs` scan).
+            // Bitcoin has no tokens; its scan is `payments_to`.
             ChainClient::Bitcoin(_) => Ok(Vec::new()),
         }
     }

@@ -1,8 +1,12 @@
 //! A fake Esplora REST API on loopback (SPEC §13), answering in the shapes blockstream.info
 //! and mempool.space serve: `GET /blocks/tip/height` and `/blocks/tip/hash` (plain text),
 //! `GET /tx/:txid` (JSON with `vin`, `vout[n].scriptpubkey_address`/`value`, `status`; 404
-//! "Transaction not found" as text), `GET /block/:hash/status` (`in_best_chain`). Transactions
-//! can sit in the mempool, move to another block, or vanish (a reorg, a fee-bump replacement).
+//! "Transaction not found" as text), `GET /block/:hash/status` (`in_best_chain`), and an
+//! address's history, newest first: `GET /address/:address/txs` (the mempool's, then the first
+//! 25 confirmed) and `GET /address/:address/txs/chain/:last_seen_txid` (the next 25 confirmed).
+//! Block `h` is stamped `h * 600` seconds after a genesis placed so that the starting tip is
+//! now. Transactions can sit in the mempool, move to another block, go back to the mempool,
+//! or vanish (a reorg, a fee-bump replacement); one can keep citing a replaced block.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,12 +29,21 @@ struct Entry {
     outputs: Vec<Out>,
     /// `None`: in the mempool.
     block: Option<u64>,
+    /// Order of arrival: later transactions of a block come first in a history.
+    seq: u64,
+    /// A block hash the status keeps citing (an index that lags a reorg).
+    cited: Option<String>,
+    /// The address its input spends from (in that address's history too).
+    spends: Option<String>,
     /// Served instead of the transaction's JSON (malformed-answer tests).
     raw: Option<String>,
 }
 
 struct EsploraState {
     tip: u64,
+    /// Block 0's timestamp.
+    genesis: u64,
+    next_seq: u64,
     /// Bumped per reorg: block hashes from `from` on change.
     forks: Vec<(u64, u64)>,
     /// Hashes of blocks a reorg replaced (still answered, `in_best_chain: false`).
@@ -38,6 +51,8 @@ struct EsploraState {
     txs: HashMap<String, Entry>,
     requests: Vec<String>,
     faults: VecDeque<u16>,
+    /// Bodies the next address-history requests answer (200, HTML) instead of JSON.
+    raw_history: VecDeque<String>,
 }
 
 type Shared = Arc<Mutex<EsploraState>>;
@@ -59,6 +74,11 @@ impl Drop for FakeEsplora {
     }
 }
 
+/// Seconds between blocks.
+const BLOCK_SECONDS: u64 = 600;
+/// Confirmed transactions per history page, as Esplora serves them.
+const CHAIN_PAGE: usize = 25;
+
 fn block_hash(s: &EsploraState, n: u64) -> String {
     let fork = crate::fork_at(&s.forks, n);
     let mix = (u128::from(n) << 20 | u128::from(fork))
@@ -70,19 +90,25 @@ fn block_hash(s: &EsploraState, n: u64) -> String {
 impl FakeEsplora {
     /// Starts the API with the tip at `tip`.
     pub async fn start(tip: u64) -> FakeEsplora {
+        let now = u64::try_from(jiff::Timestamp::now().as_second()).unwrap_or(0);
         let state = Arc::new(Mutex::new(EsploraState {
             tip,
+            genesis: now.saturating_sub(tip * BLOCK_SECONDS),
+            next_seq: 0,
             forks: Vec::new(),
             stale: HashSet::new(),
             txs: HashMap::new(),
             requests: Vec::new(),
             faults: VecDeque::new(),
+            raw_history: VecDeque::new(),
         }));
         let router = Router::new()
             .route("/blocks/tip/height", get(tip_height))
             .route("/blocks/tip/hash", get(tip_hash))
             .route("/tx/{txid}", get(tx))
             .route("/block/{hash}/status", get(block_status))
+            .route("/address/{address}/txs", get(address_txs))
+            .route("/address/{address}/txs/chain/{last}", get(address_chain))
             .with_state(state.clone());
         let (task, url) = crate::json_api::serve(router, "Esplora").await;
         FakeEsplora { state, url, task }
@@ -99,22 +125,64 @@ impl FakeEsplora {
 
     /// A transaction (id: 64 hex digits) with these outputs, in `block` (`None`: mempool).
     pub fn add(&self, txid: &str, block: Option<u64>, outputs: Vec<Out>) {
+        self.insert(txid, block, outputs, None, None);
+    }
+
+    /// A transaction spending from `from` (a merchant sweeping a deposit address): in that
+    /// address's history, paying it nothing.
+    pub fn add_spend(&self, txid: &str, block: Option<u64>, from: &str, outputs: Vec<Out>) {
+        self.insert(txid, block, outputs, None, Some(from.to_string()));
+    }
+
+    fn insert(
+        &self,
+        txid: &str,
+        block: Option<u64>,
+        outputs: Vec<Out>,
+        raw: Option<String>,
+        spends: Option<String>,
+    ) {
+        let mut s = self.state();
+        s.next_seq += 1;
         let e = Entry {
             outputs,
             block,
-            raw: None,
+            seq: s.next_seq,
+            cited: None,
+            spends,
+            raw,
         };
-        self.state().txs.insert(txid.to_lowercase(), e);
+        s.txs.insert(txid.to_lowercase(), e);
     }
 
     /// Serves `body` (status 200) for the transaction instead of its JSON.
     pub fn set_raw(&self, txid: &str, body: &str) {
-        let e = Entry {
-            outputs: Vec::new(),
-            block: Some(0),
-            raw: Some(body.to_string()),
+        self.insert(txid, Some(0), Vec::new(), Some(body.to_string()), None);
+    }
+
+    /// Back to the mempool (its block left the best chain and nothing replaced it yet).
+    pub fn unconfirm(&self, txid: &str) {
+        if let Some(e) = self.state().txs.get_mut(&txid.to_lowercase()) {
+            e.block = None;
+        }
+    }
+
+    /// The transaction's status keeps citing the block hash it has now, whatever reorgs
+    /// follow (a lagging index: `/block/:hash/status` then says `in_best_chain: false`).
+    pub fn keep_citing(&self, txid: &str) {
+        let mut s = self.state();
+        let Some(block) = s.txs.get(&txid.to_lowercase()).and_then(|e| e.block) else {
+            return;
         };
-        self.state().txs.insert(txid.to_lowercase(), e);
+        let hash = block_hash(&s, block);
+        if let Some(e) = s.txs.get_mut(&txid.to_lowercase()) {
+            e.cited = Some(hash);
+        }
+    }
+
+    /// Block `n`'s timestamp (seconds).
+    pub fn block_time(&self, n: u64) -> u64 {
+        self.state().genesis + n * BLOCK_SECONDS
     }
 
     /// Mines the transaction into `block` (from the mempool, or moved by a reorg).
@@ -155,6 +223,16 @@ impl FakeEsplora {
         self.state()
             .faults
             .extend(std::iter::repeat_n(status, times));
+    }
+
+    /// Faults still queued.
+    pub fn faults_left(&self) -> usize {
+        self.state().faults.len()
+    }
+
+    /// The next address-history request answers `body` (status 200, HTML: a proxy's page).
+    pub fn push_raw_history(&self, body: &str) {
+        self.state().raw_history.push_back(body.to_string());
     }
 
     /// Paths requested, in order.
@@ -213,6 +291,11 @@ async fn tx(State(state): State<Shared>, Path(txid): Path<String>) -> Response {
     if let Some(raw) = &e.raw {
         return ([("content-type", "application/json")], raw.clone()).into_response();
     }
+    Json(tx_json(&s, &txid.to_lowercase(), e)).into_response()
+}
+
+/// A transaction as Esplora serves it.
+fn tx_json(s: &EsploraState, txid: &str, e: &Entry) -> Value {
     let vout: Vec<Value> = e
         .outputs
         .iter()
@@ -222,26 +305,93 @@ async fn tx(State(state): State<Shared>, Path(txid): Path<String>) -> Response {
                    "scriptpubkey_address": o.address, "value": o.sats})
         })
         .collect();
-    let confirmed = e.block.filter(|b| *b <= s.tip);
-    let status = match confirmed {
-        Some(b) => json!({"confirmed": true, "block_height": b, "block_hash": block_hash(&s, b),
-                          "block_time": 1_764_000_000 + b * 600}),
+    let status = match confirmed(s, e) {
+        Some(b) => {
+            let hash = e.cited.clone().unwrap_or_else(|| block_hash(s, b));
+            json!({"confirmed": true, "block_height": b, "block_hash": hash,
+                   "block_time": s.genesis + b * BLOCK_SECONDS})
+        }
         None => json!({"confirmed": false}),
     };
-    Json(json!({
-        "txid": txid.to_lowercase(),
+    json!({
+        "txid": txid,
         "version": 2,
         "locktime": 0,
         "vin": [{"txid": "9f".repeat(32), "vout": 1, "prevout": {"scriptpubkey": "0014cd", "scriptpubkey_type": "v0_p2wpkh",
-                 "scriptpubkey_address": "bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh", "value": 5_000_000},
+                 "scriptpubkey_address": e.spends.as_deref().unwrap_or("bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh"), "value": 5_000_000},
                  "scriptsig": "", "scriptsig_asm": "", "witness": ["3044", "02ab"], "is_coinbase": false, "sequence": 4_294_967_293u64}],
         "vout": vout,
         "size": 222,
         "weight": 561,
         "fee": 1_410,
         "status": status,
-    }))
-    .into_response()
+    })
+}
+
+/// The block a transaction is confirmed in, if it is at or below the tip.
+fn confirmed(s: &EsploraState, e: &Entry) -> Option<u64> {
+    e.block.filter(|b| *b <= s.tip)
+}
+
+/// Transactions by id, in a history's order.
+type Listed<'a> = Vec<(&'a str, &'a Entry)>;
+
+/// The address's transactions (well-formed ones), newest first: the mempool's, then the
+/// confirmed by height and arrival, both descending.
+fn history<'a>(s: &'a EsploraState, address: &str) -> (Listed<'a>, Listed<'a>) {
+    let mut mempool = Vec::new();
+    let mut chain = Vec::new();
+    for (id, e) in &s.txs {
+        let pays = e.outputs.iter().any(|o| o.address == address);
+        if e.raw.is_some() || !(pays || e.spends.as_deref() == Some(address)) {
+            continue;
+        }
+        match confirmed(s, e) {
+            Some(_) => chain.push((id.as_str(), e)),
+            None => mempool.push((id.as_str(), e)),
+        }
+    }
+    mempool.sort_by_key(|(_, e)| std::cmp::Reverse(e.seq));
+    chain.sort_by_key(|(_, e)| std::cmp::Reverse((e.block, e.seq)));
+    (mempool, chain)
+}
+
+async fn address_txs(State(state): State<Shared>, Path(address): Path<String>) -> Response {
+    if let Some(f) = begin(&state, format!("/address/{address}/txs")) {
+        return f;
+    }
+    let mut s = lock(&state);
+    if let Some(raw) = s.raw_history.pop_front() {
+        return ([("content-type", "text/html")], raw).into_response();
+    }
+    let (mempool, chain) = history(&s, &address);
+    let page: Vec<Value> = mempool
+        .into_iter()
+        .take(50)
+        .chain(chain.into_iter().take(CHAIN_PAGE))
+        .map(|(id, e)| tx_json(&s, id, e))
+        .collect();
+    Json(page).into_response()
+}
+
+async fn address_chain(
+    State(state): State<Shared>,
+    Path((address, last)): Path<(String, String)>,
+) -> Response {
+    if let Some(f) = begin(&state, format!("/address/{address}/txs/chain/{last}")) {
+        return f;
+    }
+    let s = lock(&state);
+    let (_, chain) = history(&s, &address);
+    let Some(at) = chain.iter().position(|(id, _)| *id == last.to_lowercase()) else {
+        return (StatusCode::BAD_REQUEST, "Invalid hex string").into_response();
+    };
+    let page: Vec<Value> = chain[at + 1..]
+        .iter()
+        .take(CHAIN_PAGE)
+        .map(|(id, e)| tx_json(&s, id, e))
+        .collect();
+    Json(page).into_response()
 }
 
 async fn block_status(State(state): State<Shared>, Path(hash): Path<String>) -> Response {

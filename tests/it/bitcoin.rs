@@ -296,6 +296,225 @@ async fn a_reorg_rekeys_and_a_replacement_is_flagged_never_moved_back() {
     .await;
 }
 
+fn pays(address: &str, sats: u64) -> Vec<Out> {
+    vec![
+        Out {
+            address: CHANGE.into(),
+            sats: 2_000_000,
+        },
+        Out {
+            address: address.into(),
+            sats,
+        },
+    ]
+}
+
+/// The deposit scan (SPEC §13): a payment no provider reported is found by the address's
+/// history; the history is read newest first and stops at the first page reaching past the
+/// window by block time (2 requests of the 3 the whole history takes: 30 sweeps of the
+/// address, the payment, 40 payments from a week ago); the old payments credit nothing; a
+/// mempool transaction is not yet a payment; a history answer that is not JSON fails the
+/// sweep's entry with the address named, never a panic.
+#[tokio::test]
+async fn the_deposit_scan_finds_unreported_payments_and_reads_only_the_window() {
+    on_backends(|db| async move {
+        let w = BtcWorld::start(&db).await;
+        w.order("D-1", P2WPKH, 30_000).await;
+        w.order("D-2", P2TR, 40_000).await;
+        w.order("D-3", P2PKH, 50_000).await;
+        w.esplora
+            .add(&txid(31), Some(TIP - 5), pays(P2WPKH, 30_000));
+        // A week ago (1,008 blocks), outside the 48 h window: history, not a payment now.
+        for i in 0..40 {
+            w.esplora
+                .add(&txid(100 + i), Some(TIP - 1_008 - i), pays(P2TR, 40_000));
+        }
+        w.esplora.add(&txid(32), Some(TIP - 40), pays(P2TR, 40_000));
+        for i in 0..30 {
+            let spend = vec![Out {
+                address: CHANGE.into(),
+                sats: 39_000,
+            }];
+            w.esplora
+                .add_spend(&txid(200 + i), Some(TIP - 30 + i), P2TR, spend);
+        }
+        w.esplora.add(&txid(33), None, pays(P2PKH, 50_000));
+        let report = w.run().await;
+        let d1 = w.row("D-1").await;
+        assert_eq!(d1.state, State::Final, "{db}: {}", report.to_json());
+        assert_eq!(
+            (
+                d1.tx_hash.as_deref(),
+                d1.log_index,
+                d1.amount_paid.as_deref()
+            ),
+            (Some(txid(31).as_str()), Some(1), Some("30000")),
+            "{db}"
+        );
+        let d2 = w.row("D-2").await;
+        assert_eq!(d2.state, State::Final, "{db}: {}", report.to_json());
+        assert_eq!(d2.tx_hash.as_deref(), Some(txid(32).as_str()), "{db}");
+        assert_eq!(w.row("D-3").await.state, State::Unpaid, "{db}: mempool");
+        let history: Vec<String> = w
+            .esplora
+            .requests()
+            .into_iter()
+            .filter(|p| p.starts_with(&format!("/address/{P2TR}/")))
+            .collect();
+        assert_eq!(
+            history,
+            vec![
+                format!("/address/{P2TR}/txs"),
+                format!("/address/{P2TR}/txs/chain/{}", txid(205)),
+            ],
+            "{db}: the window's pages only"
+        );
+        assert!(
+            found(&report, "unknown_payment").is_empty(),
+            "{db}: {}",
+            report.to_json()
+        );
+
+        // Mined: the scan finds it; then a malformed history fails the sweep's entry.
+        w.esplora.confirm(&txid(33), TIP + 1);
+        w.esplora.mine(1);
+        // BIP 173's example address: no history on the fake.
+        w.order("D-4", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", 1_000)
+            .await;
+        w.run().await;
+        assert_eq!(w.row("D-3").await.state, State::Pending, "{db}");
+        w.esplora.push_raw_history("<html>rate limited</html>");
+        let report = w.run().await;
+        let chain = entry(&report, "chain");
+        assert!(chain.failed(), "{db}: {}", report.to_json());
+        let err = chain.error.as_deref().unwrap_or_default();
+        assert!(err.contains("malformed history"), "{db}: {err}");
+    })
+    .await;
+}
+
+/// Replacements by fee bump (RBF) that pay less: one replacing a mempool transaction is the
+/// payment (`amount_mismatch`, the satoshis paid recorded); one replacing a confirmed payment
+/// leaves the order on the payment it holds (`reorged`, never moved back), and the
+/// replacement credits nothing (`unknown_payment`: no unpaid order for it).
+#[tokio::test]
+async fn a_replacement_that_pays_less_is_a_mismatch_or_flagged_never_moved_back() {
+    on_backends(|db| async move {
+        let w = BtcWorld::start(&db).await;
+        w.order("F-1", P2WPKH, 100_000).await;
+        w.order("F-2", P2TR, 50_000).await;
+        w.esplora.add(&txid(41), None, pays(P2WPKH, 100_000));
+        w.notify("841", &txid(41), P2WPKH, Some("0.001"));
+        w.esplora.add(&txid(43), Some(TIP), pays(P2TR, 50_000));
+        w.notify("843", &txid(43), P2TR, Some("0.0005"));
+        w.run().await;
+        assert_eq!(w.row("F-1").await.state, State::Unpaid, "{db}");
+        assert_eq!(w.row("F-2").await.state, State::Pending, "{db}");
+
+        w.esplora.remove(&txid(41));
+        w.esplora
+            .add(&txid(42), Some(TIP + 1), pays(P2WPKH, 90_000));
+        w.notify("842", &txid(42), P2WPKH, Some("0.0009"));
+        w.esplora.reorg_from(TIP);
+        w.esplora.remove(&txid(43));
+        w.esplora.add(&txid(44), Some(TIP + 1), pays(P2TR, 45_000));
+        w.notify("844", &txid(44), P2TR, Some("0.00045"));
+        w.esplora.mine(1);
+        let report = w.run().await;
+        let f1 = w.row("F-1").await;
+        assert_eq!(f1.state, State::Pending, "{db}: {}", report.to_json());
+        assert_eq!(
+            (f1.tx_hash.as_deref(), f1.amount_paid.as_deref()),
+            (Some(txid(42).as_str()), Some("90000")),
+            "{db}"
+        );
+        let mismatch = found(&report, "amount_mismatch");
+        assert!(
+            mismatch
+                .iter()
+                .any(|f| f.order_ref.as_deref() == Some("F-1")),
+            "{db}: {}",
+            report.to_json()
+        );
+        let f2 = w.row("F-2").await;
+        assert_eq!(
+            (f2.state, f2.tx_hash.as_deref()),
+            (State::Pending, Some(txid(43).as_str())),
+            "{db}: never moved back"
+        );
+        let reorged = found(&report, "reorged");
+        assert!(
+            reorged
+                .iter()
+                .any(|f| f.tx_hash.as_deref() == Some(txid(43).as_str())),
+            "{db}: {}",
+            report.to_json()
+        );
+        let unknown = found(&report, "unknown_payment");
+        assert!(
+            unknown
+                .iter()
+                .any(|f| f.tx_hash.as_deref() == Some(txid(44).as_str())),
+            "{db}: {}",
+            report.to_json()
+        );
+        w.esplora.mine(10);
+        w.run().await;
+        assert_eq!(w.row("F-1").await.state, State::Final, "{db}");
+        assert_eq!(w.row("F-2").await.state, State::Pending, "{db}");
+    })
+    .await;
+}
+
+/// A block leaving the best chain with nothing replacing it: a payment back in the mempool,
+/// and one whose status still cites the replaced block (`in_best_chain: false`), are both
+/// `reorged` and keep their states; mined again elsewhere, the first is re-keyed and goes
+/// final.
+#[tokio::test]
+async fn a_block_leaving_the_best_chain_flags_its_payments() {
+    on_backends(|db| async move {
+        let w = BtcWorld::start(&db).await;
+        w.order("L-1", P2WPKH, 10_000).await;
+        w.order("L-2", P2TR, 20_000).await;
+        w.esplora.add(&txid(51), Some(TIP), pays(P2WPKH, 10_000));
+        w.esplora.add(&txid(52), Some(TIP), pays(P2TR, 20_000));
+        w.notify("851", &txid(51), P2WPKH, Some("0.0001"));
+        w.run().await;
+        assert_eq!(w.row("L-1").await.state, State::Pending, "{db}");
+        assert_eq!(w.row("L-2").await.state, State::Pending, "{db}: scanned");
+        w.esplora.keep_citing(&txid(52));
+        w.esplora.reorg_from(TIP);
+        w.esplora.unconfirm(&txid(51));
+        let report = w.run().await;
+        let swept: Vec<_> = found(&report, "reorged")
+            .into_iter()
+            .filter(|f| f.provider == "chain")
+            .filter_map(|f| f.order_ref.clone())
+            .collect();
+        assert!(
+            swept.contains(&"L-1".to_string()) && swept.contains(&"L-2".to_string()),
+            "{db}: {}",
+            report.to_json()
+        );
+        assert_eq!(w.row("L-1").await.state, State::Pending, "{db}");
+        assert_eq!(w.row("L-2").await.state, State::Pending, "{db}");
+        let stale = w.row("L-2").await.block_hash;
+        w.esplora.mine(2);
+        w.esplora.confirm(&txid(51), TIP + 2);
+        w.esplora.mine(6);
+        w.run().await;
+        let l1 = w.row("L-1").await;
+        assert_eq!(
+            (l1.state, l1.block_number),
+            (State::Final, Some((TIP + 2) as i64)),
+            "{db}: re-keyed"
+        );
+        let l2 = w.row("L-2").await;
+        assert_eq!((l2.state, l2.block_hash), (State::Pending, stale), "{db}");
+    })
+    .await;
+}
+
 /// Config: `esplora_url` required, the EVM and Tron keys refused, only depth finality, the
 /// network named; an address of another network in a record is rejected.
 #[test]

@@ -8,6 +8,7 @@
 //! `PAYRECON_TEST_STRICT=1`); a green seed's schema is dropped, a red one's kept.
 
 mod anvil;
+mod bitcoin;
 mod check;
 mod extras;
 mod kill;
@@ -270,4 +271,9 @@ async fn sim_anvil() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_tron() {
     tron::run_slice().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_bitcoin() {
+    bitcoin::run_slice().await;
 }

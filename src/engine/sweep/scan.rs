@@ -1,6 +1,7 @@
 //! The deposit scan, part of the chain sweep: unpaid orders' deposit addresses (keyset pages)
-//! -> `Transfer` logs to them in the run's window -> the same plan and apply as provider
-//! records. It finds the payments no provider reported: Qvard never lists an underpaid or
+//! -> `Transfer` logs to them in the run's window (or, on a chain scanned by address such as
+//! Bitcoin, every payment in their histories by block time) -> the same plan and apply as
+//! provider records. It finds the payments no provider reported: Qvard never lists an underpaid or
 //! pending payment, and a notification can be missing from every list.
 
 use std::collections::BTreeSet;
@@ -46,6 +47,14 @@ impl Sweep<'_> {
             let Some(last) = last else { break };
             after = last;
             let recipients: BTreeSet<Address> = rows.iter().map(|r| r.pay_to.clone()).collect();
+            if client.scans_by_address() {
+                let recipients: Vec<Address> = recipients.into_iter().collect();
+                let found = client
+                    .payments_to(head, &recipients, self.ctx.since)
+                    .await?;
+                self.settle_scanned(chain, found).await?;
+                continue;
+            }
             // Native payments emit no log: only token orders are scanned.
             let tokens: BTreeSet<Address> = rows
                 .iter()

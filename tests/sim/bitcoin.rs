@@ -1,0 +1,518 @@
+//! Bitcoin seeds (SPEC §13): from a seed, orders paid to P2WPKH, P2TR and P2PKH deposit
+//! addresses on the fake Esplora, each payment an output of a transaction that also pays
+//! change (some pay the address twice), reported by Chaingateway `bitcoin` records with the
+//! amount in BTC, with no amount, or not at all (the deposit scan finds it when on); under-
+//! and over-payments; transactions that wait in the mempool; fee-bump replacements of a
+//! mempool payment that pay less; stray payments; Esplora faults the retries absorb; and
+//! reorgs above the final depth (a payment moved to a later block, back to the mempool, or
+//! dropped). Checked after every run (no failure, no key in the report, the audit table,
+//! nothing backwards) and after the chain settles: every reported (or scannable) payment
+//! still on chain is final on its txid with the satoshis it paid, every order nothing paid is
+//! unpaid.
+//!
+//! `PAYRECON_SIM_BITCOIN_SEED=S` runs only seed S; `PAYRECON_SIM_BITCOIN_SEEDS=N` runs 0..N
+//! (default `SEEDS`; the first `PG_SEEDS` also on PostgreSQL).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use payrecon::app::App;
+use payrecon::config::Config;
+use payrecon::domain::{State, U256};
+use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon::store::NewOrder;
+use payrecon_testkit::esplora::{FakeEsplora, Out};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+use crate::world::{opts, Backend};
+
+const SEEDS: u64 = 48;
+const PG_SEEDS: u64 = 6;
+const PARALLEL_SEEDS: usize = 4;
+const TIP: u64 = 925_000;
+const CONFIRMATIONS: u64 = 2;
+const FINAL_DEPTH: u64 = 6;
+const CG_KEY: &str = "cg_sim_btc_41d7";
+/// The payer's change address (a real mainnet P2WPKH address).
+const CHANGE: &str = "bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh";
+
+pub const NAMES: [&str; 9] = [
+    "btc_payments",
+    "btc_unreported",
+    "btc_no_amount",
+    "btc_two_outputs",
+    "btc_mempool",
+    "btc_replaced",
+    "btc_esplora_faults",
+    "btc_reorgs",
+    "btc_runs",
+];
+static COUNTS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
+
+fn bump(i: usize) {
+    COUNTS[i].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The payment an order got: its txid, whether a record names it (or the scan can find it),
+/// whether a reorg dropped it, and the satoshis paid.
+struct Paid {
+    txid: String,
+    findable: bool,
+    dropped: bool,
+    sats: u64,
+}
+
+struct Order {
+    order_ref: String,
+    to: String,
+    due: u64,
+    paid: Option<Paid>,
+}
+
+struct BWorld {
+    _dir: Option<tempfile::TempDir>,
+    esplora: FakeEsplora,
+    cg: FakeChaingateway,
+    app: App,
+    orders: Vec<Order>,
+    scan: bool,
+    /// Transactions in the mempool, by txid, with the order they pay (if any).
+    mempool: Vec<(String, Option<usize>)>,
+    /// Confirmed transactions above the final depth when made: (txid, block).
+    recent: Vec<(String, u64)>,
+    last: HashMap<String, State>,
+    next: u64,
+    pg: Option<(String, String)>,
+}
+
+fn replay(seed: u64, backend: Backend) -> String {
+    let pg = crate::pg_prefix(backend);
+    format!("{pg}PAYRECON_SIM_BITCOIN_SEED={seed} cargo nextest run --test sim sim_bitcoin")
+}
+
+/// Runs the slice and prints the summary; panics listing the failing seeds.
+pub async fn run_slice() {
+    let t0 = Instant::now();
+    let Some((seeds, jobs)) = crate::slice_jobs("bitcoin", SEEDS, PG_SEEDS) else {
+        return;
+    };
+    let n_jobs = jobs.len();
+    let failures = crate::run_jobs("bitcoin ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
+    let counts: Vec<String> = NAMES
+        .iter()
+        .zip(&COUNTS)
+        .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
+        .collect();
+    eprintln!(
+        "bitcoin slice: {n_jobs} seed runs ({} seeds) in {:.1?}; {}",
+        seeds.len(),
+        t0.elapsed(),
+        counts.join(" ")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failing seed(s); replay each with:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if seeds.len() >= 8 {
+        for (i, n) in NAMES.iter().enumerate() {
+            assert!(
+                COUNTS[i].load(Ordering::Relaxed) > 0,
+                "no seed exercised {n}"
+            );
+        }
+    }
+}
+
+/// A deposit address of the seed: P2WPKH or P2TR (bech32/bech32m), or P2PKH (base58check).
+fn address(seed: u64, i: u64, kind: u32) -> String {
+    let mut program = [0u8; 32];
+    program[..8].copy_from_slice(&seed.to_be_bytes());
+    program[8..16].copy_from_slice(&i.to_be_bytes());
+    program[16] = 0xb7;
+    match kind {
+        0 => bech32::segwit::encode_v0(bech32::hrp::BC, &program[..20]).expect("a P2WPKH address"),
+        1 => bech32::segwit::encode_v1(bech32::hrp::BC, &program).expect("a P2TR address"),
+        _ => {
+            let mut payload = vec![0x00];
+            payload.extend_from_slice(&program[..20]);
+            bs58::encode(payload).with_check().into_string()
+        }
+    }
+}
+
+async fn start(rng: &mut StdRng, backend: Backend) -> Result<BWorld, String> {
+    let esplora = FakeEsplora::start(TIP).await;
+    let (cg, cg_url) = FakeChaingateway::start(CG_KEY).await;
+    // The SQLite file's directory lives as long as the world.
+    let (db, pg, _dir) = match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
+            (url, None, Some(dir))
+        }
+        Backend::Postgres => {
+            let base = std::env::var("PAYRECON_TEST_PG_URL").map_err(|e| e.to_string())?;
+            let (url, name) = crate::world::pg_schema_url(&base).await;
+            (url, Some((base, name)), None)
+        }
+    };
+    let scan = rng.gen_bool(0.5);
+    let text = format!(
+        r#"[database]
+url = "{db}"
+
+[chains.bitcoin]
+kind = "bitcoin"
+esplora_url = "{esplora}"
+confirmations = {CONFIRMATIONS}
+final_depth = {FINAL_DEPTH}
+max_retries = 3
+scan_unpaid = {scan}
+
+[providers.cg]
+kind = "chaingateway"
+base_url = "{cg_url}"
+api_key = "{CG_KEY}"
+network = "mainnet"
+chains = ["bitcoin"]
+timeout = "5s"
+max_retries = 3
+backoff = "10ms"
+"#,
+        esplora = esplora.url(),
+    );
+    let config = Config::from_toml(&text, std::iter::empty()).map_err(|e| e.to_string())?;
+    let app = App::build(config).await.map_err(|e| e.0)?;
+    Ok(BWorld {
+        _dir,
+        esplora,
+        cg,
+        app,
+        orders: Vec::new(),
+        scan,
+        mempool: Vec::new(),
+        recent: Vec::new(),
+        last: HashMap::new(),
+        next: 0,
+        pg,
+    })
+}
+
+/// A Chaingateway `bitcoin` record: the amount in BTC (8 decimals, or trimmed), or none.
+fn notify(w: &mut BWorld, rng: &mut StdRng, txid: &str, to: &str, sats: Option<u64>) {
+    w.next += 1;
+    let amount = sats.map(|s| {
+        let full = format!("{}.{:08}", s / 100_000_000, s % 100_000_000);
+        if rng.gen_bool(0.5) {
+            full.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            full
+        }
+    });
+    let when = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(rng.gen_range(1..60));
+    let mut n = notification(
+        &format!("b{}", w.next),
+        txid,
+        "native",
+        to,
+        amount.as_deref(),
+        when,
+    );
+    n["type"] = json!("BTC");
+    n["blockchain"] = json!("bitcoin");
+    n["from"] = json!(CHANGE);
+    w.cg.add_notification("bitcoin", n);
+}
+
+/// A new transaction with these outputs: in the mempool, or in a recent block.
+fn put(w: &mut BWorld, rng: &mut StdRng, outputs: Vec<Out>, pays: Option<usize>) -> String {
+    w.next += 1;
+    let id = format!("{:016x}{:048x}", w.next, rng.gen::<u128>());
+    if rng.gen_bool(0.25) {
+        w.esplora.add(&id, None, outputs);
+        w.mempool.push((id.clone(), pays));
+        bump(4);
+    } else {
+        let tip = w.esplora.tip();
+        let block = tip - rng.gen_range(0..30u64);
+        if block + FINAL_DEPTH > tip {
+            w.recent.push((id.clone(), block));
+        }
+        w.esplora.add(&id, Some(block), outputs);
+    }
+    id
+}
+
+fn change_and(to: &str, sats: u64) -> Vec<Out> {
+    vec![
+        Out {
+            address: CHANGE.into(),
+            sats: 1_250_000,
+        },
+        Out {
+            address: to.into(),
+            sats,
+        },
+    ]
+}
+
+/// One event of a step.
+fn event(w: &mut BWorld, rng: &mut StdRng) {
+    let unpaid: Vec<usize> = (0..w.orders.len())
+        .filter(|&i| w.orders[i].paid.is_none())
+        .collect();
+    match rng.gen_range(0..100) {
+        0..=54 if !unpaid.is_empty() => {
+            let i = unpaid[rng.gen_range(0..unpaid.len())];
+            let (to, due) = (w.orders[i].to.clone(), w.orders[i].due);
+            let reported = rng.gen_bool(0.8);
+            let sats = match rng.gen_range(0..10) {
+                0 if reported => due - 1,
+                1 if reported => due + 1_000,
+                _ => due,
+            };
+            let mut outputs = change_and(&to, sats);
+            // A second, smaller output to the same address: the record's amount picks.
+            let two = reported && rng.gen_bool(0.2);
+            if two {
+                outputs.insert(
+                    1,
+                    Out {
+                        address: to.clone(),
+                        sats: sats / 3,
+                    },
+                );
+                bump(3);
+            }
+            let id = put(w, rng, outputs, Some(i));
+            if reported {
+                let no_amount = !two && rng.gen_bool(0.2);
+                if no_amount {
+                    bump(2);
+                }
+                notify(w, rng, &id, &to, (!no_amount).then_some(sats));
+            } else {
+                bump(1);
+            }
+            w.orders[i].paid = Some(Paid {
+                txid: id,
+                findable: reported || w.scan,
+                dropped: false,
+                sats,
+            });
+            bump(0);
+        }
+        55..=64 => replace(w, rng),
+        65..=74 => {
+            // A payment to an address no order has.
+            let to = address(u64::MAX, w.next, rng.gen_range(0..3));
+            let id = put(w, rng, change_and(&to, 70_000), None);
+            notify(w, rng, &id, &to, Some(70_000));
+        }
+        // At most 2 queued at once: the retries (3) absorb them.
+        75..=84 if w.esplora.faults_left() == 0 => {
+            w.esplora.push_fault(503, rng.gen_range(1..=2));
+            bump(6);
+        }
+        75..=84 => {}
+        _ => reorg(w, rng),
+    }
+}
+
+/// A fee bump (RBF) of a mempool payment that pays 500 satoshis less, with a record for the
+/// replacement (or none): the replacement is the payment.
+fn replace(w: &mut BWorld, rng: &mut StdRng) {
+    let Some(k) = (0..w.mempool.len()).find(|&k| w.mempool[k].1.is_some()) else {
+        return;
+    };
+    let (old, Some(i)) = w.mempool.remove(k) else {
+        return;
+    };
+    w.esplora.remove(&old);
+    let to = w.orders[i].to.clone();
+    let sats = w.orders[i].paid.as_ref().map_or(0, |p| p.sats) - 500;
+    let id = put(w, rng, change_and(&to, sats), Some(i));
+    let reported = rng.gen_bool(0.8);
+    if reported {
+        notify(w, rng, &id, &to, Some(sats));
+    }
+    w.orders[i].paid = Some(Paid {
+        txid: id,
+        findable: reported || w.scan,
+        dropped: false,
+        sats,
+    });
+    bump(5);
+}
+
+/// Above the final depth: a recent transaction moves to a later block, goes back to the
+/// mempool (mined again when the chain settles), or is dropped.
+fn reorg(w: &mut BWorld, rng: &mut StdRng) {
+    let tip = w.esplora.tip();
+    w.recent.retain(|(_, b)| b + FINAL_DEPTH > tip);
+    if w.recent.is_empty() {
+        return;
+    }
+    let k = rng.gen_range(0..w.recent.len());
+    let (id, block) = w.recent[k].clone();
+    w.esplora.reorg_from(block);
+    bump(7);
+    match rng.gen_range(0..10) {
+        0..=5 => {
+            let to = (block + rng.gen_range(1..=3)).min(tip);
+            w.esplora.confirm(&id, to);
+            w.recent[k].1 = to;
+        }
+        6..=7 => {
+            w.esplora.unconfirm(&id);
+            w.recent.remove(k);
+            // Back in the mempool (not replaced here: only never-mined payments are).
+            w.mempool.push((id, None));
+        }
+        _ => {
+            w.esplora.remove(&id);
+            w.recent.remove(k);
+            if let Some(p) = w
+                .orders
+                .iter_mut()
+                .find_map(|o| o.paid.as_mut().filter(|p| p.txid == id))
+            {
+                p.dropped = true;
+            }
+        }
+    }
+}
+
+async fn states(w: &BWorld) -> Result<HashMap<String, State>, String> {
+    let refs = w.orders.iter().map(|o| o.order_ref.clone()).collect();
+    let rows = crate::order_rows(&w.app.engine.store, refs).await?;
+    let out = rows.into_iter().map(|r| (r.order_ref, r.state)).collect();
+    Ok(out)
+}
+
+async fn run(w: &mut BWorld) -> Result<(), String> {
+    let report = w
+        .app
+        .engine
+        .run(&opts(false))
+        .await
+        .map_err(|e| format!("run: {e}"))?;
+    bump(8);
+    let json = report.to_json();
+    if report.any_failed() {
+        return Err(format!("a run failed:\n{json}"));
+    }
+    if json.contains(CG_KEY) {
+        return Err(format!("a key is in the report:\n{json}"));
+    }
+    crate::check::audit(&w.app.engine.store).await?;
+    let now = states(w).await?;
+    for (r, s) in &now {
+        if let Some(before) = w.last.get(r) {
+            if s < before {
+                return Err(format!("{r} moved back from {before:?} to {s:?}"));
+            }
+        }
+    }
+    w.last = now;
+    Ok(())
+}
+
+async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x6274_6300_0000_0000);
+    let mut w = start(&mut rng, backend).await?;
+    for i in 0..rng.gen_range(4..=12u64) {
+        w.orders.push(Order {
+            order_ref: format!("BT{seed}-{i}"),
+            to: address(seed, i, rng.gen_range(0..3)),
+            due: u64::from(rng.gen_range(2u32..2_000)) * 1_000,
+            paid: None,
+        });
+    }
+    let rows: Vec<NewOrder> = w
+        .orders
+        .iter()
+        .map(|o| NewOrder {
+            order_ref: o.order_ref.clone(),
+            chain: "bitcoin".into(),
+            pay_to: o.to.clone(),
+            asset: "native".into(),
+            amount_due: U256::from(o.due),
+        })
+        .collect();
+    w.app
+        .engine
+        .store
+        .insert_orders(&rows)
+        .await
+        .map_err(|e| e.to_string())?;
+    for _ in 0..rng.gen_range(3..=6) {
+        for _ in 0..rng.gen_range(1..=4) {
+            event(&mut w, &mut rng);
+        }
+        w.esplora.mine(rng.gen_range(0..=4));
+        // Some of the mempool is mined.
+        let tip = w.esplora.tip();
+        w.mempool.retain(|(id, _)| {
+            let mined = rng.gen_bool(0.4);
+            if mined {
+                w.esplora.confirm(id, tip);
+            }
+            !mined
+        });
+        run(&mut w).await?;
+    }
+    // The chain settles: the mempool mined, every block final; two runs.
+    w.esplora.mine(1);
+    let tip = w.esplora.tip();
+    for (id, _) in std::mem::take(&mut w.mempool) {
+        w.esplora.confirm(&id, tip);
+    }
+    w.esplora.mine(FINAL_DEPTH + 2);
+    run(&mut w).await?;
+    run(&mut w).await?;
+    let end = states(&w).await?;
+    for o in &w.orders {
+        let s = end[&o.order_ref];
+        let row = w
+            .app
+            .engine
+            .store
+            .order_by_ref(&o.order_ref)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("an order vanished")?;
+        match &o.paid {
+            None if s != State::Unpaid => {
+                return Err(format!("{}: nothing paid it, yet it is {s:?}", o.order_ref))
+            }
+            Some(p) if p.findable && !p.dropped => {
+                let want = (Some(p.txid.clone()), Some(p.sats.to_string()));
+                let have = (row.tx_hash.clone(), row.amount_paid.clone());
+                if s != State::Final || have != want {
+                    return Err(format!(
+                        "{}: paid {want:?} (reported or scannable), yet {s:?} holding {have:?}",
+                        o.order_ref
+                    ));
+                }
+            }
+            Some(p) if !p.findable && s != State::Unpaid => {
+                return Err(format!(
+                    "{}: {} was never reported nor scannable, yet {s:?}",
+                    o.order_ref, p.txid
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some((base, name)) = w.pg.take() {
+        drop(w);
+        crate::world::drop_schema(&base, &name).await;
+    }
+    Ok(())
+}
