@@ -53,7 +53,7 @@ impl App {
         for (name, r) in app.preflight().await {
             match r {
                 Ok(p) => {
-                    tracing::info!(chain = %name, chain_id = ?p.chain_id, head = p.head.number,
+                    tracing::info!(chain = %name, chain_id = %p.chain_id.map_or_else(|| "none".to_string(), |c| c.to_string()), head = p.head.number,
                     final_block = p.head.final_block, "Chain checked.")
                 }
                 Err(e) if e.is_misconfiguration() => refusals.push(app.engine.redact(&e)),

@@ -50,7 +50,10 @@ fn usdt(whole: u64) -> U256 {
     U256::from(whole) * U256::from(1_000_000u64)
 }
 
-pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
+pub async fn run_demo(
+    dir: Option<PathBuf>,
+    held: Option<crate::telemetry::HeldLog>,
+) -> Result<(), AppError> {
     let dir = demo_dir(dir)?;
     let db = dir.join("payrecon-demo.db");
     let _ = std::fs::remove_file(&db);
@@ -78,12 +81,20 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
 
     let opts = RunOptions::last(jiff::SignedDuration::from_hours(48), now);
     let report = app.engine.run(&opts).await.map_err(err)?;
+    println!("payrecon demo: one run against a sandbox provider and chain, SQLite ledger.");
+    println!();
     print!("{}", report.to_text());
     if let Some(d) = &app.events {
         d.flush(std::time::Duration::from_secs(10)).await;
     }
     print_received(&merchant);
-    print_next_steps(&dir, &db, &database_url, &cg)
+    print_next_steps(&dir, &db, &database_url, &cg)?;
+    if let Some(log) = held.map(|h| h.take()).filter(|l| !l.is_empty()) {
+        println!();
+        println!("Log (warn and above; PAYRECON_LOG=info shows every line as it happens):");
+        print!("{log}");
+    }
+    Ok(())
 }
 
 /// `--dir`, created, or a fresh temporary directory that is kept.
@@ -309,10 +320,15 @@ fn print_next_steps(
     );
     std::fs::write(&config_path, serve_toml).map_err(err)?;
     println!();
+    let resends: Vec<String> = cg
+        .retries()
+        .iter()
+        .map(|(chain, id)| format!("{chain} notification {id}"))
+        .collect();
     println!(
-        "The sandbox provider was asked to resend {} failed notification(s): {:?}",
-        cg.retries().len(),
-        cg.retries()
+        "The sandbox provider was asked to resend {} failed notification(s): {}",
+        resends.len(),
+        resends.join(", ")
     );
     println!("The ledger is {}", db.display());
     println!(
@@ -331,9 +347,6 @@ fn print_next_steps(
         "To serve it (metrics on http://127.0.0.1:9187/metrics), point the provider and chain in"
     );
     println!("{} at real endpoints, then:", config_path.display());
-    println!(
-        "  cargo run --release -- --config {} serve",
-        config_path.display()
-    );
+    println!("  payrecon --config {} serve", config_path.display());
     Ok(())
 }

@@ -1,9 +1,9 @@
 #![forbid(unsafe_code)]
-//! payrecon: reconciles crypto payment providers and EVM chains against a merchant's ledger.
+//! payrecon: reconciles crypto payment providers and chains against a merchant's ledger.
 //!
 //! - `domain`: the pure core (keys, states, amounts, the diff). No IO.
 //! - `store`: SQLite and PostgreSQL; the only module with SQL.
-//! - `chain`: EVM JSON-RPC via alloy.
+//! - `chain`: chain truth by kind: EVM JSON-RPC via alloy, Tron, Bitcoin (Esplora).
 //! - `providers`: provider HTTP APIs (Chaingateway, generic `kind = "http"` with presets).
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
@@ -15,11 +15,13 @@
 //! - `demo`, `sandbox` (feature `demo`, on by default): `payrecon demo` and the fake
 //!   Chaingateway, node and receiver it serves on loopback (the tests use them too).
 //! - `stats` (feature `stats`, tests and benchmarks only): SQL statements, CPU, peak RSS.
+//! - `cli`: the command line's definitions (also the man pages' and completions' source).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 //! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
 
 pub mod app;
 pub mod chain;
+pub mod cli;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -42,6 +44,15 @@ pub mod status;
 pub mod store;
 pub mod telemetry;
 pub mod webhook;
+
+/// `payrecon --version`: the crate's version and the commit it was built from (`build.rs`;
+/// `PAYRECON_COMMIT` set at build time overrides it, for builds outside a git checkout).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PAYRECON_COMMIT"),
+    ")"
+);
 
 /// Entry points for the fuzz targets in `fuzz/` that are not otherwise public (hidden; not an
 /// API). See `fuzz/README.md`.

@@ -1,137 +1,23 @@
 #![forbid(unsafe_code)]
 //! The payrecon command line: parse, load config, init logging, dispatch.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
 
-#[derive(Parser)]
-#[command(
-    name = "payrecon",
-    version,
-    about = "Reconciles crypto payment providers and chains against your orders ledger"
-)]
-struct Cli {
-    /// Configuration file.
-    #[arg(
-        long,
-        global = true,
-        env = "PAYRECON_CONFIG",
-        default_value = "./config.toml"
-    )]
-    config: PathBuf,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT.
-    Serve,
-    /// One reconciliation pass (a backfill with --since), then exit.
-    Run(RunArgs),
-    /// Create or upgrade the schema, then exit.
-    Migrate,
-    /// Validate config, reach database, providers and chain RPCs; report each.
-    Check,
-    /// Self-contained sandbox: simulated provider + chain, SQLite, one run.
-    #[cfg(feature = "demo")]
-    Demo(DemoArgs),
-    /// Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases.
-    Status {
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-    },
-    /// Events to your application: list them (read-only), or replay delivered/dead ones.
-    Events(EventsArgs),
-}
-
-#[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-struct EventsArgs {
-    #[command(subcommand)]
-    action: Option<EventsAction>,
-    /// Only events in this state.
-    #[arg(long, value_enum)]
-    status: Option<EventStatus>,
-    /// Only the events of this order (its order_ref).
-    #[arg(long)]
-    order: Option<String>,
-    /// At most this many (the newest).
-    #[arg(long, default_value_t = 100)]
-    limit: i64,
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-}
-
-#[derive(Subcommand)]
-enum EventsAction {
-    /// Put delivered or dead events back in the queue, ids unchanged.
-    Replay(ReplayArgs),
-}
-
-#[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("which").required(true).args(["id", "order", "since"])))]
-struct ReplayArgs {
-    /// One event, by its id (the webhook-id).
-    #[arg(long)]
-    id: Option<String>,
-    /// Every event of this order.
-    #[arg(long)]
-    order: Option<String>,
-    /// Every event written since T (RFC 3339, a date, or a duration back: 90m, 36h, 7d).
-    #[arg(long)]
-    since: Option<String>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum EventStatus {
-    Pending,
-    Dead,
-    Delivered,
-}
-
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Start of the window: RFC 3339, a date (2026-11-01) or a duration back (90m, 36h, 7d).
-    #[arg(long)]
-    since: Option<String>,
-    /// End of the window (same forms). Default: now.
-    #[arg(long)]
-    until: Option<String>,
-    /// Only this provider (repeatable).
-    #[arg(long = "provider")]
-    providers: Vec<String>,
-    /// Compute and report everything, write nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// Apply transitions but request no resends.
-    #[arg(long)]
-    no_resend: bool,
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    /// Exit 3 if the run found at least one gap (and nothing failed).
-    #[arg(long)]
-    fail_on_gaps: bool,
-}
-
-#[cfg(feature = "demo")]
-#[derive(clap::Args)]
-struct DemoArgs {
-    /// Where to keep the demo ledger (default: a new temporary directory).
-    #[arg(long)]
-    dir: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
+use payrecon::cli::{Cli, Command, EventStatus, EventsAction, EventsArgs, Format, RunArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "demo")]
+    let held = match cli.command {
+        Command::Demo(_) => payrecon::telemetry::init_demo(),
+        _ => {
+            payrecon::telemetry::init();
+            None
+        }
+    };
+    #[cfg(not(feature = "demo"))]
     payrecon::telemetry::init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -140,6 +26,15 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the runtime: {e}")),
     };
+    #[cfg(feature = "demo")]
+    if let Command::Demo(args) = &cli.command {
+        return rt.block_on(async {
+            match payrecon::demo::run_demo(args.dir.clone(), held).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e.to_string()),
+            }
+        });
+    }
     rt.block_on(dispatch(cli))
 }
 
@@ -149,13 +44,6 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> ExitCode {
-    #[cfg(feature = "demo")]
-    if let Command::Demo(args) = &cli.command {
-        return match payrecon::demo::run_demo(args.dir.clone()).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(&e.to_string()),
-        };
-    }
     let config = match payrecon::config::Config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => return fail(&e.to_string()),
@@ -218,7 +106,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
             }
         }
         #[cfg(feature = "demo")]
-        Command::Demo(_) => unreachable!("handled above"),
+        Command::Demo(_) => unreachable!("handled in main"),
     }
 }
 

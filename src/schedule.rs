@@ -168,7 +168,7 @@ impl<'a> Feeder<'a> {
             Some(t0) if t0.elapsed() >= w.stuck_after => {
                 if self.stuck_logged != Some(t0) {
                     self.stuck_logged = Some(t0);
-                    tracing::error!(stuck_after = ?w.stuck_after, "The run has not finished in time; it is considered stuck and the watchdog is no longer fed (systemd restarts payrecon).");
+                    tracing::error!(stuck_after_seconds = w.stuck_after.as_secs(), "The run has not finished in time; it is considered stuck and the watchdog is no longer fed (systemd restarts payrecon).");
                 }
             }
             _ => w.feed(),

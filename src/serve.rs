@@ -90,7 +90,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     let grace = app.config.reconcile.shutdown_grace;
     if tokio::time::timeout(grace, scheduler).await.is_err() {
-        tracing::warn!(grace = ?grace, "The current run did not finish within the grace period; exiting anyway (the next run completes its work).");
+        tracing::warn!(grace_seconds = grace.as_secs_f64(), "The current run did not finish within the grace period; exiting anyway (the next run completes its work).");
     }
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
     // The route is gone, so the queue is closed: the consumer finishes what it holds (what it
@@ -159,7 +159,13 @@ async fn apply_deliveries(
             }
         }
         let tally = engine.process_webhook_events(batch).await;
-        tracing::debug!(?tally, "Webhook deliveries applied.");
+        tracing::debug!(
+            processed = tally.processed,
+            rejected = tally.rejected,
+            deferred = tally.deferred,
+            applied = tally.applied,
+            "Webhook deliveries applied."
+        );
     }
 }
 

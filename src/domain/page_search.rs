@@ -20,6 +20,15 @@ pub enum Direction {
     NewestFirst,
 }
 
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::OldestFirst => "oldest first",
+            Direction::NewestFirst => "newest first",
+        })
+    }
+}
+
 /// Why the search gave up: the list is read whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contradiction {
@@ -136,7 +145,7 @@ impl PageSearch {
         };
         if let (Some(d), Some(o)) = (self.direction, own) {
             if d != o {
-                return Err(contra(format!("sorted {o:?} while the list looked {d:?}")));
+                return Err(contra(format!("sorted {o} while the list looked {d}")));
             }
         }
         if self.direction.is_none() {
@@ -152,7 +161,7 @@ impl PageSearch {
                 };
                 if !ok && p != page && s.epoch == epoch {
                     return Err(contra(format!(
-                        "its created_at range disagrees with page {p}'s ({dir:?})"
+                        "its created_at range disagrees with page {p}'s ({dir})"
                     )));
                 }
             }

@@ -187,7 +187,7 @@ impl Engine {
             };
             self.metrics.gaps.get_or_create(&gl).inc();
             if f.kind != GapKind::Lagging && f.kind != GapKind::Missing {
-                tracing::warn!(provider = %provider, kind = f.kind.as_str(), order_ref = f.order_ref.as_deref().unwrap_or("-"), tx_hash = f.tx_hash.as_deref().unwrap_or("-"), detail = %f.detail, "Gap found.");
+                tracing::warn!(provider = %provider, kind = %f.kind.as_str(), order_ref = %f.order_ref.as_deref().unwrap_or("-"), tx_hash = %f.tx_hash.as_deref().unwrap_or("-"), detail = %f.detail, "Gap found.");
             }
             rows.push(finding_row(f, action, note));
         }

@@ -40,7 +40,7 @@ impl Engine {
             Ok(Some(f)) => f,
             Ok(None) => {
                 tracing::info!(
-                    provider = name,
+                    provider = %name,
                     "Another instance holds this provider's lease; skipped this time."
                 );
                 return None;

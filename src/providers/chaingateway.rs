@@ -255,7 +255,7 @@ impl ChaingatewayClient {
             })
             .await?;
         for r in &served.page.rejected {
-            tracing::warn!(id = r.id.as_deref().unwrap_or("?"), reason = %r.reason,
+            tracing::warn!(id = %r.id.as_deref().unwrap_or("?"), reason = %r.reason,
                 "Rejected a provider record that could not be read.");
         }
         Ok(served)

@@ -92,7 +92,7 @@ impl Provider {
                 for (_, list) in self.lists(chains) {
                     let until = Timestamp::now();
                     let since = until - jiff::SignedDuration::from_hours(1);
-                    let what = format!("provider {} ({list:?} list)", c.name());
+                    let what = format!("provider {} ({list} list)", c.name());
                     out.push(match c.pages(list, since, until).next().await {
                         Some(Ok(page)) => Ok(format!(
                             "{what}: {} records on the first page",

@@ -182,7 +182,7 @@ impl HttpClient {
                 Ok(Some(r)) => page.records.push(r),
                 Ok(None) => {}
                 Err(r) => {
-                    tracing::warn!(provider = %self.settings.name, id = r.id.as_deref().unwrap_or("?"),
+                    tracing::warn!(provider = %self.settings.name, id = %r.id.as_deref().unwrap_or("?"),
                         reason = %r.reason, "Rejected a provider record that could not be read.");
                     page.rejected.push(r);
                 }

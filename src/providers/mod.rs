@@ -62,6 +62,15 @@ pub enum ListKind {
     Failed,
 }
 
+impl std::fmt::Display for ListKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ListKind::All => "all",
+            ListKind::Failed => "failed",
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("provider {provider}: {what}: {reason}")]

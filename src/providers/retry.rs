@@ -56,7 +56,7 @@ where
             Verdict::Retry { reason, after } => {
                 if n < attempts {
                     let wait = after.unwrap_or_else(|| backoff_delay(backoff, n));
-                    tracing::debug!(attempt = n, ?wait, %reason, "Provider request failed; retrying.");
+                    tracing::debug!(attempt = n, wait_ms = wait.as_millis() as u64, %reason, "Provider request failed; retrying.");
                     tokio::time::sleep(wait).await;
                 }
                 last = reason;

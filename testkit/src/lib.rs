@@ -17,6 +17,7 @@ pub mod env;
 pub mod esplora;
 mod json_api;
 pub mod paymos;
+pub mod pgproxy;
 pub mod process;
 pub mod qvard;
 pub mod tron;

@@ -1,6 +1,7 @@
 //! Logs for journald: `PAYRECON_LOG_FORMAT=json` writes one JSON object per stderr line,
 //! carrying the current span's fields (a run's `run_id`, a provider's `provider`), and
-//! `RUST_LOG` filters them. Driven through `payrecon demo` (a whole sandbox run).
+//! `PAYRECON_LOG` (or `RUST_LOG`) filters them. Driven through `payrecon demo` (a whole
+//! sandbox run), which on its own logs at `warn`, after its report.
 
 use serde_json::Value;
 use tokio::process::Command;
@@ -45,7 +46,7 @@ fn span_field<'a>(line: &'a Value, field: &str) -> Option<&'a str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_are_one_object_per_line_with_run_id_and_provider_spans() {
-    let out = demo(&[("PAYRECON_LOG_FORMAT", "json")]).await;
+    let out = demo(&[("PAYRECON_LOG_FORMAT", "json"), ("PAYRECON_LOG", "info")]).await;
     let lines = json_lines(&out);
     assert!(lines.len() > 5, "too few log lines:\n{}", out.stderr);
     for l in &lines {
@@ -78,7 +79,8 @@ async fn json_logs_are_one_object_per_line_with_run_id_and_provider_spans() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_rust_log_warn_drops_info_lines() {
-    let info = json_lines(&demo(&[("PAYRECON_LOG_FORMAT", "json")]).await);
+    let info =
+        json_lines(&demo(&[("PAYRECON_LOG_FORMAT", "json"), ("PAYRECON_LOG", "info")]).await);
     let levels = |lines: &[Value]| -> Vec<String> {
         lines
             .iter()
@@ -96,4 +98,41 @@ async fn logs_rust_log_warn_drops_info_lines() {
         "{}",
         out.stderr
     );
+}
+
+/// The demo on its own: the report first (nothing on stderr before or during it), its log
+/// lines at `warn` after it, and no Rust debug formatting anywhere in what it prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_prints_its_report_first_and_logs_at_warn_after_it() {
+    let out = demo(&[]).await;
+    assert!(out.stderr.is_empty(), "stderr:\n{}", out.stderr);
+    assert!(out.stdout.starts_with("payrecon demo: "), "{}", out.stdout);
+    let report = out.stdout.find("totals: ").expect("the report's totals");
+    let log = out
+        .stdout
+        .find("Log (warn and above")
+        .unwrap_or_else(|| panic!("no held log:\n{}", out.stdout));
+    assert!(report < log, "{}", out.stdout);
+    let log_lines: Vec<&str> = out.stdout[log..].lines().skip(1).collect();
+    assert!(!log_lines.is_empty(), "{}", out.stdout);
+    assert!(
+        log_lines
+            .iter()
+            .all(|l| l.contains(" WARN ") || l.contains(" ERROR ")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("resend 1 failed notification(s): ethereum notification 103"),
+        "{}",
+        out.stdout
+    );
+    for debug in ["[(", "Some(", "None", "\\\"", "{ "] {
+        assert!(
+            !out.stdout.contains(debug),
+            "Rust debug formatting ({debug}) in:\n{}",
+            out.stdout
+        );
+    }
 }

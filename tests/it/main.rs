@@ -5,6 +5,7 @@ mod bitcoin;
 mod chain;
 mod chaingateway;
 mod cli;
+mod cli_docs;
 mod depfaults;
 mod events;
 mod evm;

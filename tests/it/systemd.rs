@@ -13,7 +13,7 @@ use crate::serve::EVERY_SECOND;
 use crate::support::{free_port, skip};
 
 const UNITS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
-const INSTALLED_BIN: &str = "/usr/local/bin/payrecon";
+const INSTALLED_BIN: &str = "/usr/bin/payrecon";
 
 /// `systemd-analyze`, or None (skipped; a failure under PAYRECON_TEST_STRICT=1).
 fn systemd_analyze() -> Option<PathBuf> {
@@ -53,7 +53,7 @@ fn analyze(bin: &Path, args: &[&str]) -> (Option<i32>, String) {
 fn systemd_units_pass_systemd_analyze_verify() {
     let Some(sa) = systemd_analyze() else { return };
     // verify wants the ExecStart binary to exist: the units are checked as installed, with
-    // ExecStart pointing at the binary built for this test instead of /usr/local/bin.
+    // ExecStart pointing at the binary built for this test instead of /usr/bin.
     let dir = tempfile::tempdir().unwrap();
     for name in ["payrecon.service", "payrecon-backfill@.service"] {
         let text = read_unit(name);

@@ -14,7 +14,6 @@ mod extras;
 mod kill;
 mod lists;
 mod merchant;
-mod pgproxy;
 mod qvard;
 mod scenario;
 mod tron;

@@ -66,7 +66,7 @@ pub struct World {
     /// `POST /webhooks/sandbox` and its consumer (seeds with ingest, `Extras::webhooks`).
     pub hooks: Option<crate::webhooks::Hooks>,
     /// The proxy between the `App`s and PostgreSQL (seeds that cut the connection).
-    pub db_proxy: Option<crate::pgproxy::PgProxy>,
+    pub db_proxy: Option<payrecon_testkit::pgproxy::PgProxy>,
     /// A fake Qvard behind a second provider (`kind = "http"`, seeds with `Extras::qvard`).
     pub qv: Option<payrecon_testkit::qvard::FakeQvard>,
     /// Pays the fake Qvard lists, and faults queued in it so far.
@@ -156,9 +156,12 @@ impl World {
         let rpc_url = chain.serve().await.expect("serve the sandbox chain");
         let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
         let (app_db_url, db_proxy) = if x.db_proxy && backend == Backend::Postgres {
-            let (_, upstream) = crate::pgproxy::via(&db_url, "");
-            let proxy = crate::pgproxy::PgProxy::start(upstream).await;
-            (crate::pgproxy::via(&db_url, &proxy.addr).0, Some(proxy))
+            let (_, upstream) = payrecon_testkit::pgproxy::via(&db_url, "");
+            let proxy = payrecon_testkit::pgproxy::PgProxy::start(upstream).await;
+            (
+                payrecon_testkit::pgproxy::via(&db_url, &proxy.addr).0,
+                Some(proxy),
+            )
         } else {
             (db_url.clone(), None)
         };

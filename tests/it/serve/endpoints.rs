@@ -356,3 +356,44 @@ async fn readyz_is_503_when_the_database_is_gone() {
     eprintln!("stopped after {:?} ({took:?})", t0.elapsed());
     assert_eq!(code, Some(0), "{}", s.proc.stderr());
 }
+
+/// A database that stops answering (every connection hangs, nothing is closed: a network
+/// partition, a frozen server) is a 503 within Kubernetes' default probe timeout of 1 s, not a
+/// probe that times out; ready again once it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_answers_within_a_second_when_the_database_hangs() {
+    use payrecon_testkit::pgproxy::{via, PgProxy};
+    let Some(url) = crate::support::pg_url().await else {
+        return;
+    };
+    let (_, upstream) = via(&url, "");
+    let proxy = PgProxy::start(upstream).await;
+    let w = World::new(tempfile::tempdir().unwrap(), via(&url, &proxy.addr).0).await;
+    let config = w.config(NEVER);
+    let mut s = Served::start(&config).await;
+    assert_eq!(s.get("/readyz").await.0, 200);
+    proxy.freeze(true);
+    let probe = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    for i in 0..5 {
+        let t0 = std::time::Instant::now();
+        let answer = probe.get(format!("{}/readyz", s.base)).send().await;
+        let status = answer.as_ref().map(|r| r.status().as_u16());
+        eprintln!("probe {i}: {status:?} in {:?}", t0.elapsed());
+        assert!(
+            matches!(status, Ok(503)),
+            "probe {i} while the database hangs: {answer:?}"
+        );
+    }
+    assert_eq!(s.get("/healthz").await.0, 200, "healthz stays 200");
+    proxy.freeze(false);
+    proxy.cut(None).await;
+    wait_until("/readyz 200 again", Duration::from_secs(30), || async {
+        s.get("/readyz").await.0 == 200
+    })
+    .await;
+    let (code, _) = s.stop("TERM", Duration::from_secs(20)).await;
+    assert_eq!(code, Some(0), "{}", s.proc.stderr());
+}

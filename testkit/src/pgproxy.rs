@@ -1,6 +1,7 @@
 //! A TCP proxy on loopback in front of PostgreSQL: the App's database URL points here, and a
-//! seed cuts every proxied connection at a random instant (the database connection dropped
-//! mid-batch), optionally refusing new ones for a while after.
+//! test cuts every proxied connection at an instant (the database connection dropped
+//! mid-batch), optionally refusing new ones for a while after, or freezes it (a database that
+//! no longer answers: every byte held, every socket left open).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,8 @@ struct Shared {
     /// The pipe task of every connection (finished ones are pruned on accept).
     conns: Mutex<Vec<JoinHandle<()>>>,
     refusing: AtomicBool,
+    /// Bytes are no longer forwarded: connections hang, new ones are accepted and held.
+    frozen: AtomicBool,
     cuts: AtomicU64,
 }
 
@@ -55,12 +58,16 @@ impl PgProxy {
                     continue;
                 }
                 let upstream = upstream.clone();
+                let shared = s.clone();
                 let pipe = tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(&upstream).await else {
+                    if shared.frozen.load(Ordering::SeqCst) {
+                        let _held = client;
+                        return std::future::pending().await;
+                    }
+                    let Ok(server) = TcpStream::connect(&upstream).await else {
                         return;
                     };
-                    let mut client = client;
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    pipe(client, server, &shared).await;
                 });
                 let mut conns = s.conns();
                 conns.retain(|c| !c.is_finished());
@@ -89,10 +96,43 @@ impl PgProxy {
         n
     }
 
+    /// From now on nothing is forwarded and nothing closed: the database stops answering.
+    pub fn freeze(&self, frozen: bool) {
+        self.shared.frozen.store(frozen, Ordering::SeqCst);
+    }
+
     /// Cuts made so far.
     #[allow(dead_code)]
     pub fn cuts(&self) -> u64 {
         self.shared.cuts.load(Ordering::SeqCst)
+    }
+}
+
+/// Copies both ways until either side closes; once frozen, holds what it read and both
+/// sockets, forever (until cut or dropped).
+async fn pipe(mut client: TcpStream, mut server: TcpStream, shared: &Shared) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut a, mut b) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    loop {
+        let (n, to_server) = tokio::select! {
+            r = client.read(&mut a) => (r, true),
+            r = server.read(&mut b) => (r, false),
+        };
+        let n = match n {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if shared.frozen.load(Ordering::SeqCst) {
+            return std::future::pending().await;
+        }
+        let sent = if to_server {
+            server.write_all(&a[..n]).await
+        } else {
+            client.write_all(&b[..n]).await
+        };
+        if sent.is_err() {
+            return;
+        }
     }
 }
 

@@ -1,0 +1,87 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_payrecon_global_optspecs
+    string join \n config= h/help V/version
+end
+
+function __fish_payrecon_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_payrecon_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_payrecon_using_subcommand
+    set -l cmd (__fish_payrecon_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c payrecon -n "__fish_payrecon_needs_command" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_needs_command" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_needs_command" -s V -l version -d 'Print version'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "serve" -d 'Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "run" -d 'One reconciliation pass (a backfill with --since), then exit'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "migrate" -d 'Create or upgrade the schema, then exit'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "check" -d 'Validate config, reach database, providers and chain RPCs; report each'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand serve" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l since -d 'Start of the window: RFC 3339, a date (2026-11-01) or a duration back (90m, 36h, 7d)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l until -d 'End of the window (same forms). Default: now' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l provider -d 'Only this provider (repeatable)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l dry-run -d 'Compute and report everything, write nothing'
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l no-resend -d 'Apply transitions but request no resends'
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -l fail-on-gaps -d 'Exit 3 if the run found at least one gap (and nothing failed)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand run" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand migrate" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand migrate" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand check" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand check" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand demo" -l dir -d 'Where to keep the demo ledger (default: a new temporary directory)' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand demo" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand status" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand status" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand status" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -l status -d 'Only events in this state' -r -f -a "pending\t''
+dead\t''
+delivered\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -l order -d 'Only the events of this order (its order_ref)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -l limit -d 'At most this many (the newest)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -f -a "replay" -d 'Put delivered or dead events back in the queue, ids unchanged'
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and not __fish_seen_subcommand_from replay help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from replay" -l id -d 'One event, by its id (the webhook-id)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from replay" -l order -d 'Every event of this order' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from replay" -l since -d 'Every event written since T (RFC 3339, a date, or a duration back: 90m, 36h, 7d)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from replay" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from replay" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from help" -f -a "replay" -d 'Put delivered or dead events back in the queue, ids unchanged'
+complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "serve" -d 'Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "run" -d 'One reconciliation pass (a backfill with --since), then exit'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "migrate" -d 'Create or upgrade the schema, then exit'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "check" -d 'Validate config, reach database, providers and chain RPCs; report each'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from events" -f -a "replay" -d 'Put delivered or dead events back in the queue, ids unchanged'

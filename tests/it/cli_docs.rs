@@ -1,0 +1,138 @@
+//! The man pages (`docs/man/`, clap_mangen: one page per command) and the shell completions
+//! (`completions/`, clap_complete: bash, zsh, fish) are rendered from the clap definitions in
+//! `src/cli.rs` and must equal the checked-in files, so that they never drift from the CLI.
+//! `PAYRECON_BLESS=1 cargo nextest run --test it cli_docs` rewrites them after a CLI change.
+//! And `payrecon --version` names the version and the commit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap_complete::Shell;
+
+use crate::cli::harness::BIN;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The command tree as documented: the version without the commit (a page must not change
+/// with every commit).
+fn command() -> clap::Command {
+    payrecon::cli::command().version(env!("CARGO_PKG_VERSION"))
+}
+
+/// Every file the CLI renders, by path relative to the repository.
+fn rendered() -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let dir = tempfile::tempdir().unwrap();
+    clap_mangen::generate_to(command(), dir.path()).expect("render the man pages");
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        out.insert(format!("docs/man/{name}"), std::fs::read(&path).unwrap());
+    }
+    for (shell, file) in [
+        (Shell::Bash, "payrecon.bash"),
+        (Shell::Zsh, "_payrecon"),
+        (Shell::Fish, "payrecon.fish"),
+    ] {
+        let mut buf = Vec::new();
+        clap_complete::generate(shell, &mut command(), "payrecon", &mut buf);
+        out.insert(format!("completions/{file}"), buf);
+    }
+    out
+}
+
+fn checked_in(dir: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(Path::new(ROOT).join(dir)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| format!("{dir}/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn man_pages_and_completions_match_the_cli() {
+    let want = rendered();
+    assert!(
+        want.contains_key("docs/man/payrecon.1") && want.contains_key("docs/man/payrecon-run.1"),
+        "{:?}",
+        want.keys().collect::<Vec<_>>()
+    );
+    if std::env::var("PAYRECON_BLESS").is_ok_and(|v| v == "1") {
+        for dir in ["docs/man", "completions"] {
+            for stale in checked_in(dir) {
+                std::fs::remove_file(Path::new(ROOT).join(stale)).unwrap();
+            }
+            std::fs::create_dir_all(Path::new(ROOT).join(dir)).unwrap();
+        }
+        for (path, bytes) in &want {
+            std::fs::write(PathBuf::from(ROOT).join(path), bytes).unwrap();
+        }
+        return;
+    }
+    let mut have: Vec<String> = checked_in("docs/man");
+    have.extend(checked_in("completions"));
+    have.sort();
+    let names: Vec<String> = want.keys().cloned().collect();
+    assert_eq!(
+        have, names,
+        "the checked-in man pages and completions are not the CLI's; \
+         rewrite them with PAYRECON_BLESS=1 cargo nextest run --test it cli_docs"
+    );
+    for (path, bytes) in &want {
+        let on_disk = std::fs::read(Path::new(ROOT).join(path)).unwrap();
+        assert!(
+            on_disk == *bytes,
+            "{path} differs from what the CLI renders; rewrite it with \
+             PAYRECON_BLESS=1 cargo nextest run --test it cli_docs"
+        );
+    }
+}
+
+/// Every command and flag the CLI has is in the page of its command.
+#[test]
+fn the_man_pages_name_every_flag() {
+    let pages = rendered();
+    let run = String::from_utf8(pages["docs/man/payrecon-run.1"].clone()).unwrap();
+    let cmd = command();
+    let run_cmd = cmd.find_subcommand("run").expect("run");
+    for arg in run_cmd.get_arguments().filter_map(|a| a.get_long()) {
+        // roff escapes the hyphens of a flag.
+        let flag = format!("\\-\\-{}", arg.replace('-', "\\-"));
+        assert!(run.contains(&flag), "payrecon-run.1 lacks --{arg}");
+    }
+    let root = String::from_utf8(pages["docs/man/payrecon.1"].clone()).unwrap();
+    for sub in cmd.get_subcommands().map(|s| s.get_name()) {
+        assert!(root.contains(sub), "payrecon.1 lacks the {sub} command");
+    }
+}
+
+#[test]
+fn version_names_the_version_and_the_commit() {
+    let out = std::process::Command::new(BIN)
+        .arg("--version")
+        .output()
+        .expect("run payrecon --version");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = format!("payrecon {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(text.starts_with(&want), "{text}");
+    let commit = text
+        .trim()
+        .trim_start_matches(&want)
+        .trim_end_matches(')')
+        .to_string();
+    let git = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(ROOT)
+        .output();
+    match git {
+        Ok(g) if g.status.success() => {
+            let head = String::from_utf8_lossy(&g.stdout).trim().to_string();
+            assert_eq!(commit, head, "{text}");
+        }
+        _ => assert!(!commit.is_empty(), "{text}"),
+    }
+}
