@@ -16,19 +16,29 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
     println!("cargo:rerun-if-env-changed=PAYRECON_COMMIT");
-    let commit = std::env::var("PAYRECON_COMMIT")
+    let given = std::env::var("PAYRECON_COMMIT")
         .ok()
-        .filter(|c| !c.trim().is_empty())
-        .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
-        .unwrap_or_else(|| "unknown".into());
+        .filter(|c| !c.trim().is_empty());
+    let (commit, source) = match given {
+        Some(c) => (c, "env"),
+        None => match git(&["rev-parse", "--short=12", "HEAD"]) {
+            Some(c) => (c, "git"),
+            None => ("unknown".to_string(), "none"),
+        },
+    };
     println!("cargo:rustc-env=PAYRECON_COMMIT={commit}");
-    // Rebuilt when HEAD moves: HEAD itself, the branch it names, and packed refs.
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        let dir = Path::new(&dir);
-        let mut watch = vec![dir.join("HEAD"), dir.join("packed-refs")];
+    println!("cargo:rustc-env=PAYRECON_COMMIT_SOURCE={source}");
+    // Rebuilt when HEAD moves: HEAD itself (per worktree), the branch it names and packed refs
+    // (in the common git directory, shared by worktrees).
+    if let (Some(dir), Some(common)) = (
+        git(&["rev-parse", "--git-dir"]),
+        git(&["rev-parse", "--git-common-dir"]),
+    ) {
+        let (dir, common) = (Path::new(&dir), Path::new(&common));
+        let mut watch = vec![dir.join("HEAD"), common.join("packed-refs")];
         if let Ok(head) = std::fs::read_to_string(dir.join("HEAD")) {
             if let Some(r) = head.trim().strip_prefix("ref: ") {
-                watch.push(dir.join(r));
+                watch.push(common.join(r));
             }
         }
         for p in watch.iter().filter(|p| p.exists()) {

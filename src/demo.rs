@@ -50,10 +50,7 @@ fn usdt(whole: u64) -> U256 {
     U256::from(whole) * U256::from(1_000_000u64)
 }
 
-pub async fn run_demo(
-    dir: Option<PathBuf>,
-    held: Option<crate::telemetry::HeldLog>,
-) -> Result<(), AppError> {
+pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let dir = demo_dir(dir)?;
     let db = dir.join("payrecon-demo.db");
     let _ = std::fs::remove_file(&db);
@@ -88,13 +85,7 @@ pub async fn run_demo(
         d.flush(std::time::Duration::from_secs(10)).await;
     }
     print_received(&merchant);
-    print_next_steps(&dir, &db, &database_url, &cg)?;
-    if let Some(log) = held.map(|h| h.take()).filter(|l| !l.is_empty()) {
-        println!();
-        println!("Log (warn and above; PAYRECON_LOG=info shows every line as it happens):");
-        print!("{log}");
-    }
-    Ok(())
+    print_next_steps(&dir, &db, &database_url, &cg)
 }
 
 /// `--dir`, created, or a fresh temporary directory that is kept.

@@ -29,7 +29,18 @@ fn main() -> ExitCode {
     #[cfg(feature = "demo")]
     if let Command::Demo(args) = &cli.command {
         return rt.block_on(async {
-            match payrecon::demo::run_demo(args.dir.clone(), held).await {
+            let result = payrecon::demo::run_demo(args.dir.clone()).await;
+            // The log comes after the report, on stderr, whether the demo worked or not.
+            if let Some(log) = held.map(|h| h.take()).filter(|l| !l.is_empty()) {
+                if !payrecon::telemetry::json() {
+                    eprintln!();
+                    eprintln!(
+                        "Log (warn and above; PAYRECON_LOG=info shows every line as it happens):"
+                    );
+                }
+                eprint!("{log}");
+            }
+            match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(&e.to_string()),
             }

@@ -1,6 +1,7 @@
 //! Logging to stderr (never stdout): text, or JSON when `PAYRECON_LOG_FORMAT=json` (journald).
 //! Level from `PAYRECON_LOG` (or `RUST_LOG`), default `info`; `payrecon demo` defaults to
-//! `warn` and, unless a level was asked for, holds its log lines until after the report.
+//! `warn` and, unless a level was asked for, holds its log lines until after the report (then
+//! writes them to stderr, as every log line).
 //! A JSON line is one object: `timestamp`, `level`, `fields` (the message and the event's
 //! fields), `target`, `span` (the innermost span: a run's `run_id`, a provider's `provider`)
 //! and `spans` (every span it is in, outermost first).
@@ -38,6 +39,11 @@ pub fn init_demo() -> Option<HeldLog> {
     }
 }
 
+/// `PAYRECON_LOG_FORMAT=json`: one JSON object per line.
+pub fn json() -> bool {
+    std::env::var("PAYRECON_LOG_FORMAT").is_ok_and(|v| v == "json")
+}
+
 fn install(filter: EnvFilter, held: Option<HeldLog>) {
     let writer = match held {
         Some(h) => BoxMakeWriter::new(move || h.clone()),
@@ -46,8 +52,7 @@ fn install(filter: EnvFilter, held: Option<HeldLog>) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);
-    let json = std::env::var("PAYRECON_LOG_FORMAT").is_ok_and(|v| v == "json");
-    let _ = if json {
+    let _ = if json() {
         builder
             .json()
             .with_current_span(true)

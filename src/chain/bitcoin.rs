@@ -5,11 +5,11 @@
 //! block is still in the best chain; `GET /blocks/tip/height` the head. A transaction only in
 //! the mempool is not yet a payment; finality is depth only. The deposit scan reads each
 //! address's history (`GET /address/:address/txs`, then `/txs/chain/:last_seen_txid`, newest
-//! first, 25 confirmed a page) until it passes the run's window by block time. Plain serde types over the
+//! first) until a page is empty or passes the run's window by block time. Plain serde types over the
 //! project's HTTP client: the Bitcoin client crates pull a C build of secp256k1 that payrecon
 //! does not need.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
@@ -22,8 +22,13 @@ use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentK
 /// Transactions (or addresses) looked up at once.
 const IN_FLIGHT: usize = 4;
 
-/// Confirmed transactions per page of an address's history (Esplora's fixed page size).
-const CHAIN_PAGE: usize = 25;
+/// Pages of one address's history read in one run at most (25 transactions a page on
+/// Esplora: 25,000 transactions in the window).
+const MAX_PAGES: usize = 1_000;
+
+/// How far a block's timestamp may lag the blocks before it (consensus allows a block time
+/// down to the median of the previous 11): the scan reads this much past the window's start.
+const TIME_SKEW: u64 = 2 * 60 * 60;
 
 pub struct BitcoinClient {
     settings: ChainSettings,
@@ -254,7 +259,9 @@ impl BitcoinClient {
         Ok(per.into_iter().flatten().collect())
     }
 
-    /// One address's payments in the window, page by page.
+    /// One address's payments in the window, page by page: until a page is empty or reaches
+    /// past the window (with `TIME_SKEW` to spare: block times are not monotonic). A history
+    /// that repeats itself or runs past `MAX_PAGES` is an error, never an endless loop.
     async fn address_payments(
         &self,
         head: &ChainHead,
@@ -268,12 +275,17 @@ impl BitcoinClient {
             reason,
         };
         let mut out = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut path = format!("/address/{to}/txs");
-        let mut last_seen = String::new();
-        loop {
+        for _ in 0..MAX_PAGES {
             let page: Vec<Tx> = match self.rest.get(what, &path).await? {
-                // An address Esplora has never seen.
-                None => return Ok(out),
+                // Esplora answers `[]` for an address it has never seen: a 404 is another
+                // server (a wrong esplora_url).
+                None => {
+                    return Err(fail(format!(
+                        "HTTP 404 for the history of {to} (is esplora_url an Esplora API?)"
+                    )))
+                }
                 Some(Body::Json(v)) => Vec::<Tx>::deserialize(v)
                     .map_err(|e| fail(format!("malformed history for {to}: {e}")))?,
                 Some(Body::Text(t)) => {
@@ -281,25 +293,34 @@ impl BitcoinClient {
                 }
             };
             let confirmed: Vec<&Tx> = page.iter().filter(|t| t.status.confirmed).collect();
-            for tx in &confirmed {
-                out.extend(self.outputs_to(head, tx, to, since)?);
-            }
             let Some(oldest) = confirmed.last() else {
                 return Ok(out);
             };
-            let passed = oldest.status.block_time.is_some_and(|t| t < since);
-            if confirmed.len() < CHAIN_PAGE || passed {
+            let mut new = 0;
+            for tx in &confirmed {
+                if seen.insert(tx.txid.to_lowercase()) {
+                    new += 1;
+                    out.extend(self.outputs_to(head, tx, to, since)?);
+                }
+            }
+            let passed = oldest
+                .status
+                .block_time
+                .is_some_and(|t| t.saturating_add(TIME_SKEW) < since);
+            if passed {
                 return Ok(out);
             }
-            if oldest.txid == last_seen || self.settings.kind.tx_hash(&oldest.txid).is_err() {
+            if new == 0 || self.settings.kind.tx_hash(&oldest.txid).is_err() {
                 return Err(fail(format!(
                     "the history of {to} does not page on from {:.64}",
                     oldest.txid
                 )));
             }
-            last_seen.clone_from(&oldest.txid);
-            path = format!("/address/{to}/txs/chain/{last_seen}");
+            path = format!("/address/{to}/txs/chain/{}", oldest.txid.to_lowercase());
         }
+        Err(fail(format!(
+            "the history of {to} in the window is longer than {MAX_PAGES} pages"
+        )))
     }
 
     /// The outputs of a confirmed history entry that pay `to`, when its block is in the

@@ -51,8 +51,8 @@ struct EsploraState {
     txs: HashMap<String, Entry>,
     requests: Vec<String>,
     faults: VecDeque<u16>,
-    /// Bodies the next address-history requests answer (200, HTML) instead of JSON.
-    raw_history: VecDeque<String>,
+    /// Answers (status, HTML body) the next address-history requests get instead of JSON.
+    raw_history: VecDeque<(u16, String)>,
 }
 
 type Shared = Arc<Mutex<EsploraState>>;
@@ -230,9 +230,12 @@ impl FakeEsplora {
         self.state().faults.len()
     }
 
-    /// The next address-history request answers `body` (status 200, HTML: a proxy's page).
-    pub fn push_raw_history(&self, body: &str) {
-        self.state().raw_history.push_back(body.to_string());
+    /// The next address-history request answers `status` with the HTML `body` (a proxy's
+    /// page, another server's 404).
+    pub fn push_history_answer(&self, status: u16, body: &str) {
+        self.state()
+            .raw_history
+            .push_back((status, body.to_string()));
     }
 
     /// Paths requested, in order.
@@ -361,8 +364,9 @@ async fn address_txs(State(state): State<Shared>, Path(address): Path<String>) -
         return f;
     }
     let mut s = lock(&state);
-    if let Some(raw) = s.raw_history.pop_front() {
-        return ([("content-type", "text/html")], raw).into_response();
+    if let Some((status, raw)) = s.raw_history.pop_front() {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+        return (status, [("content-type", "text/html")], raw).into_response();
     }
     let (mempool, chain) = history(&s, &address);
     let page: Vec<Value> = mempool
@@ -383,8 +387,9 @@ async fn address_chain(
     }
     let s = lock(&state);
     let (_, chain) = history(&s, &address);
+    // electrs answers `[]` for a txid it does not know in the history (dropped by a reorg).
     let Some(at) = chain.iter().position(|(id, _)| *id == last.to_lowercase()) else {
-        return (StatusCode::BAD_REQUEST, "Invalid hex string").into_response();
+        return Json(Vec::<Value>::new()).into_response();
     };
     let page: Vec<Value> = chain[at + 1..]
         .iter()

@@ -100,27 +100,26 @@ async fn logs_rust_log_warn_drops_info_lines() {
     );
 }
 
-/// The demo on its own: the report first (nothing on stderr before or during it), its log
-/// lines at `warn` after it, and no Rust debug formatting anywhere in what it prints.
+/// The demo on its own: its report on stdout, its log lines at `warn` on stderr, written
+/// after the report (held while it runs), and no Rust debug formatting in either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_prints_its_report_first_and_logs_at_warn_after_it() {
     let out = demo(&[]).await;
-    assert!(out.stderr.is_empty(), "stderr:\n{}", out.stderr);
     assert!(out.stdout.starts_with("payrecon demo: "), "{}", out.stdout);
-    let report = out.stdout.find("totals: ").expect("the report's totals");
-    let log = out
-        .stdout
-        .find("Log (warn and above")
-        .unwrap_or_else(|| panic!("no held log:\n{}", out.stdout));
-    assert!(report < log, "{}", out.stdout);
-    let log_lines: Vec<&str> = out.stdout[log..].lines().skip(1).collect();
-    assert!(!log_lines.is_empty(), "{}", out.stdout);
+    assert!(out.stdout.contains("totals: "), "{}", out.stdout);
+    assert!(
+        out.stderr.starts_with("\nLog (warn and above"),
+        "stderr:\n{}",
+        out.stderr
+    );
+    let log_lines: Vec<&str> = out.stderr.lines().skip(2).collect();
+    assert!(!log_lines.is_empty(), "{}", out.stderr);
     assert!(
         log_lines
             .iter()
             .all(|l| l.contains(" WARN ") || l.contains(" ERROR ")),
         "{}",
-        out.stdout
+        out.stderr
     );
     assert!(
         out.stdout
@@ -128,11 +127,28 @@ async fn the_demo_prints_its_report_first_and_logs_at_warn_after_it() {
         "{}",
         out.stdout
     );
-    for debug in ["[(", "Some(", "None", "\\\"", "{ "] {
-        assert!(
-            !out.stdout.contains(debug),
-            "Rust debug formatting ({debug}) in:\n{}",
-            out.stdout
-        );
+    for text in [&out.stdout, &out.stderr] {
+        for debug in ["[(", "Some(", "None", "\\\"", "{ "] {
+            assert!(
+                !text.contains(debug),
+                "Rust debug formatting ({debug}) in:\n{text}"
+            );
+        }
     }
+}
+
+/// JSON logs with no level asked: the held lines are JSON objects on stderr too (no heading).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demos_held_log_in_json_is_one_object_per_stderr_line() {
+    let out = demo(&[("PAYRECON_LOG_FORMAT", "json")]).await;
+    let lines = json_lines(&out);
+    assert!(!lines.is_empty(), "{}", out.stderr);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["level"] == "WARN" || l["level"] == "ERROR"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("\"level\""), "{}", out.stdout);
 }
