@@ -6,7 +6,8 @@
 //! mempool payment that pay less; stray payments; Esplora faults the retries absorb; and
 //! reorgs above the final depth (a payment moved to a later block, back to the mempool, or
 //! dropped). Checked after every run (no failure, no key in the report, the audit table,
-//! nothing backwards) and after the chain settles: every reported (or scannable) payment
+//! nothing backwards, the deposit scan's history requests within 2 per unpaid order) and after
+//! the chain settles: every reported (or scannable) payment
 //! still on chain is final on its txid with the satoshis it paid, every order nothing paid is
 //! unpaid.
 //!
@@ -85,6 +86,8 @@ struct BWorld {
     recent: Vec<(String, u64)>,
     last: HashMap<String, State>,
     next: u64,
+    /// Esplora faults queued since the last run (each can cost one request more).
+    faults: usize,
     pg: Option<(String, String)>,
 }
 
@@ -199,6 +202,7 @@ backoff = "10ms"
         recent: Vec::new(),
         last: HashMap::new(),
         next: 0,
+        faults: 0,
         pg,
     })
 }
@@ -316,7 +320,9 @@ fn event(w: &mut BWorld, rng: &mut StdRng) {
         }
         // At most 2 queued at once: the retries (3) absorb them.
         75..=84 if w.esplora.faults_left() == 0 => {
-            w.esplora.push_fault(503, rng.gen_range(1..=2));
+            let n = rng.gen_range(1..=2);
+            w.esplora.push_fault(503, n);
+            w.faults += n;
             bump(6);
         }
         75..=84 => {}
@@ -396,6 +402,14 @@ async fn states(w: &BWorld) -> Result<HashMap<String, State>, String> {
 }
 
 async fn run(w: &mut BWorld) -> Result<(), String> {
+    // The scan's cost follows the window: every history here fits one page, so an address
+    // costs at most 2 requests (its page, then the empty one), plus one per queued fault.
+    let unpaid = w
+        .orders
+        .iter()
+        .filter(|o| w.last.get(&o.order_ref).is_none_or(|s| *s == State::Unpaid))
+        .count();
+    let before = w.esplora.requests().len();
     let report = w
         .app
         .engine
@@ -403,6 +417,18 @@ async fn run(w: &mut BWorld) -> Result<(), String> {
         .await
         .map_err(|e| format!("run: {e}"))?;
     bump(8);
+    let history = w.esplora.requests()[before..]
+        .iter()
+        .filter(|p| p.starts_with("/address/"))
+        .count();
+    let bound = if w.scan { 2 * unpaid + w.faults } else { 0 };
+    if history > bound {
+        return Err(format!(
+            "{history} address-history requests for {unpaid} unpaid orders (bound {bound}, scan {})",
+            w.scan
+        ));
+    }
+    w.faults = 0;
     let json = report.to_json();
     if report.any_failed() {
         return Err(format!("a run failed:\n{json}"));
