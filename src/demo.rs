@@ -339,5 +339,9 @@ fn print_next_steps(
     );
     println!("{} at real endpoints, then:", config_path.display());
     println!("  payrecon --config {} serve", config_path.display());
+    println!(
+        "  (from a source checkout: cargo run --release -- --config {} serve)",
+        config_path.display()
+    );
     Ok(())
 }

@@ -200,6 +200,26 @@ impl BitcoinClient {
         if !best.get(hash).copied().unwrap_or(false) {
             return Lookup::NotFound;
         }
+        let out = self.outputs(head, q, tx, height, hash);
+        if out.is_empty() {
+            let to =
+                q.to.as_ref()
+                    .map_or_else(|| "the address".to_string(), Address::to_string);
+            return Lookup::NoTransfer(format!("no output of the transaction pays {to}"));
+        }
+        Lookup::Found(out)
+    }
+
+    /// The outputs of `tx` (in block `height`/`hash`) that the query accepts: paying `q.to`
+    /// (any address when `None`), at `q.log_index` when set, of a value above zero.
+    fn outputs(
+        &self,
+        head: &ChainHead,
+        q: &TransferQuery,
+        tx: &Tx,
+        height: u64,
+        hash: &str,
+    ) -> Vec<ChainTransfer> {
         let kind = self.settings.kind;
         let mut out = Vec::new();
         for (vout, o) in tx.vout.iter().enumerate() {
@@ -231,13 +251,7 @@ impl BitcoinClient {
                 block,
             ));
         }
-        if out.is_empty() {
-            let to =
-                q.to.as_ref()
-                    .map_or_else(|| "the address".to_string(), Address::to_string);
-            return Lookup::NoTransfer(format!("no output of the transaction pays {to}"));
-        }
-        Lookup::Found(out)
+        out
     }
 
     /// The deposit scan (SPEC §13): every output paying one of `recipients` in a confirmed
@@ -350,30 +364,7 @@ impl BitcoinClient {
             to: Some(to.clone()),
             log_index: None,
         };
-        let mut out = Vec::new();
-        for (vout, o) in tx.vout.iter().enumerate() {
-            let pays = o
-                .scriptpubkey_address
-                .as_deref()
-                .and_then(|a| kind.address("address", a).ok())
-                .is_some_and(|a| a == *to);
-            if pays && o.value > 0 {
-                let block = BlockRef {
-                    number: height,
-                    hash: hash.to_lowercase(),
-                };
-                out.push(transfer(
-                    &self.settings.name,
-                    head,
-                    &q,
-                    vout as i64,
-                    to.clone(),
-                    o.value,
-                    block,
-                ));
-            }
-        }
-        Ok(out)
+        Ok(self.outputs(head, &q, tx, height, hash))
     }
 
     /// `GET /block/:hash/status`: whether the block is still in the best chain.

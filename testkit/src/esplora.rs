@@ -119,6 +119,14 @@ impl FakeEsplora {
         self.url.clone()
     }
 
+    /// A configuration's `[chains.bitcoin]` table for this API (`extra` keys after).
+    pub fn config_table(&self, extra: &str) -> String {
+        format!(
+            "[chains.bitcoin]\nkind = \"bitcoin\"\nesplora_url = \"{}\"\n{extra}\n",
+            self.url
+        )
+    }
+
     fn state(&self) -> MutexGuard<'_, EsploraState> {
         lock(&self.state)
     }

@@ -38,13 +38,7 @@ impl BtcWorld {
             r#"[database]
 url = "{db}"
 
-[chains.bitcoin]
-kind = "bitcoin"
-esplora_url = "{esplora}"
-confirmations = 2
-final_depth = 6
-max_retries = 2
-
+{chain}
 [providers.{CG}]
 kind = "chaingateway"
 base_url = "{cg_url}"
@@ -55,7 +49,7 @@ timeout = "5s"
 max_retries = 2
 backoff = "20ms"
 "#,
-            esplora = esplora.url(),
+            chain = esplora.config_table("confirmations = 2\nfinal_depth = 6\nmax_retries = 2"),
         );
         let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
         let app = App::build(config).await.expect("App::build");

@@ -80,6 +80,38 @@ fn implied(block: u64, head: u64) -> State {
 }
 
 /// (1) never backwards, (2) once per (order, to_state), read off the audit table in order.
+/// After a run of a chain slice (Tron, Bitcoin): nothing failed, no secret in the report,
+/// the audit table consistent, no order of `refs` moved back since `last` (then updated).
+pub async fn after_run(
+    report: &Report,
+    secrets: &[&str],
+    store: &payrecon::store::Store,
+    refs: Vec<String>,
+    last: &mut std::collections::HashMap<String, payrecon::domain::State>,
+) -> Result<(), String> {
+    let json = report.to_json();
+    if report.any_failed() {
+        return Err(format!("a run failed:\n{json}"));
+    }
+    if secrets.iter().any(|k| json.contains(k)) {
+        return Err(format!("a key is in the report:\n{json}"));
+    }
+    audit(store).await?;
+    let rows = crate::order_rows(store, refs).await?;
+    for r in rows {
+        if let Some(before) = last.get(&r.order_ref) {
+            if r.state < *before {
+                return Err(format!(
+                    "{} moved back from {before:?} to {:?}",
+                    r.order_ref, r.state
+                ));
+            }
+        }
+        last.insert(r.order_ref, r.state);
+    }
+    Ok(())
+}
+
 pub async fn audit(s: &payrecon::store::Store) -> Result<(), String> {
     let audit = db(s.transitions().await)?;
     let mut last: HashMap<&str, State> = HashMap::new();

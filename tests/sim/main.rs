@@ -126,6 +126,39 @@ pub fn slice_jobs(what: &str, default: u64, pg_seeds: u64) -> Option<(Vec<u64>, 
     Some((seeds, jobs))
 }
 
+/// A slice's summary line (its counters by name), then its verdict: panics listing the
+/// failing seeds' replay commands, or when a slice of 8 seeds or more left a counter at 0.
+pub fn report_slice(
+    what: &str,
+    t0: Instant,
+    (n_jobs, n_seeds): (usize, usize),
+    names: &[&str],
+    counts: &[std::sync::atomic::AtomicU64],
+    failures: &[String],
+) {
+    let shown: Vec<String> = names
+        .iter()
+        .zip(counts)
+        .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
+        .collect();
+    eprintln!(
+        "{what} slice: {n_jobs} seed runs ({n_seeds} seeds) in {:.1?}; {}",
+        t0.elapsed(),
+        shown.join(" ")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failing seed(s); replay each with:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if n_seeds >= 8 {
+        for (n, c) in names.iter().zip(counts) {
+            assert!(c.load(Ordering::Relaxed) > 0, "no seed exercised {n}");
+        }
+    }
+}
+
 /// Runs `(seed, backend)` jobs, `parallel` at a time, each on its own task (a panic is a
 /// finding, not a crash of the simulator). Every failure is printed with the command that
 /// replays it (`replay`); returns those commands. `what` names the slice ("kill ", ...).

@@ -63,7 +63,7 @@ struct Order {
 }
 
 struct TWorld {
-    _dir: Option<tempfile::TempDir>,
+    ledger: crate::world::Ledger,
     node: FakeTron,
     cg: FakeChaingateway,
     app: App,
@@ -73,7 +73,6 @@ struct TWorld {
     recent: Vec<(String, u64)>,
     last: HashMap<String, State>,
     next: u64,
-    pg: Option<(String, String)>,
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
@@ -89,31 +88,14 @@ pub async fn run_slice() {
     };
     let n_jobs = jobs.len();
     let failures = crate::run_jobs("tron ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
-    let counts: Vec<String> = NAMES
-        .iter()
-        .zip(&COUNTS)
-        .map(|(n, c)| format!("{n}={}", c.load(Ordering::Relaxed)))
-        .collect();
-    eprintln!(
-        "tron slice: {n_jobs} seed runs ({} seeds) in {:.1?}; {}",
-        seeds.len(),
-        t0.elapsed(),
-        counts.join(" ")
+    crate::report_slice(
+        "tron",
+        t0,
+        (n_jobs, seeds.len()),
+        &NAMES,
+        &COUNTS,
+        &failures,
     );
-    assert!(
-        failures.is_empty(),
-        "{} failing seed(s); replay each with:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    if seeds.len() >= 8 {
-        for (i, n) in NAMES.iter().enumerate() {
-            assert!(
-                COUNTS[i].load(Ordering::Relaxed) > 0,
-                "no seed exercised {n}"
-            );
-        }
-    }
 }
 
 fn address(seed: u64, i: u64) -> TronAddress {
@@ -132,18 +114,8 @@ async fn start(rng: &mut StdRng, backend: Backend) -> Result<TWorld, String> {
     let node = FakeTron::start(HEAD, SOLID_LAG).await;
     let (cg, cg_url) = FakeChaingateway::start(CG_KEY).await;
     // The SQLite file's directory lives as long as the world.
-    let (db, pg, _dir) = match backend {
-        Backend::Sqlite => {
-            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
-            (url, None, Some(dir))
-        }
-        Backend::Postgres => {
-            let base = std::env::var("PAYRECON_TEST_PG_URL").map_err(|e| e.to_string())?;
-            let (url, name) = crate::world::pg_schema_url(&base).await;
-            (url, Some((base, name)), None)
-        }
-    };
+    let ledger = crate::world::ledger(backend).await?;
+    let db = ledger.url.clone();
     let scan = rng.gen_bool(0.5);
     let batch = [1, 3, 50][rng.gen_range(0..3)];
     let text = format!(
@@ -169,7 +141,7 @@ backoff = "10ms"
     let config = Config::from_toml(&text, std::iter::empty()).map_err(|e| e.to_string())?;
     let app = App::build(config).await.map_err(|e| e.0)?;
     Ok(TWorld {
-        _dir,
+        ledger,
         node,
         cg,
         app,
@@ -178,7 +150,6 @@ backoff = "10ms"
         recent: Vec::new(),
         last: HashMap::new(),
         next: 0,
-        pg,
     })
 }
 
@@ -358,13 +329,6 @@ fn reorg(w: &mut TWorld, rng: &mut StdRng) {
     }
 }
 
-async fn states(w: &TWorld) -> Result<HashMap<String, State>, String> {
-    let refs = w.orders.iter().map(|o| o.order_ref.clone()).collect();
-    let rows = crate::order_rows(&w.app.engine.store, refs).await?;
-    let out = rows.into_iter().map(|r| (r.order_ref, r.state)).collect();
-    Ok(out)
-}
-
 async fn run(w: &mut TWorld) -> Result<(), String> {
     let report = w
         .app
@@ -373,24 +337,15 @@ async fn run(w: &mut TWorld) -> Result<(), String> {
         .await
         .map_err(|e| format!("run: {e}"))?;
     bump(7);
-    let json = report.to_json();
-    if report.any_failed() {
-        return Err(format!("a run failed:\n{json}"));
-    }
-    if json.contains(TRON_KEY) || json.contains(CG_KEY) {
-        return Err(format!("a key is in the report:\n{json}"));
-    }
-    crate::check::audit(&w.app.engine.store).await?;
-    let now = states(w).await?;
-    for (r, s) in &now {
-        if let Some(before) = w.last.get(r) {
-            if s < before {
-                return Err(format!("{r} moved back from {before:?} to {s:?}"));
-            }
-        }
-    }
-    w.last = now;
-    Ok(())
+    let refs = w.orders.iter().map(|o| o.order_ref.clone()).collect();
+    crate::check::after_run(
+        &report,
+        &[TRON_KEY, CG_KEY],
+        &w.app.engine.store,
+        refs,
+        &mut w.last,
+    )
+    .await
 }
 
 async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
@@ -438,18 +393,12 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     w.node.mine(SOLID_LAG + 45);
     run(&mut w).await?;
     run(&mut w).await?;
-    let end = states(&w).await?;
-    for o in &w.orders {
-        let s = end[&o.order_ref];
+    // The ledger's rows, read once (in the orders' order).
+    let refs = w.orders.iter().map(|o| o.order_ref.clone()).collect();
+    let rows = crate::order_rows(&w.app.engine.store, refs).await?;
+    for (o, row) in w.orders.iter().zip(&rows) {
+        let s = row.state;
         if let Some((id, true, false, amount)) = &o.paid {
-            let row = w
-                .app
-                .engine
-                .store
-                .order_by_ref(&o.order_ref)
-                .await
-                .map_err(|e| e.to_string())?;
-            let row = row.ok_or("an order vanished")?;
             let want = (Some(id.clone()), Some(amount.to_string()));
             if (row.tx_hash.clone(), row.amount_paid.clone()) != want {
                 return Err(format!(
@@ -477,7 +426,7 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             _ => {}
         }
     }
-    if let Some((base, name)) = w.pg.take() {
+    if let Some((base, name)) = w.ledger.pg.take() {
         drop(w);
         crate::world::drop_schema(&base, &name).await;
     }

@@ -120,6 +120,37 @@ pub async fn pg_schema_url(base: &str) -> (String, String) {
     )
 }
 
+/// A seed's own ledger: a SQLite file in a temporary directory (kept as long as this is), or
+/// a fresh PostgreSQL schema (`pg`: the base URL and the schema, to drop when green).
+pub struct Ledger {
+    pub url: String,
+    pub pg: Option<(String, String)>,
+    pub _dir: Option<tempfile::TempDir>,
+}
+
+pub async fn ledger(backend: Backend) -> Result<Ledger, String> {
+    Ok(match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
+            Ledger {
+                url,
+                pg: None,
+                _dir: Some(dir),
+            }
+        }
+        Backend::Postgres => {
+            let base = std::env::var("PAYRECON_TEST_PG_URL").map_err(|e| e.to_string())?;
+            let (url, name) = pg_schema_url(&base).await;
+            Ledger {
+                url,
+                pg: Some((base, name)),
+                _dir: None,
+            }
+        }
+    })
+}
+
 /// Drops a green seed's schema (its pools are gone with the `World`).
 pub async fn drop_schema(base: &str, name: &str) {
     use sqlx::Connection;
