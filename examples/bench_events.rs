@@ -313,6 +313,7 @@ async fn apply(store: &Store, ids: &[i64]) -> anyhow::Result<()> {
             from: State::Unpaid,
             to: State::Pending,
             attach: None,
+            credit: None,
         })
         .collect();
     let ctx = ApplyContext {

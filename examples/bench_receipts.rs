@@ -188,6 +188,7 @@ async fn sweep_requests(args: &Args) -> anyhow::Result<()> {
                         hash: String::new(),
                     },
                 }),
+                credit: None,
             });
         }
     }

@@ -284,6 +284,7 @@ async fn seed_ledger(
                     hash: String::new(),
                 },
             }),
+            credit: None,
         })
         .collect();
     for chunk in batch.chunks(5_000) {

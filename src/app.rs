@@ -117,6 +117,7 @@ impl App {
             providers,
             metrics,
             settings: config.reconcile.clone(),
+            amounts: config.amounts.clone(),
             secrets,
             instance: instance_name(),
             events_wake: config

@@ -75,6 +75,8 @@ pub struct Config {
     pub providers: Vec<ProviderConfig>,
     /// `[events]` with a `url`: events to the merchant's application are on.
     pub events: Option<EventsConfig>,
+    /// The underpaid tolerances, global and per asset (SPEC §14).
+    pub amounts: crate::domain::AmountPolicy,
 }
 
 impl Config {
@@ -282,6 +284,7 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
         .map(|(name, c)| chains::chain(name, c))
         .collect::<Result<Vec<_>, _>>()?;
     let decimals = chains::asset_decimals(&raw)?;
+    let amounts = chains::amount_policy(&raw)?;
     let mut providers = Vec::new();
     for (name, table) in std::mem::take(&mut raw.providers) {
         providers.push(provider(&name, table, &raw.chains, text, &decimals)?);
@@ -296,6 +299,7 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
         chains,
         assets: raw.assets,
         providers,
+        amounts,
     })
 }
 
@@ -384,5 +388,7 @@ fn provider(
     })
 }
 
+#[cfg(test)]
+mod amounts_tests;
 #[cfg(test)]
 mod tests;

@@ -44,6 +44,8 @@ struct Payments {
     untouched: Paid,
     recent: Paid,
     backwards: Paid,
+    /// A-1012's two transfers: 30 USDT, then a 20 USDT top-up.
+    split: (Paid, Paid),
 }
 
 fn usdt(whole: u64) -> U256 {
@@ -124,6 +126,7 @@ fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
         chain.add_native_transfer(&payer, &addr(0x05), EvmU256::from(2_000_000_000_000_000u64));
     let reverted = chain.add_reverted(&token, &payer, &addr(0x06), EvmU256::from(usdt(9)));
     let untouched = pay(0x08, usdt(30));
+    let split = (pay(0x0c, usdt(30)), pay(0x0c, usdt(20)));
     chain.mine_block();
     chain.mine(70);
     let (recent, backwards) = (pay(0x07, usdt(50)), pay(0x0b, usdt(60)));
@@ -141,6 +144,7 @@ fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
         untouched,
         recent,
         backwards,
+        split,
     })
 }
 
@@ -160,7 +164,7 @@ fn orders() -> Vec<NewOrder> {
             15,
             "Chaingateway lists its notification as failed",
         ),
-        ("A-1004", 0x04, 25, "underpaid: 20 of 25 USDT"),
+        ("A-1004", 0x04, 25, "underpaid: 20 of 25 USDT, held unpaid"),
         ("A-1005", 0x05, 0, "paid in ETH (native), more than due"),
         ("A-1006", 0x06, 9, "its transfer reverted on chain"),
         ("A-1007", 0x07, 50, "paid 2 blocks ago: pending"),
@@ -177,6 +181,12 @@ fn orders() -> Vec<NewOrder> {
             0x0b,
             60,
             "final in the ledger while the chain shows 2 confirmations",
+        ),
+        (
+            "A-1012",
+            0x0c,
+            50,
+            "paid in two transfers: 30 + a 20 USDT top-up",
         ),
     ]
     .iter()
@@ -240,6 +250,7 @@ async fn seed_handler(
                     hash: String::new(),
                 },
             }),
+            credit: None,
         };
         store.apply(&[t], &ctx).await.map_err(err)?;
     }
@@ -265,6 +276,8 @@ fn list_notifications(cg: &FakeChaingateway, p: &Payments, now: jiff::Timestamp)
         record("108", &p.untouched.tx, SANDBOX_TOKEN, 0x08, "30"),
         record("109", &p.stray.tx, SANDBOX_TOKEN, 0x99, "7"),
         record("111", &p.backwards.tx, SANDBOX_TOKEN, 0x0b, "60"),
+        record("112", &p.split.0.tx, SANDBOX_TOKEN, 0x0c, "30"),
+        record("113", &p.split.1.tx, SANDBOX_TOKEN, 0x0c, "20"),
     ] {
         cg.add_notification("ethereum", r);
     }

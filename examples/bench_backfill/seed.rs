@@ -217,6 +217,7 @@ pub async fn seed_ledger(store: &Store, ds: &Dataset) -> anyhow::Result<Seeded> 
                     hash: String::new(),
                 },
             }),
+            credit: None,
         });
         if batch.len() == SEED_BATCH {
             apply_all(store, &batch, &ctx).await?;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::sections::{RawChain, RawConfig};
 use super::{err, read_secret_file, ConfigError};
 use crate::chain::{ChainSettings, Finality};
-use crate::domain::{BtcNetwork, ChainKind};
+use crate::domain::{AmountPolicy, BtcNetwork, ChainKind, Tolerance};
 use crate::secret::Secret;
 
 /// Blocks per `eth_getLogs` request java-tron serves at most.
@@ -227,6 +227,38 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
 }
 
 /// Decimals per `"chain:asset"` from `[assets]`, each key naming a configured chain.
+/// `[reconcile] underpaid_tolerance` and each asset's, read into the rules amounts are judged
+/// by; a bad one names its key.
+pub(super) fn amount_policy(raw: &RawConfig) -> Result<AmountPolicy, ConfigError> {
+    let tolerance = Tolerance::parse(&raw.reconcile.underpaid_tolerance)
+        .map_err(|e| err(format!("reconcile.underpaid_tolerance: {}", e.reason)))?;
+    let mut per_asset = HashMap::new();
+    for (key, a) in &raw.assets {
+        let Some(text) = &a.underpaid_tolerance else {
+            continue;
+        };
+        let t = Tolerance::parse(text).map_err(|e| {
+            err(format!(
+                "assets.\"{key}\".underpaid_tolerance: {}",
+                e.reason
+            ))
+        })?;
+        // The key was checked by `asset_decimals`: chain and asset in canonical form.
+        if let Some((chain, addr)) = key.split_once(':') {
+            if let Some(c) = raw.chains.get(chain) {
+                let asset = kind_of(chain, c)?
+                    .asset(addr)
+                    .map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
+                per_asset.insert(format!("{chain}:{asset}"), t);
+            }
+        }
+    }
+    Ok(AmountPolicy {
+        tolerance,
+        per_asset,
+    })
+}
+
 pub(super) fn asset_decimals(raw: &RawConfig) -> Result<HashMap<String, u8>, ConfigError> {
     let mut decimals = HashMap::new();
     for (key, a) in &raw.assets {

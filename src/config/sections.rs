@@ -78,6 +78,10 @@ pub struct ReconcileConfig {
     /// third of it while it runs); another instance takes over once it has expired.
     #[serde(with = "duration::serde_duration")]
     pub lease_ttl: Duration,
+    /// How far short an order may be paid and still count as paid (SPEC §14): base units
+    /// (`"10000"`) or a share of the amount due (`"0.5%"`, at most `"10%"`). Validated into
+    /// `Config::amounts`; `[assets."…"] underpaid_tolerance` overrides it per asset.
+    pub underpaid_tolerance: String,
 }
 
 impl Default for ReconcileConfig {
@@ -89,6 +93,7 @@ impl Default for ReconcileConfig {
             batch_size: 500,
             shutdown_grace: Duration::from_secs(30),
             lease_ttl: Duration::from_secs(30),
+            underpaid_tolerance: "0".into(),
         }
     }
 }
@@ -177,6 +182,8 @@ fn default_full_scan_every() -> Duration {
 pub struct AssetConfig {
     pub symbol: String,
     pub decimals: u8,
+    /// This asset's `underpaid_tolerance` (else `[reconcile]`'s).
+    pub underpaid_tolerance: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

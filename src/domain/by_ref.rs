@@ -4,11 +4,12 @@
 
 use std::collections::HashSet;
 
-use super::findings::{finding, infer_failed_from, push_failed, push_mismatch, FailedSource};
+use super::credit::{plan_credit, Credited, InPlan};
+use super::findings::{infer_failed_from, push_failed, FailedSource};
 use super::model::{GapKind, State};
 use super::plan::{
-    Attach, ChainTransfer, Finding, LedgerRow, LedgerView, Observation, Outcome, Plan,
-    PlannedTransition, Refusal,
+    ChainTransfer, Finding, LedgerRow, LedgerView, Observation, Outcome, Plan, PlannedTransition,
+    Refusal,
 };
 
 /// The order the record names, when it can take this payment: no payment key yet, same
@@ -28,48 +29,19 @@ pub(super) fn by_ref_candidate<'a>(
     fits.then_some(row)
 }
 
-/// Attaches the payment to the order the provider named. An unpaid order is a `missing` gap;
-/// an order already advanced from the provider's status (no key yet) gets its key, and moves
-/// forward only when the chain is ahead of it.
+/// Credits the payment to the order the provider named (SPEC §14's cover rule decides
+/// whether it moves). An order already advanced from the provider's status gets its key and
+/// moves forward only when the chain is ahead of it.
 pub(super) fn plan_attach_by_ref(
     plan: &mut Plan,
     obs: &Observation,
     t: &ChainTransfer,
     row: &LedgerRow,
-) {
-    let to = row.state.max(t.state);
-    plan.transitions.push(PlannedTransition {
-        order_id: row.id,
-        order_ref: row.order_ref.clone(),
-        from: row.state,
-        to,
-        attach: Some(Attach {
-            key: t.key.clone(),
-            amount: t.amount,
-            block: t.block.clone(),
-        }),
-    });
-    let idx = plan.transitions.len() - 1;
-    if row.state == State::Unpaid {
-        let mut f = finding(obs, t, row, GapKind::Missing);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = format!(
-            "payment of {} found on chain for unpaid order {} (named by the provider)",
-            t.amount, row.order_ref
-        );
-        plan.findings.push(f);
-    } else if to > row.state {
-        let mut f = finding(obs, t, row, GapKind::Lagging);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = format!(
-            "ledger has {} from the provider's status without a payment key, chain shows {}",
-            row.state, t.state
-        );
-        plan.findings.push(f);
-    }
-    if t.amount != row.amount_due {
-        push_mismatch(plan, obs, t, row, idx);
-    }
+    ledger: &LedgerView,
+    in_plan: &mut InPlan,
+) -> Credited {
+    let how = format!("order {} (named by the provider)", row.order_ref);
+    plan_credit(plan, obs, t, row, ledger, in_plan, &how)
 }
 
 /// A record that names no transaction: the provider's status (after its status map) for the
@@ -150,6 +122,7 @@ pub fn reconcile_claims(claims: &[Claim], ledger: &LedgerView) -> Plan {
             from: row.state,
             to: c.state,
             attach: None,
+            credit: None,
         });
         let kind = if row.state == State::Unpaid {
             GapKind::Missing

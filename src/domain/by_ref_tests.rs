@@ -37,6 +37,7 @@ fn order(id: i64, pay_to: &str, state: State) -> LedgerRow {
         amount_paid: None,
         block: None,
         state,
+        credits: Vec::new(),
     }
 }
 

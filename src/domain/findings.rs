@@ -106,21 +106,3 @@ pub(super) fn finding(
         detail: String::new(),
     }
 }
-
-pub(super) fn push_mismatch(
-    plan: &mut Plan,
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    idx: usize,
-) {
-    let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-    f.outcome = Outcome::Transition(idx);
-    let how = if t.amount < row.amount_due {
-        "underpaid"
-    } else {
-        "overpaid"
-    };
-    f.detail = format!("{how}: paid {}, due {}", t.amount, row.amount_due);
-    plan.findings.push(f);
-}

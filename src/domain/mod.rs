@@ -4,6 +4,8 @@
 pub mod amount;
 mod bitcoin;
 mod by_ref;
+mod cover;
+mod credit;
 mod findings;
 mod kind;
 pub mod list_cover;
@@ -17,6 +19,8 @@ mod tron;
 #[cfg(test)]
 mod by_ref_tests;
 #[cfg(test)]
+mod credit_tests;
+#[cfg(test)]
 mod reconcile_tests;
 
 // One path for each public item: `domain::X`. The modules above the line are private;
@@ -24,14 +28,15 @@ mod reconcile_tests;
 // nowhere.
 pub use bitcoin::BtcNetwork;
 pub use by_ref::{reconcile_claims, Claim};
+pub use cover::{cover, Cover, Credit, SumOverflow, Tolerance};
 pub use kind::{as_tron, ledger_address, ledger_asset, ledger_tx_hash, tron_address, ChainKind};
 pub use model::{
     parse_base_units, Address, Asset, BlockRef, ChainHead, GapKind, InputError, PaymentKey, State,
     TxHash, U256,
 };
 pub use plan::{
-    Action, Attach, ChainTransfer, ChainVerdict, Finding, LedgerRow, LedgerView, Observation,
-    Outcome, Plan, PlannedTransition, Refusal, ResendRequest,
+    Action, AmountPolicy, Attach, ChainTransfer, ChainVerdict, CreditedPayment, Finding, LedgerRow,
+    LedgerView, NewPayment, Observation, Outcome, Plan, PlannedTransition, Refusal, ResendRequest,
 };
 pub use reconcile::{pick_transfer, reconcile};
 pub use reorg::{moved_detail, place, Placement, Receipt};

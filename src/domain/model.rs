@@ -219,7 +219,7 @@ pub struct PaymentKey {
 }
 
 /// Where a block sits: number and hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BlockRef {
     pub number: u64,
     pub hash: String,

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::cover::Tolerance;
 use super::model::{Address, Asset, BlockRef, GapKind, PaymentKey, State, TxHash, U256};
 
 /// What the chain says about one transfer a provider (or the ledger) pointed at.
@@ -65,6 +66,37 @@ pub struct LedgerRow {
     pub amount_paid: Option<U256>,
     pub block: Option<BlockRef>,
     pub state: State,
+    /// The payments credited to the order (`payrecon_payments`), loaded for orders still
+    /// `unpaid` that hold part of their amount; empty otherwise.
+    pub credits: Vec<CreditedPayment>,
+}
+
+/// A payment already credited to an order (a `payrecon_payments` row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreditedPayment {
+    pub key: PaymentKey,
+    pub amount: U256,
+    pub state: State,
+    /// `None` for a payment whose block was never recorded (written by the merchant).
+    pub block: Option<BlockRef>,
+}
+
+/// The merchant's rules for amounts (SPEC §14): how short an order may be paid and still
+/// count as paid, globally and per `chain:asset`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AmountPolicy {
+    pub tolerance: Tolerance,
+    /// Per asset, keyed `"<chain>:<asset>"` in the asset's canonical spelling.
+    pub per_asset: HashMap<String, Tolerance>,
+}
+
+impl AmountPolicy {
+    pub fn tolerance(&self, chain: &str, asset: &Asset) -> Tolerance {
+        self.per_asset
+            .get(&format!("{chain}:{asset}"))
+            .copied()
+            .unwrap_or(self.tolerance)
+    }
 }
 
 /// The part of the ledger one batch of observations can touch, loaded in batched queries.
@@ -75,6 +107,8 @@ pub struct LedgerView {
     pub by_ref: HashMap<String, LedgerRow>,
     /// Unpaid orders with no payment key, per `(chain, pay_to, asset)`, oldest first.
     pub unpaid: HashMap<(String, String, String), Vec<LedgerRow>>,
+    /// The rules amounts are judged by (the engine sets them from the configuration).
+    pub policy: AmountPolicy,
 }
 
 impl LedgerView {
@@ -82,6 +116,11 @@ impl LedgerView {
         if let Some(key) = row.key.clone() {
             self.by_key.insert(key, row);
         }
+    }
+    /// The order `row` holds the payment `key` as one of its credited payments (not the
+    /// one its key names). The order's own key wins when both are loaded.
+    pub fn insert_credited(&mut self, key: PaymentKey, row: LedgerRow) {
+        self.by_key.entry(key).or_insert(row);
     }
     pub fn insert_unpaid(&mut self, row: LedgerRow) {
         let slot = (
@@ -107,8 +146,25 @@ pub struct PlannedTransition {
     pub order_ref: String,
     pub from: State,
     pub to: State,
-    /// Set when the order has no payment key yet (a `missing` gap).
+    /// Set when the order has no payment key yet (a `missing` gap): the payment that
+    /// completed the cover, and the order's `amount_paid` after it.
     pub attach: Option<Attach>,
+    /// A payment credited to the order with this step (a new `payrecon_payments` row);
+    /// with `from == to` and no `attach`, the order stays where it is (held, SPEC §14).
+    pub credit: Option<NewPayment>,
+}
+
+/// A payment to credit to an order, and the order's `amount_paid` before and after it (the
+/// write is conditional on the amount before: a concurrent credit makes it a miss).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPayment {
+    pub key: PaymentKey,
+    pub amount: U256,
+    pub block: BlockRef,
+    /// The payment's own state on the chain.
+    pub state: State,
+    pub paid_before: Option<U256>,
+    pub paid_after: U256,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -118,6 +174,8 @@ pub enum Action {
     WouldApply,
     ResendRequested,
     ResendSkipped,
+    /// The payment was credited, and the order held where it was (SPEC §14).
+    Held,
     None,
 }
 
@@ -128,6 +186,7 @@ impl Action {
             Action::WouldApply => "would_apply",
             Action::ResendRequested => "resend_requested",
             Action::ResendSkipped => "resend_skipped",
+            Action::Held => "held",
             Action::None => "none",
         }
     }

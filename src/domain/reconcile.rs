@@ -4,20 +4,23 @@
 use std::collections::{HashMap, HashSet};
 
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
-use super::findings::{finding, infer_failed, push_failed, push_mismatch};
+use super::cover::{cover, Credit};
+use super::credit::{amounts_detail, as_credit, held, plan_credit, Credited, InPlan};
+use super::findings::{finding, infer_failed, push_failed};
 use super::model::{GapKind, PaymentKey, State, U256};
 use super::plan::{
-    Attach, ChainTransfer, ChainVerdict, Finding, LedgerRow, LedgerView, Observation, Outcome,
+    Action, ChainTransfer, ChainVerdict, Finding, LedgerRow, LedgerView, Observation, Outcome,
     Plan, PlannedTransition, Refusal,
 };
 use super::reorg::{held_rows, moved_holder, moved_row_detail};
 
 /// Decides, for a batch of observations, which forward transitions to apply, which gaps to
-/// report and which resends to request. The same payment is never attached to two orders,
-/// and an order is never given two payments in one plan.
+/// report and which resends to request. The same payment is never credited to two orders;
+/// an order takes payments until they cover it (SPEC §14), then no more in this plan.
 pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     let mut plan = Plan::default();
     let mut claimed_orders: HashSet<i64> = HashSet::new();
+    let mut in_plan = InPlan::default();
     let mut seen_keys: HashSet<PaymentKey> = HashSet::new();
     let mut reorged_rows: HashSet<i64> = HashSet::new();
 
@@ -71,10 +74,21 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
         }
         let planned = plan.transitions.len();
         if let Some(row) = ledger.by_key.get(&transfer.key) {
-            plan_keyed(&mut plan, obs, transfer, row, &mut claimed_orders);
+            plan_keyed(
+                &mut plan,
+                obs,
+                transfer,
+                row,
+                ledger,
+                &mut claimed_orders,
+                &in_plan,
+            );
         } else if let Some(row) = by_ref_candidate(obs, transfer, ledger, &claimed_orders) {
-            claimed_orders.insert(row.id);
-            plan_attach_by_ref(&mut plan, obs, transfer, row);
+            if plan_attach_by_ref(&mut plan, obs, transfer, row, ledger, &mut in_plan)
+                == Credited::Covered
+            {
+                claimed_orders.insert(row.id);
+            }
         } else if let Some(row) = moved_holder(obs, transfer, ledger) {
             // The ledger holds this payment at its pre-reorg position: never attach it to
             // another order. The chain sweep re-keys the row.
@@ -85,7 +99,14 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
                 plan.findings.push(f);
             }
         } else {
-            plan_unkeyed(&mut plan, obs, transfer, ledger, &mut claimed_orders);
+            plan_unkeyed(
+                &mut plan,
+                obs,
+                transfer,
+                ledger,
+                &mut claimed_orders,
+                &mut in_plan,
+            );
         }
         if obs.infer_failed && !obs.failed {
             infer_failed(&mut plan, planned, obs);
@@ -93,7 +114,27 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     }
     // A failed notification's finding names the order once the payment is matched.
     fill_failed_order_refs(&mut plan);
+    drop_held_of_covered(&mut plan);
     plan
+}
+
+/// A part seen (or credited) before the payment that completed its order in the same plan
+/// is not held: the order's `missing` finding tells what happened.
+fn drop_held_of_covered(plan: &mut Plan) {
+    let covered: HashSet<&str> = plan
+        .transitions
+        .iter()
+        .filter(|t| t.attach.is_some())
+        .map(|t| t.order_ref.as_str())
+        .collect();
+    if covered.is_empty() {
+        return;
+    }
+    let covered: HashSet<String> = covered.into_iter().map(str::to_string).collect();
+    plan.findings.retain(|f| {
+        f.outcome != Outcome::Decided(Action::Held)
+            || !f.order_ref.as_ref().is_some_and(|r| covered.contains(r))
+    });
 }
 
 fn keyed_row<'a>(v: &ChainVerdict, ledger: &'a LedgerView) -> Option<&'a LedgerRow> {
@@ -150,8 +191,25 @@ fn plan_keyed(
     obs: &Observation,
     t: &ChainTransfer,
     row: &LedgerRow,
+    ledger: &LedgerView,
     claimed: &mut HashSet<i64>,
+    in_plan: &InPlan,
 ) {
+    if row.key.as_ref() != Some(&t.key) {
+        // One of the order's credited payments, not the one its key names: the order
+        // follows the cover, and while it is short the payment stays held. (Not a claim:
+        // a top-up in this plan may still complete the order.)
+        if row.state == State::Unpaid && !claimed.contains(&row.id) {
+            let parts: Vec<Credit> = in_plan.credits(row).iter().map(as_credit).collect();
+            let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+            if let Ok(c) = cover(row.amount_due, tolerance, &parts) {
+                if c.completing.is_none() {
+                    plan.findings.push(held(obs, t, row, &c));
+                }
+            }
+        }
+        return;
+    }
     if !claimed.insert(row.id) {
         return;
     }
@@ -178,20 +236,43 @@ fn plan_keyed(
     if t.state == row.state {
         return;
     }
+    // An order keyed by the merchant's own code but left unpaid: the payment must cover it.
+    let mut amounts = None;
+    if row.state == State::Unpaid {
+        let part = Credit {
+            amount: t.amount,
+            state: t.state,
+            block: t.block.number,
+            index: t.key.log_index,
+        };
+        let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+        let Ok(c) = cover(row.amount_due, tolerance, &[part]) else {
+            return;
+        };
+        if c.completing.is_none() {
+            plan.findings.push(held(obs, t, row, &c));
+            return;
+        }
+        amounts = Some(c);
+    }
     plan.transitions.push(PlannedTransition {
         order_id: row.id,
         order_ref: row.order_ref.clone(),
         from: row.state,
         to: t.state,
         attach: None,
+        credit: None,
     });
     let idx = plan.transitions.len() - 1;
     let mut f = finding(obs, t, row, GapKind::Lagging);
     f.outcome = Outcome::Transition(idx);
     f.detail = format!("ledger has {}, chain shows {}", row.state, t.state);
     plan.findings.push(f);
-    if row.state == State::Unpaid && t.amount != row.amount_due {
-        push_mismatch(plan, obs, t, row, idx);
+    if let Some(c) = amounts.filter(|c| c.paid != row.amount_due) {
+        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
+        f.outcome = Outcome::Transition(idx);
+        f.detail = amounts_detail(&c, row.amount_due);
+        plan.findings.push(f);
     }
 }
 
@@ -201,12 +282,45 @@ fn plan_unkeyed(
     t: &ChainTransfer,
     ledger: &LedgerView,
     claimed: &mut HashSet<i64>,
+    in_plan: &mut InPlan,
 ) {
     let slot = (t.key.chain.clone(), t.to.to_string(), t.asset.to_string());
     let candidates = ledger.unpaid.get(&slot).map(Vec::as_slice).unwrap_or(&[]);
+    // A held payment whose transaction a reorg re-included elsewhere: the same payment, not
+    // a second one. The chain sweep moves its row; it is never credited twice.
+    let moved = candidates.iter().find_map(|r| {
+        let c = r.credits.iter().find(|c| {
+            c.key.tx_hash == t.key.tx_hash
+                && c.block
+                    .as_ref()
+                    .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+        })?;
+        Some((r, c))
+    });
+    if let Some((row, c)) = moved {
+        let mut f = finding(obs, t, row, GapKind::Reorged);
+        f.detail = format!(
+            "a payment held short, recorded at log index {} of block {}, is now at log index {} \
+             of block {}; the chain sweep moves its row",
+            c.key.log_index,
+            c.block.as_ref().map_or(0, |b| b.number),
+            t.key.log_index,
+            t.block.number
+        );
+        plan.findings.push(f);
+        return;
+    }
     let free = || candidates.iter().filter(|r| !claimed.contains(&r.id));
+    // SPEC §14's preferences: the order whose remaining amount the payment is, else one
+    // already partly paid (a top-up), else the oldest.
+    let paid = |r: &LedgerRow| in_plan.paid(r).unwrap_or(U256::ZERO);
+    // Among orders the payment completes, one already partly paid first.
+    let completes = |r: &&LedgerRow| r.amount_due.checked_sub(paid(r)) == Some(t.amount);
+    let started = |r: &&LedgerRow| paid(r) > U256::ZERO;
     let chosen = free()
-        .find(|r| r.amount_due == t.amount)
+        .find(|r| completes(r) && started(r))
+        .or_else(|| free().find(completes))
+        .or_else(|| free().find(started))
         .or_else(|| free().next());
     let Some(row) = chosen else {
         let detail = format!(
@@ -216,25 +330,13 @@ fn plan_unkeyed(
         plan.findings.push(unknown(obs, Some(t), detail));
         return;
     };
-    claimed.insert(row.id);
-    plan.transitions.push(PlannedTransition {
-        order_id: row.id,
-        order_ref: row.order_ref.clone(),
-        from: row.state,
-        to: t.state,
-        attach: Some(Attach {
-            key: t.key.clone(),
-            amount: t.amount,
-            block: t.block.clone(),
-        }),
-    });
-    let idx = plan.transitions.len() - 1;
-    let mut f = finding(obs, t, row, GapKind::Missing);
-    f.outcome = Outcome::Transition(idx);
-    f.detail = format!("payment of {} found on chain for an unpaid order", t.amount);
-    plan.findings.push(f);
-    if t.amount != row.amount_due {
-        push_mismatch(plan, obs, t, row, idx);
+    let how = if paid(row) > U256::ZERO {
+        "an order already partly paid (a top-up)"
+    } else {
+        "an unpaid order"
+    };
+    if plan_credit(plan, obs, t, row, ledger, in_plan, how) == Credited::Covered {
+        claimed.insert(row.id);
     }
 }
 

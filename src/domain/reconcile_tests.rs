@@ -2,14 +2,14 @@
 
 use super::*;
 
-const TO: &str = "0x1111111111111111111111111111111111111111";
+pub(super) const TO: &str = "0x1111111111111111111111111111111111111111";
 const TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
 
-fn hash(n: u8) -> TxHash {
+pub(super) fn hash(n: u8) -> TxHash {
     TxHash::parse(&format!("0x{}", format!("{n:02x}").repeat(32))).unwrap()
 }
 
-fn transfer(n: u8, log_index: i64, amount: u64, state: State) -> ChainTransfer {
+pub(super) fn transfer(n: u8, log_index: i64, amount: u64, state: State) -> ChainTransfer {
     ChainTransfer {
         key: PaymentKey {
             chain: "ethereum".into(),
@@ -27,7 +27,7 @@ fn transfer(n: u8, log_index: i64, amount: u64, state: State) -> ChainTransfer {
     }
 }
 
-fn obs(verdict: ChainVerdict, failed: bool) -> Observation {
+pub(super) fn obs(verdict: ChainVerdict, failed: bool) -> Observation {
     let tx_hash = match &verdict {
         ChainVerdict::Transfer(t) => t.key.tx_hash.clone(),
         _ => hash(0xee),
@@ -45,7 +45,7 @@ fn obs(verdict: ChainVerdict, failed: bool) -> Observation {
     }
 }
 
-fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>) -> LedgerRow {
+pub(super) fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>) -> LedgerRow {
     LedgerRow {
         id,
         order_ref: format!("A-{id}"),
@@ -57,10 +57,11 @@ fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>) -> Ledger
         amount_paid: key.map(|t| t.amount),
         block: key.map(|t| t.block.clone()),
         state,
+        credits: Vec::new(),
     }
 }
 
-fn view(rows: Vec<LedgerRow>) -> LedgerView {
+pub(super) fn view(rows: Vec<LedgerRow>) -> LedgerView {
     let mut v = LedgerView::default();
     for r in rows {
         if r.key.is_some() {
@@ -72,7 +73,7 @@ fn view(rows: Vec<LedgerRow>) -> LedgerView {
     v
 }
 
-fn kinds(plan: &Plan) -> Vec<&'static str> {
+pub(super) fn kinds(plan: &Plan) -> Vec<&'static str> {
     plan.findings.iter().map(|f| f.kind.as_str()).collect()
 }
 
@@ -131,24 +132,42 @@ fn equal_state_is_nothing_to_do() {
 }
 
 #[test]
-fn under_and_over_payment_advance_and_flag() {
-    for (paid, word) in [(20, "underpaid"), (30, "overpaid")] {
-        let t = transfer(1, 7, paid, State::Confirmed);
-        let plan = reconcile(
-            &[obs(ChainVerdict::Transfer(t), false)],
-            &view(vec![order(1, 25, State::Unpaid, None)]),
-        );
-        assert_eq!(kinds(&plan), ["missing", "amount_mismatch"]);
-        assert!(
-            plan.findings[1].detail.starts_with(word),
-            "{}",
-            plan.findings[1].detail
-        );
-        assert_eq!(
-            plan.transitions[0].attach.as_ref().unwrap().amount,
-            U256::from(paid)
-        );
-    }
+fn an_overpayment_advances_and_an_underpayment_is_held() {
+    let t = transfer(1, 7, 30, State::Confirmed);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t), false)],
+        &view(vec![order(1, 25, State::Unpaid, None)]),
+    );
+    assert_eq!(kinds(&plan), ["missing", "amount_mismatch"]);
+    assert_eq!(plan.findings[1].detail, "overpaid: paid 30 of 25, excess 5");
+    assert_eq!(plan.findings[1].outcome, Outcome::Transition(0));
+    assert_eq!(plan.transitions[0].to, State::Confirmed);
+    assert_eq!(
+        plan.transitions[0].attach.as_ref().unwrap().amount,
+        U256::from(30)
+    );
+
+    let t = transfer(1, 7, 20, State::Final);
+    let plan = reconcile(
+        &[obs(ChainVerdict::Transfer(t.clone()), false)],
+        &view(vec![order(1, 25, State::Unpaid, None)]),
+    );
+    assert_eq!(kinds(&plan), ["amount_mismatch"]);
+    assert_eq!(plan.findings[0].outcome, Outcome::Decided(Action::Held));
+    assert_eq!(
+        plan.findings[0].detail,
+        "underpaid: paid 20 of 25, short 5; held until covered"
+    );
+    let tr = &plan.transitions[0];
+    assert_eq!(
+        (tr.from, tr.to, tr.attach.is_none()),
+        (State::Unpaid, State::Unpaid, true)
+    );
+    let credit = tr.credit.as_ref().unwrap();
+    assert_eq!(
+        (credit.key.clone(), credit.paid_before, credit.paid_after),
+        (t.key, None, U256::from(20))
+    );
 }
 
 #[test]

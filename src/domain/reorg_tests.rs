@@ -41,6 +41,7 @@ fn row(t: &ChainTransfer, b: Option<BlockRef>) -> LedgerRow {
         amount_paid: Some(t.amount),
         block: b,
         state: State::Confirmed,
+        credits: Vec::new(),
     }
 }
 

@@ -150,6 +150,9 @@ impl Engine {
                 ApplyOutcome::Attached => {
                     tracing::info!(provider = %provider, order_ref = %t.order_ref, "Payment key attached.");
                 }
+                ApplyOutcome::Credited => {
+                    tracing::info!(provider = %provider, order_ref = %t.order_ref, "Payment credited; the order is held short.");
+                }
                 ApplyOutcome::Backwards => self.count_refused(acc, RefuseReason::backwards, 1),
                 ApplyOutcome::Duplicate => self.count_refused(acc, RefuseReason::duplicate, 1),
             }
@@ -381,6 +384,7 @@ fn finding_action(
             (true, Some(ApplyOutcome::Applied { .. } | ApplyOutcome::Attached)) => {
                 (Action::Applied, None)
             }
+            (true, Some(ApplyOutcome::Credited)) => (Action::Held, None),
             (true, Some(ApplyOutcome::Backwards)) => {
                 (Action::None, Some("the ledger was already there"))
             }

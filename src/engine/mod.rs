@@ -99,6 +99,8 @@ pub struct Engine {
     pub providers: Vec<ProviderEntry>,
     pub metrics: Arc<Metrics>,
     pub settings: ReconcileConfig,
+    /// The underpaid tolerances a view is judged by (SPEC §14).
+    pub amounts: crate::domain::AmountPolicy,
     /// Every configured secret, to scrub from error text that reaches reports and logs.
     pub secrets: Vec<Secret>,
     /// This process's name as a lease holder (host, pid, a random suffix).

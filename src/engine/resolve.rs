@@ -96,6 +96,7 @@ impl Engine {
         refs.sort();
         refs.dedup();
         let mut view = self.store.load_view(&keys, &slots).await?;
+        view.policy = self.amounts.clone();
         if !refs.is_empty() {
             for row in self.store.orders_by_ref(&refs).await? {
                 view.by_ref.insert(row.order_ref.clone(), row);

@@ -15,7 +15,13 @@ pub(super) fn simulate(
 ) -> LedgerView {
     let mut out = view.clone();
     for rows in out.unpaid.values_mut() {
-        rows.retain(|r| !simulated.contains_key(&r.id));
+        // Orders still short stay unpaid, with what was credited to them so far.
+        rows.retain(|r| simulated.get(&r.id).is_none_or(|s| s.key.is_none()));
+        for r in rows.iter_mut() {
+            if let Some(s) = simulated.get(&r.id) {
+                *r = s.clone();
+            }
+        }
     }
     let keys: HashSet<_> = observations
         .iter()
@@ -27,6 +33,9 @@ pub(super) fn simulate(
     for row in simulated.values() {
         if row.key.as_ref().is_some_and(|k| keys.contains(k)) {
             out.insert_keyed(row.clone());
+        }
+        for c in row.credits.iter().filter(|c| keys.contains(&c.key)) {
+            out.insert_credited(c.key.clone(), row.clone());
         }
     }
     out
@@ -52,6 +61,15 @@ pub(super) fn remember(
         let Some(mut row) = simulated.get(&t.order_id).or(row).cloned() else {
             continue;
         };
+        if let Some(p) = &t.credit {
+            row.amount_paid = Some(p.paid_after);
+            row.credits.push(crate::domain::CreditedPayment {
+                key: p.key.clone(),
+                amount: p.amount,
+                state: p.state,
+                block: Some(p.block.clone()),
+            });
+        }
         if let Some(a) = &t.attach {
             row.key = Some(a.key.clone());
             row.amount_paid = Some(a.amount);

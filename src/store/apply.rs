@@ -10,7 +10,7 @@ use sqlx::{Acquire, Database, Transaction};
 use super::outbox::{self, EventOrder, NewEvent};
 use super::rows::counted;
 use super::{is_unique_violation, ApplyContext, ApplyOutcome};
-use crate::domain::{Attach, PlannedTransition, State};
+use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 
 /// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
 /// amount paid, block number, block hash, chain (both dialects number them in this order).
@@ -67,10 +67,32 @@ pub(super) use {advance, bind_attach, record_transition};
 pub(super) trait ApplySql: Database {
     /// Writes the payment columns of an order that has none (its state stays).
     async fn attach_only(
-        tx: &mut Transaction<'static, Self>,
+        sp: &mut Transaction<'_, Self>,
         order_id: i64,
         a: &Attach,
     ) -> Result<ApplyOutcome, sqlx::Error>;
+    /// Credits a payment to an order with no key whose `amount_paid` is still the one the
+    /// plan read (`payrecon_payments`); false when nothing was written.
+    async fn credit(
+        sp: &mut Transaction<'_, Self>,
+        order_id: i64,
+        p: &NewPayment,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<bool, sqlx::Error>;
+    /// Writes `amount_paid` of an order a credit leaves short (held).
+    async fn set_paid(
+        sp: &mut Transaction<'_, Self>,
+        order_id: i64,
+        p: &NewPayment,
+    ) -> Result<bool, sqlx::Error>;
+    /// Moves the order's payments up to the block its key names to at least `to`.
+    async fn follow(
+        sp: &mut Transaction<'_, Self>,
+        order_id: i64,
+        to: State,
+        now: &str,
+    ) -> Result<(), sqlx::Error>;
     /// Moves the order to `t.to` if its rank is below (and writes `t.attach` when the key is
     /// free); the order row as the UPDATE left it, or `None` when nothing matched.
     async fn advance(
@@ -112,12 +134,13 @@ pub(super) async fn apply_one<DB: ApplySql>(
         tracing::warn!(order_ref = %t.order_ref, "The order to update no longer exists.");
         return Ok(ApplyOutcome::Duplicate);
     };
-    if let (Some(a), true) = (&t.attach, t.from == t.to) {
-        // Attach only: the order is already in this state (no transition, no audit row).
-        if from.as_ref().is_ok_and(|s| *s == t.to) {
-            return DB::attach_only(tx, t.order_id, a).await;
+    if t.from == t.to {
+        // No transition: a payment credited to an order that stays where it is (held short,
+        // or advanced from a provider's status), and its key when it completed the cover.
+        if !from.as_ref().is_ok_and(|s| *s == t.to) {
+            return Ok(ApplyOutcome::Backwards);
         }
-        return Ok(ApplyOutcome::Backwards);
+        return stay(tx, t, ctx, now).await;
     }
     let from = match from {
         Ok(s) if s >= t.to => return Ok(ApplyOutcome::Backwards),
@@ -125,6 +148,12 @@ pub(super) async fn apply_one<DB: ApplySql>(
         Err(_) => return Ok(ApplyOutcome::Duplicate),
     };
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
+    if let Some(p) = &t.credit {
+        if !DB::credit(&mut sp, t.order_id, p, ctx, now).await? {
+            counted(sp).rollback().await?;
+            return Ok(ApplyOutcome::Duplicate);
+        }
+    }
     let order = match DB::advance(&mut sp, t, now).await {
         Ok(r) => r,
         Err(e) if is_unique_violation(&e) => {
@@ -143,6 +172,9 @@ pub(super) async fn apply_one<DB: ApplySql>(
         counted(sp).rollback().await?;
         return Ok(ApplyOutcome::Duplicate);
     };
+    if needs_follow(t) {
+        DB::follow(&mut sp, t.order_id, t.to, now).await?;
+    }
     if ctx.events {
         let event = outbox::new_event(t.order_id, transition_id, from, t.to, &order, ctx, now);
         DB::insert_event(&mut sp, &event, now).await?;
@@ -150,6 +182,45 @@ pub(super) async fn apply_one<DB: ApplySql>(
     counted(sp).commit().await?;
     current.insert(t.order_id, t.to.as_str().to_string());
     Ok(ApplyOutcome::Applied { from })
+}
+
+/// A step that moves no state: a credit (held, or with the key of the payment that completed
+/// the cover of an order already at that state), or an attach alone.
+async fn stay<DB: ApplySql>(
+    tx: &mut Transaction<'static, DB>,
+    t: &PlannedTransition,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<ApplyOutcome, sqlx::Error> {
+    let mut sp = Acquire::begin(counted(&mut *tx)).await?;
+    if let Some(p) = &t.credit {
+        if !DB::credit(&mut sp, t.order_id, p, ctx, now).await? {
+            counted(sp).rollback().await?;
+            return Ok(ApplyOutcome::Duplicate);
+        }
+    }
+    let outcome = match (&t.attach, &t.credit) {
+        (Some(a), _) => DB::attach_only(&mut sp, t.order_id, a).await?,
+        (None, Some(p)) if DB::set_paid(&mut sp, t.order_id, p).await? => ApplyOutcome::Credited,
+        (None, Some(_)) => ApplyOutcome::Duplicate,
+        (None, None) => ApplyOutcome::Backwards,
+    };
+    if matches!(outcome, ApplyOutcome::Attached | ApplyOutcome::Credited) {
+        counted(sp).commit().await?;
+    } else {
+        counted(sp).rollback().await?;
+    }
+    Ok(outcome)
+}
+
+/// Whether an applied transition must move the order's other payments too: it credits none
+/// (the sweep, a lagging row), or the payment that completed the cover is not the new one.
+pub(super) fn needs_follow(t: &PlannedTransition) -> bool {
+    match (&t.credit, &t.attach) {
+        (Some(p), Some(a)) => p.key != a.key,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
 }
 
 /// A conditional UPDATE that matched nothing: the order is already at or past `to`

@@ -22,6 +22,8 @@ impl Store {
                 Store::Postgres(p) => out.extend(pg_by_ref(p, chunk).await?),
             }
         }
+        let mut rows: Vec<&mut LedgerRow> = out.iter_mut().collect();
+        super::payments::load_credits(self, &mut rows).await?;
         Ok(out)
     }
 }
@@ -52,7 +54,7 @@ async fn pg_by_ref(pool: &PgPool, refs: &[String]) -> Result<Vec<LedgerRow>, Sto
 
 /// Writes the payment columns of an order that has none, when no other order holds the key.
 pub(super) async fn sqlite_attach_only(
-    tx: &mut Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Transaction<'_, sqlx::Sqlite>,
     order_id: i64,
     a: &Attach,
 ) -> Result<ApplyOutcome, sqlx::Error> {
@@ -68,7 +70,7 @@ pub(super) async fn sqlite_attach_only(
 }
 
 pub(super) async fn pg_attach_only(
-    tx: &mut Transaction<'static, Postgres>,
+    tx: &mut Transaction<'_, Postgres>,
     order_id: i64,
     a: &Attach,
 ) -> Result<ApplyOutcome, sqlx::Error> {

@@ -47,8 +47,9 @@ pub struct RunSnapshot {
 }
 
 /// Tables `count` may name.
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "payrecon_events",
+    "payrecon_payments",
     "orders",
     "payrecon_transitions",
     "payrecon_findings",

@@ -13,6 +13,7 @@ mod inspect;
 mod lease;
 mod list_reads;
 mod outbox;
+mod payments;
 mod pg_batch;
 mod postgres;
 mod readonly;
@@ -99,6 +100,9 @@ pub enum ApplyOutcome {
     Duplicate,
     /// The payment key was attached to an order already in the target state (no transition).
     Attached,
+    /// A payment was credited to an order that stays where it is: short of its amount, it is
+    /// held (SPEC §14).
+    Credited,
 }
 
 /// A finding as stored in `payrecon_findings` (and listed in the run report).
@@ -215,10 +219,17 @@ impl Store {
             .collect();
         let slots: Vec<&(String, String, String)> =
             slots.iter().collect::<BTreeSet<_>>().into_iter().collect();
-        match self {
-            Store::Sqlite(p) => sqlite::load_view(p, &keys, &slots).await,
-            Store::Postgres(p) => postgres::load_view(p, &keys, &slots).await,
-        }
+        let mut view = match self {
+            Store::Sqlite(p) => sqlite::load_view(p, &keys, &slots).await?,
+            Store::Postgres(p) => postgres::load_view(p, &keys, &slots).await?,
+        };
+        let mut rows: Vec<&mut LedgerRow> = view
+            .by_key
+            .values_mut()
+            .chain(view.unpaid.values_mut().flatten())
+            .collect();
+        payments::load_credits(self, &mut rows).await?;
+        Ok(view)
     }
 
     /// Rows holding a payment of any of these `(chain, tx_hash)` transactions, whatever its
@@ -348,6 +359,22 @@ impl Store {
             Store::Sqlite(p) => sweep::sqlite_rekey(p, r).await,
             Store::Postgres(p) => sweep::pg_rekey(p, r).await,
         }
+    }
+
+    /// A keyset page (by payment id, after `after`) of the payments credited to orders still
+    /// short: each payment's id and its order as a row keyed by that payment. Also the last
+    /// id read (`None`: the end).
+    pub async fn held_page(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<(Vec<(i64, LedgerRow)>, Option<i64>), StoreError> {
+        payments::held_page(self, after, limit).await
+    }
+
+    /// Moves held payment `payment_id` to `r`'s new position, guarded like `rekey`.
+    pub async fn rekey_held(&self, payment_id: i64, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
+        payments::rekey_held(self, payment_id, r).await
     }
 
     /// Records the blocks of payments whose rows hold none, in one statement (`Rekey` with

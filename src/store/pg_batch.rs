@@ -12,7 +12,7 @@ use sqlx::{Acquire, Postgres, Transaction};
 use super::outbox::{self, EventOrder, PG_RETURNING};
 use super::rows::{counted, rank_sql};
 use super::{is_unique_violation, ApplyContext, ApplyOutcome};
-use crate::domain::{Attach, PlannedTransition, State};
+use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 
 /// `o.id` then the `EventOrder` columns, as one flat row.
 type IdAndOrder = (
@@ -89,6 +89,14 @@ async fn write(
                 .map(|a| i64::try_from(a.block.number).unwrap_or(i64::MAX))
         })
         .collect();
+    // Credits first: each is guarded by the order's amount_paid and missing key, as read.
+    let credits: Vec<(i64, &NewPayment)> = batch
+        .iter()
+        .filter_map(|t| Some((t.order_id, t.credit.as_ref()?)))
+        .collect();
+    if !credits.is_empty() && credit_all(sp, &credits, ctx, now).await? != credits.len() {
+        return Ok(false);
+    }
     let rank = rank_sql("o.state");
     let cols = PG_RETURNING;
     let updated = sqlx::query_as::<_, IdAndOrder>(&format!(
@@ -144,6 +152,15 @@ async fn write(
     if inserted.len() != batch.len() {
         return Ok(false);
     }
+    let follow: Vec<(i64, &str)> = batch
+        .iter()
+        .filter(|t| super::apply::needs_follow(t))
+        .map(|t| (t.order_id, t.to.as_str()))
+        .collect();
+    if !follow.is_empty() {
+        let (ids, to): (Vec<i64>, Vec<&str>) = follow.into_iter().unzip();
+        super::payments::pg_follow(sp, &ids, &to, now).await?;
+    }
     if ctx.events {
         let transition_of: HashMap<i64, i64> = inserted.into_iter().collect();
         let orders: HashMap<i64, EventOrder> = updated
@@ -172,6 +189,57 @@ async fn write(
         outbox::pg_insert(sp, &events, now).await?;
     }
     Ok(true)
+}
+
+/// Credits every payment of the batch in one INSERT, each guarded like `pg_credit`; the
+/// number written.
+async fn credit_all(
+    sp: &mut Transaction<'_, Postgres>,
+    credits: &[(i64, &NewPayment)],
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<usize, sqlx::Error> {
+    let col = |f: fn(&NewPayment) -> String| -> Vec<String> {
+        credits.iter().map(|(_, p)| f(p)).collect()
+    };
+    let ids: Vec<i64> = credits.iter().map(|(id, _)| *id).collect();
+    let log_indexes: Vec<i64> = credits.iter().map(|(_, p)| p.key.log_index).collect();
+    let blocks: Vec<i64> = credits
+        .iter()
+        .map(|(_, p)| i64::try_from(p.block.number).unwrap_or(i64::MAX))
+        .collect();
+    let before: Vec<Option<String>> = credits
+        .iter()
+        .map(|(_, p)| p.paid_before.map(|a| a.to_string()))
+        .collect();
+    let written = sqlx::query(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
+         SELECT c.id, c.chain, c.tx_hash, c.log_index, c.amount::numeric, c.block_number, \
+         c.block_hash, c.state, $10, $11, $12, $13::timestamptz, $13::timestamptz \
+         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], \
+         $6::bigint[], $7::text[], $8::text[], $9::text[]) \
+         AS c(id, chain, tx_hash, log_index, amount, block_number, block_hash, state, before) \
+         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = c.id AND o.tx_hash IS NULL \
+         AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) \
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING",
+    )
+    .bind(&ids)
+    .bind(col(|p| p.key.chain.clone()))
+    .bind(col(|p| p.key.tx_hash.as_str().to_string()))
+    .bind(&log_indexes)
+    .bind(col(|p| p.amount.to_string()))
+    .bind(&blocks)
+    .bind(col(|p| p.block.hash.clone()))
+    .bind(col(|p| p.state.as_str().to_string()))
+    .bind(&before)
+    .bind(ctx.source.as_str())
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(written.rows_affected() as usize)
 }
 
 /// The locked state of each order when every transition moves a distinct order forward and

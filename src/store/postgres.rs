@@ -16,7 +16,9 @@ use super::rows::{
     PG_ROW_COLUMNS,
 };
 use super::{ApplyContext, ApplyOutcome, FindingRow, RunRow, RunTotals, StoreError};
-use crate::domain::{Attach, LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
+use crate::domain::{
+    Attach, LedgerRow, LedgerView, NewPayment, PaymentKey, PlannedTransition, State, TxHash,
+};
 
 /// Rows per multi-row INSERT of findings (11 binds each; PostgreSQL allows 65,535).
 const FINDINGS_CHUNK: usize = 1_000;
@@ -70,7 +72,7 @@ pub(super) async fn load_view(
     slots: &[&(String, String, String)],
 ) -> Result<LedgerView, StoreError> {
     let mut view = LedgerView::default();
-    let by_key = format!("SELECT {PG_ROW_COLUMNS} {KEYS_JOIN}");
+    let by_key = super::payments::pg_by_key_sql(PG_ROW_COLUMNS);
     for chunk in keys.chunks(LOOKUP_CHUNK) {
         let (c, t, l) = key_arrays(chunk);
         let rows = sqlx::query(&by_key)
@@ -80,9 +82,7 @@ pub(super) async fn load_view(
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("look up orders by payment key", e))?;
-        valid_rows(rows.iter().map(|r| decode_raw_row!(r)))
-            .into_iter()
-            .for_each(|r| view.insert_keyed(r));
+        super::payments::insert_by_key!(&mut view, rows);
     }
     let by_slot = format!(
         "SELECT {PG_ROW_COLUMNS} \
@@ -146,7 +146,12 @@ pub(super) async fn attached_keys(
     keys: &[PaymentKey],
 ) -> Result<HashSet<(String, String, i64)>, StoreError> {
     let mut found = HashSet::new();
-    let sql = format!("SELECT o.chain, o.tx_hash, o.log_index {KEYS_JOIN}");
+    let sql = format!(
+        "SELECT o.chain, o.tx_hash, o.log_index {KEYS_JOIN} UNION SELECT p.chain, p.tx_hash, \
+         p.log_index FROM UNNEST($1::text[], $2::text[], $3::bigint[]) AS k(chain, tx_hash, \
+         log_index) JOIN payrecon_payments p ON p.chain = k.chain AND p.tx_hash = k.tx_hash \
+         AND p.log_index = k.log_index"
+    );
     for chunk in keys.chunks(LOOKUP_CHUNK) {
         let (c, t, l) = key_arrays(chunk);
         let rows: Vec<(String, String, i64)> = sqlx::query_as(&sql)
@@ -193,11 +198,38 @@ pub(super) async fn apply(
 
 impl ApplySql for Postgres {
     async fn attach_only(
-        tx: &mut Transaction<'static, Postgres>,
+        sp: &mut Transaction<'_, Postgres>,
         order_id: i64,
         a: &Attach,
     ) -> Result<ApplyOutcome, sqlx::Error> {
-        super::attach::pg_attach_only(tx, order_id, a).await
+        super::attach::pg_attach_only(sp, order_id, a).await
+    }
+
+    async fn credit(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        p: &NewPayment,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<bool, sqlx::Error> {
+        super::payments::pg_credit(sp, order_id, p, ctx, now).await
+    }
+
+    async fn set_paid(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        p: &NewPayment,
+    ) -> Result<bool, sqlx::Error> {
+        super::payments::pg_set_paid(sp, order_id, p).await
+    }
+
+    async fn follow(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        to: State,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        super::payments::pg_follow(sp, &[order_id], &[to.as_str()], now).await
     }
 
     async fn advance(

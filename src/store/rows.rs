@@ -168,6 +168,7 @@ impl RawRow {
             amount_paid,
             block,
             state,
+            credits: Vec::new(),
         })
     }
 }

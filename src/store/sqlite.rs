@@ -17,7 +17,9 @@ use super::rows::{
     LOOKUP_CHUNK, SQLITE_ROW_COLUMNS,
 };
 use super::{ApplyContext, ApplyOutcome, FindingRow, RunRow, RunTotals, StoreError};
-use crate::domain::{Attach, LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
+use crate::domain::{
+    Attach, LedgerRow, LedgerView, NewPayment, PaymentKey, PlannedTransition, State, TxHash,
+};
 
 /// Rows per multi-row INSERT (SQLite allows 32,766 bound values per statement).
 const INSERT_CHUNK: usize = 500;
@@ -59,17 +61,23 @@ const KEYS_CTE: &str = "WITH k(chain, tx_hash, log_index) AS (\
      SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') \
      FROM json_each(?1))";
 
-async fn rows_by_key(pool: &SqlitePool, keys: &[PaymentKey]) -> Result<Vec<LedgerRow>, StoreError> {
+/// Orders holding any of `keys`, as their own key or as a credited payment, into `view`.
+async fn rows_by_key(
+    pool: &SqlitePool,
+    keys: &[PaymentKey],
+    view: &mut LedgerView,
+) -> Result<(), StoreError> {
     let sql = format!(
-        "{KEYS_CTE} SELECT {SQLITE_ROW_COLUMNS} FROM k CROSS JOIN orders o \
-         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index"
+        "{KEYS_CTE} {}",
+        super::payments::sqlite_by_key_sql(SQLITE_ROW_COLUMNS)
     );
     let rows = sqlx::query(&sql)
         .bind(keys_json(keys))
         .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("look up orders by payment key", e))?;
-    Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
+    super::payments::insert_by_key!(view, rows);
+    Ok(())
 }
 
 async fn unpaid_by_slot(
@@ -100,10 +108,7 @@ pub(super) async fn load_view(
 ) -> Result<LedgerView, StoreError> {
     let mut view = LedgerView::default();
     for chunk in keys.chunks(LOOKUP_CHUNK) {
-        rows_by_key(pool, chunk)
-            .await?
-            .into_iter()
-            .for_each(|r| view.insert_keyed(r));
+        rows_by_key(pool, chunk, &mut view).await?;
     }
     for chunk in slots.chunks(LOOKUP_CHUNK) {
         unpaid_by_slot(pool, chunk)
@@ -144,7 +149,9 @@ pub(super) async fn attached_keys(
     let mut found = HashSet::new();
     let sql = format!(
         "{KEYS_CTE} SELECT o.chain, o.tx_hash, o.log_index FROM k CROSS JOIN orders o \
-         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index"
+         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index \
+         UNION SELECT p.chain, p.tx_hash, p.log_index FROM k CROSS JOIN payrecon_payments p \
+         ON p.chain = k.chain AND p.tx_hash = k.tx_hash AND p.log_index = k.log_index"
     );
     for chunk in keys.chunks(LOOKUP_CHUNK) {
         let rows: Vec<(String, String, i64)> = sqlx::query_as(&sql)
@@ -186,11 +193,38 @@ pub(super) async fn apply(
 
 impl ApplySql for Sqlite {
     async fn attach_only(
-        tx: &mut Transaction<'static, Sqlite>,
+        sp: &mut Transaction<'_, Sqlite>,
         order_id: i64,
         a: &Attach,
     ) -> Result<ApplyOutcome, sqlx::Error> {
-        super::attach::sqlite_attach_only(tx, order_id, a).await
+        super::attach::sqlite_attach_only(sp, order_id, a).await
+    }
+
+    async fn credit(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        p: &NewPayment,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<bool, sqlx::Error> {
+        super::payments::sqlite_credit(sp, order_id, p, ctx, now).await
+    }
+
+    async fn set_paid(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        p: &NewPayment,
+    ) -> Result<bool, sqlx::Error> {
+        super::payments::sqlite_set_paid(sp, order_id, p).await
+    }
+
+    async fn follow(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        to: State,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        super::payments::sqlite_follow(sp, order_id, to, now).await
     }
 
     async fn advance(

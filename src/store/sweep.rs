@@ -133,12 +133,24 @@ pub(super) async fn sqlite_rekey(pool: &SqlitePool, r: &Rekey) -> Result<RekeyOu
     if let Some(h) = &r.old_block_hash {
         q = q.bind(h);
     }
-    let res = q.execute(counted(pool)).await;
-    let changed = match res {
-        Ok(done) => done.rows_affected(),
-        Err(e) if is_unique_violation(&e) => return Ok(RekeyOutcome::Collision),
-        Err(e) => return Err(db_error("re-key a reorganised payment", e)),
+    let doing = "re-key a reorganised payment";
+    let mut tx = counted(pool)
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(|e| db_error(doing, e))?;
+    let res = q.execute(counted(&mut *tx)).await;
+    let res = match res {
+        Ok(done) if done.rows_affected() == 1 => super::payments::sqlite_follow_rekey(&mut tx, r)
+            .await
+            .map(|()| 1),
+        other => other.map(|d| d.rows_affected()),
     };
+    let changed = match res {
+        Ok(n) => n,
+        Err(e) if is_unique_violation(&e) => return Ok(RekeyOutcome::Collision),
+        Err(e) => return Err(db_error(doing, e)),
+    };
+    counted(tx).commit().await.map_err(|e| db_error(doing, e))?;
     if changed == 1 {
         return Ok(RekeyOutcome::Rekeyed);
     }
@@ -177,12 +189,24 @@ pub(super) async fn pg_rekey(pool: &PgPool, r: &Rekey) -> Result<RekeyOutcome, S
     if let Some(h) = &r.old_block_hash {
         q = q.bind(h);
     }
-    let changed = match q.execute(counted(pool)).await {
-        Ok(done) => done.rows_affected(),
+    let doing = "re-key a reorganised payment";
+    let mut tx = counted(pool)
+        .begin()
+        .await
+        .map_err(|e| db_error(doing, e))?;
+    let res = match q.execute(counted(&mut *tx)).await {
+        Ok(done) if done.rows_affected() == 1 => super::payments::pg_follow_rekey(&mut tx, r)
+            .await
+            .map(|()| 1),
+        other => other.map(|d| d.rows_affected()),
+    };
+    let changed = match res {
+        Ok(n) => n,
         // Two writers took the same new key at once: the unique index decides.
         Err(e) if is_unique_violation(&e) => return Ok(RekeyOutcome::Collision),
-        Err(e) => return Err(db_error("re-key a reorganised payment", e)),
+        Err(e) => return Err(db_error(doing, e)),
     };
+    counted(tx).commit().await.map_err(|e| db_error(doing, e))?;
     if changed == 1 {
         return Ok(RekeyOutcome::Rekeyed);
     }

@@ -397,7 +397,7 @@ async fn the_deposit_scan_finds_unreported_payments_and_reads_only_the_window() 
 }
 
 /// Replacements by fee bump (RBF) that pay less: one replacing a mempool transaction is the
-/// payment (`amount_mismatch`, the satoshis paid recorded); one replacing a confirmed payment
+/// payment (`amount_mismatch`, the satoshis paid credited, the order held short); one replacing a confirmed payment
 /// leaves the order on the payment it holds (`reorged`, never moved back), and the
 /// replacement credits nothing (`unknown_payment`: no unpaid order for it).
 #[tokio::test]
@@ -424,18 +424,21 @@ async fn a_replacement_that_pays_less_is_a_mismatch_or_flagged_never_moved_back(
         w.notify("844", &txid(44), P2TR, Some("0.00045"));
         w.esplora.mine(1);
         let report = w.run().await;
+        // 90,000 of 100,000 sat: credited and held unpaid (SPEC §14).
         let f1 = w.row("F-1").await;
-        assert_eq!(f1.state, State::Pending, "{db}: {}", report.to_json());
+        assert_eq!(f1.state, State::Unpaid, "{db}: {}", report.to_json());
         assert_eq!(
             (f1.tx_hash.as_deref(), f1.amount_paid.as_deref()),
-            (Some(txid(42).as_str()), Some("90000")),
+            (None, Some("90000")),
             "{db}"
         );
         let mismatch = found(&report, "amount_mismatch");
         assert!(
             mismatch
                 .iter()
-                .any(|f| f.order_ref.as_deref() == Some("F-1")),
+                .any(|f| f.order_ref.as_deref() == Some("F-1")
+                    && f.tx_hash.as_deref() == Some(txid(42).as_str())
+                    && f.action == "held"),
             "{db}: {}",
             report.to_json()
         );
@@ -463,7 +466,12 @@ async fn a_replacement_that_pays_less_is_a_mismatch_or_flagged_never_moved_back(
         );
         w.esplora.mine(10);
         w.run().await;
-        assert_eq!(w.row("F-1").await.state, State::Final, "{db}");
+        let f1 = w.row("F-1").await;
+        assert_eq!(
+            (f1.state, f1.amount_paid.as_deref()),
+            (State::Unpaid, Some("90000")),
+            "{db}: still short, credited once"
+        );
         assert_eq!(w.row("F-2").await.state, State::Pending, "{db}");
     })
     .await;

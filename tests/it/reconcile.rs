@@ -211,6 +211,7 @@ impl World {
                 amount,
                 block,
             }),
+            credit: None,
         };
         let ctx = ApplyContext {
             source: Source::Webhook,

@@ -5,6 +5,7 @@
 mod apply;
 mod batches;
 mod blocks;
+mod payments;
 mod plans;
 mod records;
 
@@ -97,6 +98,7 @@ pub async fn plan(
                 hash: hash(5000 + n),
             },
         }),
+        credit: None,
     }
 }
 
@@ -136,6 +138,7 @@ async fn migrate_is_idempotent_and_creates_every_table() {
             "payrecon_resends",
             "payrecon_webhook_events",
             "payrecon_leases",
+            "payrecon_payments",
         ] {
             assert_eq!(store.count(table).await.unwrap(), 0, "{url} {table}");
         }
@@ -156,7 +159,8 @@ async fn migrate_is_idempotent_and_creates_every_table() {
                 "block_hash",
                 "state",
                 "state_changed_at",
-                "created_at"
+                "created_at",
+                "expires_at"
             ],
             "{url}"
         );

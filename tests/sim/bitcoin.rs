@@ -64,6 +64,8 @@ struct Paid {
     findable: bool,
     dropped: bool,
     sats: u64,
+    /// A second, smaller output of the same transaction to the same address (0: none).
+    extra: u64,
 }
 
 struct Order {
@@ -274,6 +276,7 @@ fn event(w: &mut BWorld, rng: &mut StdRng) {
                 findable: reported || w.scan,
                 dropped: false,
                 sats,
+                extra: if two { sats / 3 } else { 0 },
             });
             bump(0);
         }
@@ -318,6 +321,7 @@ fn replace(w: &mut BWorld, rng: &mut StdRng) {
         findable: reported || w.scan,
         dropped: false,
         sats,
+        extra: 0,
     });
     bump(5);
 }
@@ -454,8 +458,24 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             None if s != State::Unpaid => {
                 return Err(format!("{}: nothing paid it, yet it is {s:?}", o.order_ref))
             }
+            // Short of its amount (SPEC §14): credited, held unpaid, no key; unless the scan
+            // also finds the transaction's second output to the address, which tops it up.
+            Some(p) if p.findable && !p.dropped && p.sats < o.due && !(w.scan && p.extra > 0) => {
+                let have = (s, row.tx_hash.clone(), row.amount_paid.clone());
+                if have != (State::Unpaid, None, Some(p.sats.to_string())) {
+                    return Err(format!(
+                        "{}: paid {} of {} sat (short), yet {have:?}",
+                        o.order_ref, p.sats, o.due
+                    ));
+                }
+            }
             Some(p) if p.findable && !p.dropped => {
-                let want = (Some(p.txid.clone()), Some(p.sats.to_string()));
+                let paid = if p.sats < o.due {
+                    p.sats + p.extra
+                } else {
+                    p.sats
+                };
+                let want = (Some(p.txid.clone()), Some(paid.to_string()));
                 let have = (row.tx_hash.clone(), row.amount_paid.clone());
                 if s != State::Final || have != want {
                     return Err(format!(

@@ -20,10 +20,12 @@ mod tron;
 mod webhooks;
 mod world;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use futures::StreamExt;
+use payrecon::domain::State;
 
 use world::Backend;
 
@@ -95,6 +97,129 @@ pub async fn order_rows(
         out.push(row);
     }
     Ok(out)
+}
+
+/// One credited payment (`payrecon_payments`) as the checks read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credited {
+    pub tx: String,
+    pub log_index: i64,
+    pub amount: u128,
+    pub block_number: Option<i64>,
+    pub block_hash: Option<String>,
+    pub state: String,
+}
+
+/// Every credited payment, by its order's `order_ref` (SPEC §14), oldest first.
+pub async fn credited(
+    store: &payrecon::store::Store,
+) -> Result<HashMap<String, Vec<Credited>>, String> {
+    type Row = (
+        String,
+        String,
+        i64,
+        String,
+        Option<i64>,
+        Option<String>,
+        String,
+    );
+    let sql = "SELECT o.order_ref, p.tx_hash, p.log_index, CAST(p.amount AS TEXT), \
+               p.block_number, p.block_hash, p.state \
+               FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id";
+    let rows: Vec<Row> = match store {
+        payrecon::store::Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        payrecon::store::Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .map_err(|e| format!("reading the payments: {e}"))?;
+    let mut out: HashMap<String, Vec<Credited>> = HashMap::new();
+    for (r, tx, log_index, amount, block_number, block_hash, state) in rows {
+        let amount = amount
+            .parse()
+            .map_err(|_| format!("{r}: payment amount {amount:?} is not a number"))?;
+        out.entry(r).or_default().push(Credited {
+            tx,
+            log_index,
+            amount,
+            block_number,
+            block_hash,
+            state,
+        });
+    }
+    Ok(out)
+}
+
+/// Invariant 9 for one order: each credited payment is a creditable one (on chain, to the
+/// order, found), exactly once, and `amount_paid` is their sum; then the cover rule: short of
+/// `due`, every creditable payment is credited and the order is unpaid with no key; covered,
+/// the order holds the key of one of its payments and was covered by the last one credited.
+/// `creditable` are `(tx, log index, amount)`. Returns the key payment, when covered.
+pub fn check_cover(
+    order_ref: &str,
+    due: u128,
+    row: &payrecon::store::OrderSnapshot,
+    credited: &[Credited],
+    creditable: &[(String, i64, u128)],
+) -> Result<Option<Credited>, String> {
+    let mut keys = HashSet::new();
+    for c in credited {
+        if !keys.insert((c.tx.clone(), c.log_index)) {
+            return Err(format!("{order_ref}: payment {} credited twice", c.tx));
+        }
+        if !creditable
+            .iter()
+            .any(|(tx, li, a)| *tx == c.tx && *li == c.log_index && *a == c.amount)
+        {
+            return Err(format!(
+                "{order_ref}: credited {c:?}, which is not a payment to it on chain; \
+                 creditable: {creditable:?}"
+            ));
+        }
+    }
+    let paid: u128 = credited.iter().map(|c| c.amount).sum();
+    let want_paid = (!credited.is_empty()).then(|| paid.to_string());
+    if row.amount_paid != want_paid {
+        return Err(format!(
+            "{order_ref}: amount_paid {:?}, its credited payments sum to {paid}",
+            row.amount_paid
+        ));
+    }
+    let total: u128 = creditable.iter().map(|c| c.2).sum();
+    if total < due {
+        if row.state != State::Unpaid || row.tx_hash.is_some() {
+            return Err(format!(
+                "{order_ref}: paid {total} of {due} on chain, yet {row:?} (must stay unpaid)"
+            ));
+        }
+        if credited.len() != creditable.len() {
+            return Err(format!(
+                "{order_ref} did not converge: short ({total} of {due}), credited \
+                 {credited:?} of {creditable:?}"
+            ));
+        }
+        return Ok(None);
+    }
+    let Some(tx) = row.tx_hash.as_deref() else {
+        return Err(format!(
+            "{order_ref} did not converge: paid {total} of {due} on chain, credited \
+             {credited:?}, yet {row:?}"
+        ));
+    };
+    let Some(key) = credited
+        .iter()
+        .find(|c| c.tx == tx && Some(c.log_index) == row.log_index)
+    else {
+        return Err(format!(
+            "{order_ref}: its key {tx} is none of its credited payments {credited:?}"
+        ));
+    };
+    let largest = credited.iter().map(|c| c.amount).max().unwrap_or(0);
+    if paid < due || paid - largest >= due {
+        return Err(format!(
+            "{order_ref}: credited {paid} of {due} ({credited:?}): short, or more payments \
+             than it took to cover it"
+        ));
+    }
+    Ok(Some(key.clone()))
 }
 
 /// A seed on a backend.

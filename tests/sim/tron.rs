@@ -398,6 +398,19 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let rows = crate::order_rows(&w.app.engine.store, refs).await?;
     for (o, row) in w.orders.iter().zip(&rows) {
         let s = row.state;
+        // Short of its amount (SPEC §14): credited, held unpaid, no key.
+        if let Some((_, true, false, amount)) = &o.paid {
+            if u128::from(*amount) < u128::from(o.due) {
+                let have = (s, row.tx_hash.clone(), row.amount_paid.clone());
+                if have != (State::Unpaid, None, Some(amount.to_string())) {
+                    return Err(format!(
+                        "{}: paid {amount} of {} (short), yet {have:?}",
+                        o.order_ref, o.due
+                    ));
+                }
+                continue;
+            }
+        }
         if let Some((id, true, false, amount)) = &o.paid {
             let want = (Some(id.clone()), Some(amount.to_string()));
             if (row.tx_hash.clone(), row.amount_paid.clone()) != want {

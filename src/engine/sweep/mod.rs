@@ -6,6 +6,7 @@
 //! Then the deposit scan (`scan.rs`). The sweep is one part of a run, a type of its own: the
 //! reorg writes and the scan are its private helpers.
 
+mod held;
 mod reorg;
 mod scan;
 
@@ -58,6 +59,11 @@ impl Engine {
 impl Sweep<'_> {
     async fn run(mut self) -> PartTally {
         if let Err(e) = self.pages().await {
+            self.engine.fail(&mut self.acc, e);
+            return self.acc;
+        }
+        // Payments credited to orders still short: placed on chain like keyed rows.
+        if let Err(e) = self.held_pages().await {
             self.engine.fail(&mut self.acc, e);
             return self.acc;
         }
@@ -157,7 +163,10 @@ impl Sweep<'_> {
         let lookups = client.lookup(head, &queries).await?;
         // Keys held by this page's rows: a re-key never takes one of them.
         let mut taken: HashSet<PaymentKey> = swept.iter().filter_map(|r| r.key.clone()).collect();
-        let mut view = LedgerView::default();
+        let mut view = LedgerView {
+            policy: self.engine.amounts.clone(),
+            ..LedgerView::default()
+        };
         let mut observations = Vec::new();
         let mut reorged = Vec::new();
         let mut unrecorded_blocks = Vec::new();

@@ -107,7 +107,8 @@ impl Sweep<'_> {
         }
         slots.sort();
         slots.dedup();
-        let view: LedgerView = self.engine.store.load_view(&keys, &slots).await?;
+        let mut view: LedgerView = self.engine.store.load_view(&keys, &slots).await?;
+        view.policy = self.engine.amounts.clone();
         self.settle(&observations, &view, Vec::new()).await
     }
 }

@@ -69,6 +69,7 @@ pub(super) async fn advance(store: &Store, ids: &[i64], from: State, to: State) 
             from,
             to,
             attach: None,
+            credit: None,
         })
         .collect();
     let ctx = ApplyContext {

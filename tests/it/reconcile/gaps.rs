@@ -167,7 +167,7 @@ async fn failed_notification_is_applied_and_resent_once() {
 }
 
 #[tokio::test]
-async fn amount_mismatch_underpaid_and_overpaid_advance_and_record_what_arrived() {
+async fn amounts_decide_paid_a_short_payment_is_held_until_a_top_up_covers_it() {
     on_backends(|url| async move {
         let Some(w) = World::start(&url).await else {
             return;
@@ -182,13 +182,13 @@ async fn amount_mismatch_underpaid_and_overpaid_advance_and_record_what_arrived(
         let report = w.run().await;
 
         let cg = entry(&report, CG);
-        assert_eq!(gaps(cg), [2, 0, 0, 2, 0, 0], "{}", report.to_json());
-        assert_eq!(cg.applied, 2);
+        assert_eq!(gaps(cg), [1, 0, 0, 2, 0, 0], "{}", report.to_json());
+        assert_eq!(cg.applied, 1);
         let u = w.order("U-1").await;
         let o = w.order("O-1").await;
         assert_eq!(
-            (u.state, u.amount_paid.as_deref()),
-            (State::Pending, Some("20000000"))
+            (u.state, u.tx_hash.as_deref(), u.amount_paid.as_deref()),
+            (State::Unpaid, None, Some("20000000"))
         );
         assert_eq!(
             (o.state, o.amount_paid.as_deref()),
@@ -201,13 +201,48 @@ async fn amount_mismatch_underpaid_and_overpaid_advance_and_record_what_arrived(
                 .map(|f| (f.action.clone(), f.detail.clone()))
                 .unwrap()
         };
-        assert_eq!(detail("U-1").0, "applied");
-        assert!(detail("U-1").1.contains("underpaid"), "{:?}", detail("U-1"));
-        assert!(detail("O-1").1.contains("overpaid"), "{:?}", detail("O-1"));
+        assert_eq!(
+            detail("U-1"),
+            (
+                "held".to_string(),
+                "underpaid: paid 20000000 of 25000000, short 5000000; held until covered"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            detail("O-1"),
+            (
+                "applied".to_string(),
+                "overpaid: paid 30000000 of 25000000, excess 5000000".to_string()
+            )
+        );
         let rows = w.store().findings().await.unwrap();
         assert_eq!(
             rows.iter().filter(|f| f.kind == "amount_mismatch").count(),
             2
+        );
+
+        // A second run sees the short payment again: still held, credited once.
+        let again = w.run().await;
+        assert_eq!(entry(&again, CG).applied, 0);
+        let u = w.order("U-1").await;
+        assert_eq!(
+            (u.state, u.amount_paid.as_deref()),
+            (State::Unpaid, Some("20000000"))
+        );
+        assert_eq!(found(&again, "amount_mismatch")[0].action, "held");
+
+        // The top-up covers it: the order moves, keyed by the top-up, paid in full.
+        let top_up = w.pay(&payee(1), usdt(5)).await;
+        w.notify("403", &top_up, &payee(1), "5");
+        let report = w.run().await;
+        let cg = entry(&report, CG);
+        assert_eq!(gaps(cg), [1, 0, 0, 0, 0, 0], "{}", report.to_json());
+        assert_eq!(cg.applied, 1);
+        let u = w.order("U-1").await;
+        assert_eq!(
+            (u.state, u.tx_hash.clone(), u.amount_paid.as_deref()),
+            (State::Pending, Some(top_up.to_string()), Some("25000000"))
         );
     })
     .await;

@@ -22,7 +22,7 @@ async fn scanning(w: &World, log_range: u64) -> App {
 }
 
 #[tokio::test]
-async fn an_unreported_underpayment_is_found_on_chain_and_applied_once() {
+async fn an_unreported_underpayment_is_found_on_chain_held_and_topped_up() {
     on_backends(|url| async move {
         let Some(w) = World::start(&url).await else {
             return;
@@ -44,12 +44,12 @@ async fn an_unreported_underpayment_is_found_on_chain_and_applied_once() {
         let report = app.engine.run(&opts()).await.unwrap();
         let chain = entry(&report, "chain");
         assert_eq!(chain.status, "ok", "{}", report.to_json());
-        assert_eq!(gaps(chain), [2, 0, 0, 1, 0, 0], "{}", report.to_json());
-        assert_eq!(chain.applied, 2);
+        assert_eq!(gaps(chain), [1, 0, 0, 1, 0, 0], "{}", report.to_json());
+        assert_eq!(chain.applied, 1);
         let s1 = w.order("S-1").await;
         assert_eq!(
             (s1.state, s1.tx_hash.as_deref(), s1.amount_paid.as_deref()),
-            (State::Confirmed, Some(under.as_str()), Some("20000000"))
+            (State::Unpaid, None, Some("20000000"))
         );
         let s2 = w.order("S-2").await;
         assert_eq!(
@@ -59,17 +59,37 @@ async fn an_unreported_underpayment_is_found_on_chain_and_applied_once() {
         assert_eq!(w.order("S-3").await.state, State::Unpaid);
         let mismatch = found(&report, "amount_mismatch");
         assert_eq!(mismatch[0].order_ref.as_deref(), Some("S-1"));
+        assert_eq!(mismatch[0].tx_hash.as_deref(), Some(under.as_str()));
+        assert_eq!(mismatch[0].action, "held");
         assert!(
-            mismatch[0].detail.contains("underpaid"),
+            mismatch[0]
+                .detail
+                .starts_with("underpaid: paid 20000000 of 25000000"),
             "{}",
             mismatch[0].detail
         );
         let audit = w.audit().await;
-        assert_eq!(audit.len(), 2, "{audit:?}");
+        assert_eq!(audit.len(), 1, "{audit:?}");
 
-        // Nothing unpaid is left to scan for: the next run applies nothing.
+        // S-1 is still unpaid: the scan finds its payment again and credits nothing twice.
         let again = app.engine.run(&opts()).await.unwrap();
         assert_eq!(entry(&again, "chain").applied, 0, "{}", again.to_json());
+        assert_eq!(
+            w.order("S-1").await.amount_paid.as_deref(),
+            Some("20000000")
+        );
+        assert_eq!(w.audit().await.len(), 1);
+
+        // A top-up no provider reports: the scan finds it and the two cover S-1.
+        let top_up = w.pay(&payee(1), usdt(5)).await;
+        w.anvil.mine(CONFS).await;
+        let report = app.engine.run(&opts()).await.unwrap();
+        assert_eq!(entry(&report, "chain").applied, 1, "{}", report.to_json());
+        let s1 = w.order("S-1").await;
+        assert_eq!(
+            (s1.state, s1.tx_hash.as_deref(), s1.amount_paid.as_deref()),
+            (State::Confirmed, Some(top_up.as_str()), Some("25000000"))
+        );
         assert_eq!(w.audit().await.len(), 2);
     })
     .await;

@@ -58,6 +58,7 @@ async fn ledger(url: &str) -> Store {
                 amount: U256::from(5u64),
                 block: block(10),
             }),
+            credit: None,
         };
         assert!(matches!(
             store.apply(&[t], &ctx()).await.unwrap()[0],
@@ -150,6 +151,7 @@ async fn a_transition_planned_before_the_ledger_moved_on_never_goes_backwards() 
             from: State::Unpaid,
             to: State::Pending,
             attach: None,
+            credit: None,
         };
         let out = store.apply(&[t], &ctx()).await.unwrap();
         assert_eq!(out, [ApplyOutcome::Backwards], "{url}");

@@ -82,6 +82,7 @@ async fn lost_payment(w: &World, i: u32) {
                 hash: format!("0x{:064x}", 0xb10c_u64),
             },
         }),
+        credit: None,
     };
     let ctx = ApplyContext {
         source: Source::Webhook,
@@ -115,7 +116,8 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
         };
         backup.push_fault(Fault::MalformedJson, 100);
         w.missing_payments(6, 1).await;
-        // A mismatch is flagged by the run that finds it: P-4's stays with the first run.
+        // A mismatch is flagged by the run that finds it; P-4's payment is held short, so every
+        // run that sees it flags it again.
         underpaid(&w, 7).await;
         let r2 = payrecon(&config, &["run", "--format", "json"]).await;
         let r2 = {
@@ -221,7 +223,10 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
             );
         }
         assert_eq!(order_refs(&open["reorged"]["items"]), ["P-5"]);
-        assert_eq!(order_refs(&open["amount_mismatch"]["items"]), ["P-7"]);
+        assert_eq!(
+            order_refs(&open["amount_mismatch"]["items"]),
+            ["P-4", "P-7"]
+        );
 
         // Resends within the cooldown (not the one requested two hours ago); the inbox.
         assert_eq!(s["resends"]["pending"], 1, "{url}: {s}");
@@ -275,7 +280,8 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
         assert_eq!(totals, want, "{t}");
         for needle in [
             "reorged: 1",
-            "amount_mismatch: 1",
+            "amount_mismatch: 2",
+            "order P-4",
             "order P-5",
             "order P-7",
             "(cooldown 3600s): 1",

@@ -66,12 +66,18 @@ pub async fn converged(w: &AWorld, last: &Report) -> Result<u64, String> {
     crate::check::audit(&w.app.engine.store).await?;
     let head = w.anvil.head().await;
     let mut gone = 0u64;
+    let credited = crate::credited(&w.app.engine.store).await?;
     for (o, row) in w.orders.iter().zip(rows(w).await?) {
         let pay = o.pay.map(|i| &w.pays[i]);
         let placed = match pay {
             Some(p) => w.anvil.placed(&p.tx).await.filter(|p| p.3),
             None => None,
         };
+        let mine = credited.get(&o.order_ref).map(Vec::as_slice).unwrap_or(&[]);
+        if let Some(p) = pay.filter(|p| p.amount < o.due) {
+            gone += held_short(o, &row, p, mine, placed.as_ref(), last)?;
+            continue;
+        }
         let Some(held) = row.tx_hash.as_deref() else {
             if row.state != State::Unpaid {
                 return Err(format!(
@@ -146,4 +152,64 @@ pub async fn converged(w: &AWorld, last: &Report) -> Result<u64, String> {
         ));
     }
     Ok(gone)
+}
+
+/// A payment short of its order (SPEC §14): the order stays unpaid with no key; once found
+/// (notified, or a token payment the scan sees) it is credited once, at its canonical
+/// position; gone from the chain after it was credited, it is flagged `reorged` by the last
+/// run. Returns 1 when it is gone and flagged (counted in `payrecon_reorged_open`).
+fn held_short(
+    o: &super::world::Order,
+    row: &OrderSnapshot,
+    p: &super::world::Pay,
+    mine: &[crate::Credited],
+    placed: Option<&(u64, String, i64, bool)>,
+    last: &Report,
+) -> Result<u64, String> {
+    let r = &o.order_ref;
+    if row.state != State::Unpaid || row.tx_hash.is_some() {
+        return Err(format!("{r}: paid {} of {}, yet {row:?}", p.amount, o.due));
+    }
+    let found = p.notified || !p.native;
+    match (placed, mine) {
+        (Some(_), []) if found => Err(format!(
+            "{r} did not converge: {} pays {} of {} on chain, nothing credited",
+            p.tx, p.amount, o.due
+        )),
+        (_, []) => Ok(0),
+        (Some((block, hash, li, _)), [c]) => {
+            let at = (c.block_number, c.block_hash.as_deref(), c.log_index);
+            if c.tx != p.tx || at != (Some(*block as i64), Some(hash.as_str()), *li) {
+                return Err(format!(
+                    "{r}: its held payment is {c:?}, the canonical chain has {} in block \
+                     {block} ({hash}) at log index {li}",
+                    p.tx
+                ));
+            }
+            let want = Some(p.amount.to_string());
+            if c.amount != p.amount || row.amount_paid != want {
+                return Err(format!(
+                    "{r}: credited {c:?}, amount_paid {:?}",
+                    row.amount_paid
+                ));
+            }
+            Ok(0)
+        }
+        (None, [c]) => {
+            let flagged = last.findings.iter().any(|f| {
+                f.kind == "reorged"
+                    && f.provider == "chain"
+                    && f.order_ref.as_deref() == Some(r.as_str())
+                    && f.tx_hash.as_deref() == Some(c.tx.as_str())
+            });
+            if !flagged {
+                return Err(format!(
+                    "{r}: its held payment {} left the chain, and the last run did not flag it",
+                    c.tx
+                ));
+            }
+            Ok(1)
+        }
+        (_, many) => Err(format!("{r}: one payment, credited as {many:?}")),
+    }
 }

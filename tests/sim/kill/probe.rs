@@ -104,6 +104,7 @@ pub async fn consistent(w: &World, before: &Snap, now: &Snap) -> Result<(), Stri
         *e = (*e).max(to);
     }
     let mut keys = HashMap::new();
+    let credited = crate::credited(w.store()).await?;
     for (o, prev) in now.orders.iter().zip(&before.orders) {
         let (r, st, tx, li, paid, block, _) = o;
         let (st, prev_st) = (state(st)?, state(&prev.1)?);
@@ -114,9 +115,20 @@ pub async fn consistent(w: &World, before: &Snap, now: &Snap) -> Result<(), Stri
             ));
         }
         let complete = tx.is_some() && li.is_some() && paid.is_some() && block.is_some();
-        let none = tx.is_none() && li.is_none() && paid.is_none();
+        // Unpaid: no key; `amount_paid` only for a payment held short (SPEC §14).
+        let none = tx.is_none() && li.is_none();
         if (st == State::Unpaid && !none) || (st != State::Unpaid && !complete) {
             return Err(format!("{r}: a half-written payment: {o:?}"));
+        }
+        // Invariant 9 across a kill: a payment row and the order's amount_paid are written
+        // in one transaction, so the sum of its payments is what the order says.
+        let parts = credited.get(r.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let sum: u128 = parts.iter().map(|c| c.amount).sum();
+        let want = (!parts.is_empty()).then(|| sum.to_string());
+        if *paid != want {
+            return Err(format!(
+                "{r}: amount_paid {paid:?}, its payments {parts:?} (a credit half-written)"
+            ));
         }
         if st < prev_st {
             return Err(format!(

@@ -1,0 +1,515 @@
+//! `payrecon_payments` (SPEC §14): a payment credited to an order, written in the
+//! transaction of the order's `amount_paid`; the ledger lookups that find an order by any of
+//! its credited payments; and the credited payments of orders still short.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
+
+use super::rows::{counted, db_error, rank_sql, valid_rows, LOOKUP_CHUNK};
+use super::{ApplyContext, StoreError};
+use crate::domain::{
+    ledger_tx_hash, parse_base_units, BlockRef, CreditedPayment, LedgerRow, LedgerView, NewPayment,
+    PaymentKey, State,
+};
+
+/// The columns of a credited payment, in `decode_credit` order (SQLite).
+const SQLITE_CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, \
+     CAST(p.amount AS TEXT), p.state, p.block_number, p.block_hash";
+const PG_CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, p.amount::text, \
+     p.state, p.block_number, p.block_hash";
+
+type CreditRow = (
+    i64,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    Option<i64>,
+    Option<String>,
+);
+
+fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
+    let (order_id, chain, tx, log_index, amount, state, number, hash) = r;
+    let parsed = (|| {
+        Ok::<_, crate::domain::InputError>(CreditedPayment {
+            key: PaymentKey {
+                tx_hash: ledger_tx_hash(&tx)?,
+                chain,
+                log_index,
+            },
+            amount: parse_base_units(&amount)?,
+            state: State::parse(&state)?,
+            block: match (number, hash) {
+                (Some(n), Some(hash)) => Some(BlockRef {
+                    number: u64::try_from(n).unwrap_or(0),
+                    hash,
+                }),
+                _ => None,
+            },
+        })
+    })();
+    match parsed {
+        Ok(p) => Some((order_id, p)),
+        Err(e) => {
+            tracing::warn!(order_id, tx_hash = %tx, reason = %e,
+                "Skipped a payment row that cannot be read.");
+            None
+        }
+    }
+}
+
+/// The credited payments of the orders in `rows` that are still `unpaid` and hold part of
+/// their amount (one query per chunk; none when no row is partly paid), set on each row.
+pub(super) async fn load_credits(
+    store: &super::Store,
+    rows: &mut [&mut LedgerRow],
+) -> Result<(), StoreError> {
+    let ids: Vec<i64> = rows
+        .iter()
+        .filter(|r| r.state == State::Unpaid && r.amount_paid.is_some())
+        .map(|r| r.id)
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut by_order: HashMap<i64, Vec<CreditedPayment>> = HashMap::new();
+    for chunk in ids.chunks(LOOKUP_CHUNK) {
+        let found = match store {
+            super::Store::Sqlite(p) => sqlite_credits(p, chunk).await?,
+            super::Store::Postgres(p) => pg_credits(p, chunk).await?,
+        };
+        for (id, c) in found.into_iter().filter_map(decode_credit) {
+            by_order.entry(id).or_default().push(c);
+        }
+    }
+    // An order can be in a view twice (by a key and by its deposit address).
+    for r in rows.iter_mut() {
+        if let Some(c) = by_order.get(&r.id) {
+            r.credits = c.clone();
+        }
+    }
+    Ok(())
+}
+
+async fn sqlite_credits(pool: &SqlitePool, ids: &[i64]) -> Result<Vec<CreditRow>, StoreError> {
+    let sql = format!(
+        "SELECT {SQLITE_CREDIT_COLUMNS} FROM payrecon_payments p \
+         WHERE p.order_id IN (SELECT value FROM json_each(?1)) \
+         ORDER BY p.order_id, p.block_number, p.log_index"
+    );
+    sqlx::query_as(&sql)
+        .bind(json!(ids).to_string())
+        .fetch_all(counted(pool))
+        .await
+        .map_err(|e| db_error("read the payments of partly paid orders", e))
+}
+
+async fn pg_credits(pool: &PgPool, ids: &[i64]) -> Result<Vec<CreditRow>, StoreError> {
+    let sql = format!(
+        "SELECT {PG_CREDIT_COLUMNS} FROM payrecon_payments p WHERE p.order_id = ANY($1) \
+         ORDER BY p.order_id, p.block_number, p.log_index"
+    );
+    sqlx::query_as(&sql)
+        .bind(ids)
+        .fetch_all(counted(pool))
+        .await
+        .map_err(|e| db_error("read the payments of partly paid orders", e))
+}
+
+/// Orders by payment key: the order whose key it is, or the order it was credited to (the
+/// `WITH k(chain, tx_hash, log_index)` of the caller). Selects the row columns, then the
+/// matched key's `tx_hash` and `log_index`.
+pub(super) fn sqlite_by_key_sql(row_columns: &str) -> String {
+    format!(
+        "SELECT {row_columns}, k.tx_hash, k.log_index FROM k CROSS JOIN orders o \
+         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index \
+         UNION SELECT {row_columns}, k.tx_hash, k.log_index FROM k CROSS JOIN payrecon_payments p \
+         ON p.chain = k.chain AND p.tx_hash = k.tx_hash AND p.log_index = k.log_index \
+         CROSS JOIN orders o ON o.id = p.order_id"
+    )
+}
+
+/// The same for PostgreSQL, over `UNNEST($1, $2, $3) AS k`.
+pub(super) fn pg_by_key_sql(row_columns: &str) -> String {
+    let k = "UNNEST($1::text[], $2::text[], $3::bigint[]) AS k(chain, tx_hash, log_index)";
+    format!(
+        "SELECT {row_columns}, k.tx_hash, k.log_index FROM {k} JOIN orders o \
+         ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index \
+         UNION SELECT {row_columns}, k.tx_hash, k.log_index FROM {k} JOIN payrecon_payments p \
+         ON p.chain = k.chain AND p.tx_hash = k.tx_hash AND p.log_index = k.log_index \
+         JOIN orders o ON o.id = p.order_id"
+    )
+}
+
+/// Decodes rows of `*_by_key_sql` into the view: by the order's own key, or by the key of a
+/// payment credited to it.
+macro_rules! insert_by_key {
+    ($view:expr, $rows:expr) => {{
+        use sqlx::Row as _;
+        let mut matched = Vec::new();
+        let raws = $rows.iter().map(|r| {
+            let key: Result<(String, i64), sqlx::Error> =
+                r.try_get(12).and_then(|t| Ok((t, r.try_get(13)?)));
+            matched.push(key.ok());
+            $crate::store::rows::decode_raw_row!(r)
+        });
+        let raws: Vec<_> = raws.collect();
+        $crate::store::payments::insert_matched($view, raws, matched);
+    }};
+}
+pub(super) use insert_by_key;
+
+pub(super) fn insert_matched(
+    view: &mut LedgerView,
+    raws: Vec<Result<super::rows::RawRow, (String, String)>>,
+    matched: Vec<Option<(String, i64)>>,
+) {
+    for (raw, key) in raws.into_iter().zip(matched) {
+        let Some(row) = valid_rows([raw]).pop() else {
+            continue;
+        };
+        let Some(key) = key.and_then(|(tx, li)| {
+            Some(PaymentKey {
+                chain: row.chain.clone(),
+                tx_hash: ledger_tx_hash(&tx).ok()?,
+                log_index: li,
+            })
+        }) else {
+            continue;
+        };
+        if row.key.as_ref() == Some(&key) {
+            view.by_key.insert(key, row);
+        } else {
+            view.insert_credited(key, row);
+        }
+    }
+}
+
+/// Credits `p` to order `order_id` when the order has no payment key and its `amount_paid`
+/// is still `p.paid_before`: one INSERT guarded by both (a payment credits one order, ever).
+/// False when nothing was written (the key is credited already, or the order moved).
+pub(super) async fn sqlite_credit(
+    sp: &mut Transaction<'_, Sqlite>,
+    order_id: i64,
+    p: &NewPayment,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 \
+         WHERE EXISTS (SELECT 1 FROM orders WHERE id = ?1 AND tx_hash IS NULL \
+         AND amount_paid IS ?13) \
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING",
+    )
+    .bind(order_id)
+    .bind(&p.key.chain)
+    .bind(p.key.tx_hash.as_str())
+    .bind(p.key.log_index)
+    .bind(p.amount.to_string())
+    .bind(i64::try_from(p.block.number).unwrap_or(i64::MAX))
+    .bind(&p.block.hash)
+    .bind(p.state.as_str())
+    .bind(ctx.source.as_str())
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .bind(p.paid_before.map(|a| a.to_string()))
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+pub(super) async fn pg_credit(
+    sp: &mut Transaction<'_, Postgres>,
+    order_id: i64,
+    p: &NewPayment,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
+         SELECT $1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, $10, $11, $12::timestamptz, \
+         $12::timestamptz \
+         WHERE EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tx_hash IS NULL \
+         AND amount_paid IS NOT DISTINCT FROM $13::numeric) \
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING",
+    )
+    .bind(order_id)
+    .bind(&p.key.chain)
+    .bind(p.key.tx_hash.as_str())
+    .bind(p.key.log_index)
+    .bind(p.amount.to_string())
+    .bind(i64::try_from(p.block.number).unwrap_or(i64::MAX))
+    .bind(&p.block.hash)
+    .bind(p.state.as_str())
+    .bind(ctx.source.as_str())
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .bind(p.paid_before.map(|a| a.to_string()))
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+/// The held case: the order's `amount_paid` after a credit that leaves it short.
+pub(super) async fn sqlite_set_paid(
+    sp: &mut Transaction<'_, Sqlite>,
+    order_id: i64,
+    p: &NewPayment,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query("UPDATE orders SET amount_paid = ?2 WHERE id = ?1 AND tx_hash IS NULL")
+        .bind(order_id)
+        .bind(p.paid_after.to_string())
+        .execute(counted(&mut **sp))
+        .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+pub(super) async fn pg_set_paid(
+    sp: &mut Transaction<'_, Postgres>,
+    order_id: i64,
+    p: &NewPayment,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query(
+        "UPDATE orders SET amount_paid = $2::numeric WHERE id = $1 AND tx_hash IS NULL",
+    )
+    .bind(order_id)
+    .bind(p.paid_after.to_string())
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+/// An order moved to `to`: its payments in blocks up to the one its key names (as deep or
+/// deeper) are at least `to` too. Never moves a payment back.
+pub(super) async fn sqlite_follow(
+    sp: &mut Transaction<'_, Sqlite>,
+    order_id: i64,
+    to: State,
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let rank = rank_sql("state");
+    sqlx::query(&format!(
+        "UPDATE payrecon_payments SET state = ?2, state_changed_at = ?3 \
+         WHERE order_id = ?1 AND {rank} < ?4 AND (block_number IS NULL OR block_number <= \
+         COALESCE((SELECT o.block_number FROM orders o WHERE o.id = ?1), block_number))"
+    ))
+    .bind(order_id)
+    .bind(to.as_str())
+    .bind(now)
+    .bind(to.rank())
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn pg_follow(
+    sp: &mut Transaction<'_, Postgres>,
+    order_ids: &[i64],
+    to: &[&str],
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let rank = rank_sql("p.state");
+    let to_rank = rank_sql("t.to_state");
+    sqlx::query(&format!(
+        "UPDATE payrecon_payments p SET state = t.to_state, state_changed_at = $3::timestamptz \
+         FROM UNNEST($1::bigint[], $2::text[]) AS t(id, to_state) JOIN orders o ON o.id = t.id \
+         WHERE p.order_id = t.id AND {rank} < {to_rank} \
+         AND (p.block_number IS NULL OR p.block_number <= COALESCE(o.block_number, p.block_number))"
+    ))
+    .bind(order_ids)
+    .bind(to)
+    .bind(now)
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(())
+}
+
+/// The payment row of an order the sweep re-keyed moves with it (same transaction).
+pub(super) async fn sqlite_follow_rekey(
+    tx: &mut Transaction<'_, Sqlite>,
+    r: &super::Rekey,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payrecon_payments SET log_index = ?5, block_number = ?6, block_hash = ?7 \
+         WHERE order_id = ?1 AND chain = ?2 AND tx_hash = ?3 AND log_index = ?4",
+    )
+    .bind(r.order_id)
+    .bind(&r.chain)
+    .bind(r.tx_hash.as_str())
+    .bind(r.old_log_index)
+    .bind(r.new_log_index)
+    .bind(i64::try_from(r.new_block.number).unwrap_or(i64::MAX))
+    .bind(&r.new_block.hash)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn pg_follow_rekey(
+    tx: &mut Transaction<'_, Postgres>,
+    r: &super::Rekey,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payrecon_payments SET log_index = $5, block_number = $6, block_hash = $7 \
+         WHERE order_id = $1 AND chain = $2 AND tx_hash = $3 AND log_index = $4",
+    )
+    .bind(r.order_id)
+    .bind(&r.chain)
+    .bind(r.tx_hash.as_str())
+    .bind(r.old_log_index)
+    .bind(r.new_log_index)
+    .bind(i64::try_from(r.new_block.number).unwrap_or(i64::MAX))
+    .bind(&r.new_block.hash)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(())
+}
+
+/// The columns of a held payment as a ledger row: the order's, with the payment's key,
+/// amount and block (`LedgerRow` read by `decode_raw_row`), then the payment's id.
+const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
+     p.log_index, {amount}, p.block_number, p.block_hash, o.state, p.id";
+
+/// A keyset page (by payment id) of the payments credited to orders still short (`unpaid`,
+/// no key): the sweep places them on chain like keyed rows. Returns each payment's id with
+/// its row, and the last id read.
+pub(super) async fn held_page(
+    store: &super::Store,
+    after: i64,
+    limit: i64,
+) -> Result<(Vec<(i64, LedgerRow)>, Option<i64>), StoreError> {
+    let doing = "read a page of held payments";
+    let (rows, ids): (Vec<_>, Vec<i64>) = match store {
+        super::Store::Sqlite(pool) => {
+            let cols = HELD_COLUMNS
+                .replace("{due}", "CAST(o.amount_due AS TEXT)")
+                .replace("{amount}", "CAST(p.amount AS TEXT)");
+            let sql = format!(
+                "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+                 WHERE p.id > ?1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
+                 ORDER BY p.id LIMIT ?2"
+            );
+            let rows = sqlx::query(&sql)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(counted(pool))
+                .await
+                .map_err(|e| db_error(doing, e))?;
+            held_rows(rows)
+        }
+        super::Store::Postgres(pool) => {
+            let cols = HELD_COLUMNS
+                .replace("{due}", "o.amount_due::text")
+                .replace("{amount}", "p.amount::text");
+            let sql = format!(
+                "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+                 WHERE p.id > $1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
+                 ORDER BY p.id LIMIT $2"
+            );
+            let rows = sqlx::query(&sql)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(counted(pool))
+                .await
+                .map_err(|e| db_error(doing, e))?;
+            held_rows(rows)
+        }
+    };
+    let last = ids.last().copied();
+    Ok((rows, last))
+}
+
+/// Decodes `HELD_COLUMNS` rows: the valid ones with their payment ids, and every id read.
+#[allow(unused_imports)] // `decode_raw_row!` imports `sqlx::Row`, which `R`'s bound brings
+fn held_rows<R: sqlx::Row>(rows: Vec<R>) -> (Vec<(i64, LedgerRow)>, Vec<i64>)
+where
+    for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> Option<String>: sqlx::Decode<'a, R::Database>,
+    for<'a> Option<i64>: sqlx::Decode<'a, R::Database>,
+    usize: sqlx::ColumnIndex<R>,
+{
+    let mut out = Vec::new();
+    let mut ids = Vec::new();
+    for r in &rows {
+        let Ok(id) = r.try_get::<i64, _>(12) else {
+            continue;
+        };
+        ids.push(id);
+        if let Some(row) = valid_rows([super::rows::decode_raw_row!(r)]).pop() {
+            out.push((id, row));
+        }
+    }
+    (out, ids)
+}
+
+/// Moves a held payment the chain re-included elsewhere (guarded by its old position, and by
+/// no order holding the new key); the order is not touched.
+pub(super) async fn rekey_held(
+    store: &super::Store,
+    payment_id: i64,
+    r: &super::Rekey,
+) -> Result<super::RekeyOutcome, StoreError> {
+    let guard_sqlite = match r.old_block_hash {
+        Some(_) => "block_hash = ?8",
+        None => "(block_hash IS NULL OR block_hash = '')",
+    };
+    let guard_pg = guard_sqlite.replace("?8", "$8");
+    let block = i64::try_from(r.new_block.number).unwrap_or(i64::MAX);
+    let res = match store {
+        super::Store::Sqlite(pool) => {
+            let sql = format!(
+                "UPDATE payrecon_payments SET log_index = ?5, block_number = ?6, \
+                 block_hash = ?7 WHERE id = ?1 AND chain = ?2 AND tx_hash = ?3 \
+                 AND log_index = ?4 AND {guard_sqlite} AND NOT EXISTS (SELECT 1 FROM orders o \
+                 WHERE o.chain = ?2 AND o.tx_hash = ?3 AND o.log_index = ?5)"
+            );
+            let mut q = sqlx::query(&sql)
+                .bind(payment_id)
+                .bind(&r.chain)
+                .bind(r.tx_hash.as_str())
+                .bind(r.old_log_index)
+                .bind(r.new_log_index)
+                .bind(block)
+                .bind(&r.new_block.hash);
+            if let Some(h) = &r.old_block_hash {
+                q = q.bind(h);
+            }
+            q.execute(counted(pool)).await.map(|d| d.rows_affected())
+        }
+        super::Store::Postgres(pool) => {
+            let sql = format!(
+                "UPDATE payrecon_payments SET log_index = $5, block_number = $6, \
+                 block_hash = $7 WHERE id = $1 AND chain = $2 AND tx_hash = $3 \
+                 AND log_index = $4 AND {guard_pg} AND NOT EXISTS (SELECT 1 FROM orders o \
+                 WHERE o.chain = $2 AND o.tx_hash = $3 AND o.log_index = $5)"
+            );
+            let mut q = sqlx::query(&sql)
+                .bind(payment_id)
+                .bind(&r.chain)
+                .bind(r.tx_hash.as_str())
+                .bind(r.old_log_index)
+                .bind(r.new_log_index)
+                .bind(block)
+                .bind(&r.new_block.hash);
+            if let Some(h) = &r.old_block_hash {
+                q = q.bind(h);
+            }
+            q.execute(counted(pool)).await.map(|d| d.rows_affected())
+        }
+    };
+    match res {
+        Ok(1) => Ok(super::RekeyOutcome::Rekeyed),
+        Ok(_) => Ok(super::RekeyOutcome::Changed),
+        Err(e) if super::is_unique_violation(&e) => Ok(super::RekeyOutcome::Collision),
+        Err(e) => Err(db_error("re-key a held payment", e)),
+    }
+}

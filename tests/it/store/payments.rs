@@ -1,0 +1,333 @@
+//! `payrecon_payments` (SPEC §14) on both backends: the migration that gives every paid order
+//! its payment row, a held credit and the top-up that completes it, the guard on the amount
+//! before a credit, and a payment that can credit one order only.
+
+use std::path::Path;
+
+use payrecon::domain::{Attach, BlockRef, LedgerView, NewPayment, PlannedTransition, State, U256};
+use payrecon::store::{ApplyOutcome, Store};
+
+use super::{ctx, exec, hash, id_of, key, new_order, open, slot};
+use crate::support;
+
+/// `(order_ref, tx_hash, log_index, amount, state, source)` of every payment row, by id.
+pub async fn payments(store: &Store) -> Vec<(String, String, i64, String, String, String)> {
+    let sql = "SELECT o.order_ref, p.tx_hash, p.log_index, CAST(p.amount AS TEXT), p.state, \
+               p.source FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .unwrap()
+}
+
+fn block(n: u64) -> BlockRef {
+    BlockRef {
+        number: 1000 + n,
+        hash: hash(5000 + n),
+    }
+}
+
+fn credit(n: u64, amount: u64, before: Option<u64>, after: u64) -> NewPayment {
+    NewPayment {
+        key: key(n, 0),
+        amount: U256::from(amount),
+        block: block(n),
+        state: State::Final,
+        paid_before: before.map(U256::from),
+        paid_after: U256::from(after),
+    }
+}
+
+async fn step(
+    store: &Store,
+    order_ref: &str,
+    to: State,
+    c: NewPayment,
+    attach: Option<(u64, u64)>,
+) -> PlannedTransition {
+    PlannedTransition {
+        order_id: id_of(store, order_ref).await,
+        order_ref: order_ref.into(),
+        from: State::Unpaid,
+        to,
+        attach: attach.map(|(n, paid)| Attach {
+            key: key(n, 0),
+            amount: U256::from(paid),
+            block: block(n),
+        }),
+        credit: Some(c),
+    }
+}
+
+#[tokio::test]
+async fn a_held_credit_then_a_top_up_that_completes_the_order() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("A-1", 1, 25)])
+            .await
+            .unwrap();
+
+        let held = step(&store, "A-1", State::Unpaid, credit(1, 20, None, 20), None).await;
+        let out = store
+            .apply(std::slice::from_ref(&held), &ctx())
+            .await
+            .unwrap();
+        assert_eq!(out, [ApplyOutcome::Credited], "{url}");
+        let snap = store.order_by_ref("A-1").await.unwrap().unwrap();
+        assert_eq!(
+            (
+                snap.state,
+                snap.tx_hash.as_deref(),
+                snap.amount_paid.as_deref()
+            ),
+            (State::Unpaid, None, Some("20")),
+            "{url}"
+        );
+        assert_eq!(store.count("payrecon_transitions").await.unwrap(), 0);
+        // The same credit again (a second run, another instance) writes nothing.
+        let out = store.apply(&[held], &ctx()).await.unwrap();
+        assert_eq!(out, [ApplyOutcome::Duplicate], "{url}");
+
+        // The lookups find the order by its credited payment, with that payment loaded; and
+        // as a partly paid order of its slot.
+        let view: LedgerView = store.load_view(&[key(1, 0)], &[slot(1)]).await.unwrap();
+        let row = &view.by_key[&key(1, 0)];
+        assert_eq!((row.key.as_ref(), row.credits.len()), (None, 1), "{url}");
+        assert_eq!(row.credits[0].amount, U256::from(20));
+        assert_eq!(view.unpaid[&slot(1)][0].credits.len(), 1);
+        let attached = store.attached_keys(&[key(1, 0), key(2, 0)]).await.unwrap();
+        assert_eq!(attached.into_iter().collect::<Vec<_>>(), [key(1, 0)]);
+
+        // A top-up planned on a stale amount is refused: the amount before is guarded.
+        let stale = step(
+            &store,
+            "A-1",
+            State::Final,
+            credit(2, 5, None, 5),
+            Some((2, 5)),
+        )
+        .await;
+        assert_eq!(
+            store.apply(&[stale], &ctx()).await.unwrap(),
+            [ApplyOutcome::Duplicate],
+            "{url}"
+        );
+        let top_up = step(
+            &store,
+            "A-1",
+            State::Final,
+            credit(2, 5, Some(20), 25),
+            Some((2, 25)),
+        );
+        let out = store.apply(&[top_up.await], &ctx()).await.unwrap();
+        assert_eq!(
+            out,
+            [ApplyOutcome::Applied {
+                from: State::Unpaid
+            }],
+            "{url}"
+        );
+        let snap = store.order_by_ref("A-1").await.unwrap().unwrap();
+        assert_eq!(
+            (
+                snap.state,
+                snap.tx_hash.clone(),
+                snap.amount_paid.as_deref()
+            ),
+            (State::Final, Some(hash(2)), Some("25")),
+            "{url}"
+        );
+        let rows = payments(&store).await;
+        let got: Vec<(&str, i64, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.1.as_str(), r.2, r.3.as_str(), r.5.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (hash(1).as_str(), 0, "20", "reconcile"),
+                (hash(2).as_str(), 0, "5", "reconcile")
+            ],
+            "{url}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_payment_credits_one_order_only() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("A-1", 1, 25), new_order("A-2", 1, 25)])
+            .await
+            .unwrap();
+        let a = step(&store, "A-1", State::Unpaid, credit(1, 20, None, 20), None).await;
+        let b = step(&store, "A-2", State::Unpaid, credit(1, 20, None, 20), None).await;
+        let out = store.apply(&[a, b], &ctx()).await.unwrap();
+        assert_eq!(
+            out,
+            [ApplyOutcome::Credited, ApplyOutcome::Duplicate],
+            "{url}"
+        );
+        let b = store.order_by_ref("A-2").await.unwrap().unwrap();
+        assert_eq!(b.amount_paid, None, "{url}");
+        assert_eq!(payments(&store).await.len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn an_order_moving_on_moves_its_earlier_payments_with_it() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("A-1", 1, 100)])
+            .await
+            .unwrap();
+        let mut first = credit(1, 60, None, 60);
+        first.state = State::Pending;
+        let held = step(&store, "A-1", State::Unpaid, first, None).await;
+        let mut second = credit(2, 40, Some(60), 100);
+        second.state = State::Pending;
+        let covered = step(&store, "A-1", State::Pending, second, Some((2, 100))).await;
+        store.apply(&[held, covered], &ctx()).await.unwrap();
+        // The sweep moves the order (by its key, the later payment) to final.
+        let id = id_of(&store, "A-1").await;
+        let sweep = PlannedTransition {
+            order_id: id,
+            order_ref: "A-1".into(),
+            from: State::Pending,
+            to: State::Final,
+            attach: None,
+            credit: None,
+        };
+        let out = store.apply(&[sweep], &ctx()).await.unwrap();
+        assert_eq!(
+            out,
+            [ApplyOutcome::Applied {
+                from: State::Pending
+            }],
+            "{url}"
+        );
+        let states: Vec<String> = payments(&store).await.into_iter().map(|r| r.4).collect();
+        assert_eq!(states, ["final", "final"], "{url}");
+    }
+}
+
+#[tokio::test]
+async fn the_migration_gives_every_paid_order_its_payment_row_and_changes_nothing_else() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = Store::connect(url, 2).await.unwrap();
+        // The schema as it was before payments (migrations 1..=8).
+        let dir = if url.starts_with("sqlite") {
+            "sqlite"
+        } else {
+            "postgres"
+        };
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(dir);
+        let mut old = sqlx::migrate::Migrator::new(path).await.unwrap();
+        old.migrations = old
+            .migrations
+            .iter()
+            .filter(|m| m.version < 9)
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        match &store {
+            Store::Sqlite(p) => old.run(p).await.unwrap(),
+            Store::Postgres(p) => old.run(p).await.unwrap(),
+        }
+        store
+            .insert_orders(&[
+                new_order("BY-PAYRECON", 1, 25),
+                new_order("BY-MERCHANT", 2, 25),
+                new_order("KEYED-UNPAID", 3, 25),
+                new_order("NO-AMOUNT", 4, 25),
+                new_order("UNPAID", 5, 25),
+            ])
+            .await
+            .unwrap();
+        for (r, n, state, amount) in [
+            ("BY-PAYRECON", 1, "final", "30"),
+            ("BY-MERCHANT", 2, "confirmed", "25"),
+            ("KEYED-UNPAID", 3, "unpaid", "25"),
+        ] {
+            exec(
+                &store,
+                &format!(
+                    "UPDATE orders SET tx_hash = '{}', log_index = 0, amount_paid = {amount}, \
+                     block_number = 7, block_hash = '{}', state = '{state}' \
+                     WHERE order_ref = '{r}'",
+                    hash(n),
+                    hash(100 + n)
+                ),
+            )
+            .await;
+        }
+        exec(
+            &store,
+            &format!(
+                "UPDATE orders SET tx_hash = '{}', log_index = 0, state = 'final' \
+                 WHERE order_ref = 'NO-AMOUNT'",
+                hash(4)
+            ),
+        )
+        .await;
+        let id = id_of(&store, "BY-PAYRECON").await;
+        exec(
+            &store,
+            &format!(
+                "INSERT INTO payrecon_transitions (order_id, from_state, to_state, source, \
+                 provider, run_id) VALUES ({id}, 'unpaid', 'final', 'webhook', 'qv', 'r-1')"
+            ),
+        )
+        .await;
+        let before = snapshot(&store).await;
+
+        store.migrate().await.unwrap();
+        let rows = payments(&store).await;
+        let got: Vec<(&str, &str, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.0.as_str(), r.3.as_str(), r.4.as_str(), r.5.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("BY-PAYRECON", "30", "final", "webhook"),
+                ("BY-MERCHANT", "25", "confirmed", "merchant"),
+            ],
+            "{url}"
+        );
+        assert_eq!(snapshot(&store).await, before, "{url}: no order changed");
+        assert_eq!(store.count("payrecon_events").await.unwrap(), 0);
+        assert_eq!(store.count("payrecon_transitions").await.unwrap(), 1);
+        // Nothing to hold for the migrated rows: they keep their keys.
+        let view = store.load_view(&[key(1, 0)], &[]).await.unwrap();
+        assert_eq!(view.by_key[&key(1, 0)].order_ref, "BY-PAYRECON");
+    }
+}
+
+/// Every order's payment columns and state, as text.
+async fn snapshot(store: &Store) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in [
+        "BY-PAYRECON",
+        "BY-MERCHANT",
+        "KEYED-UNPAID",
+        "NO-AMOUNT",
+        "UNPAID",
+    ] {
+        out.push(format!(
+            "{:?}",
+            store.order_by_ref(r).await.unwrap().unwrap()
+        ));
+    }
+    out
+}
