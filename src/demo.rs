@@ -293,11 +293,10 @@ fn print_received(merchant: &SandboxMerchant) {
     );
     for e in &received {
         println!(
-            "  {:<16} {:<10} {} -> {}  {}{}",
+            "  {:<22} {:<7} {:<44} {}{}",
             e.kind,
             e.order_ref,
-            e.from_state,
-            e.to_state,
+            e.summary,
             e.id,
             if e.signature_ok {
                 ""

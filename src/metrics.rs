@@ -20,6 +20,19 @@ pub enum RunOutcome {
     failed,
 }
 
+/// Why an order is held (SPEC §14): paid short of its amount, or paid after it expired.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum HeldReason {
+    underpaid,
+    late,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HeldL {
+    pub reason: HeldReason,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum Kind {
@@ -238,6 +251,8 @@ pub struct Metrics {
     pub events_dead: Gauge,
     /// Lists read whole because their pages contradicted the boundary search (SPEC §11).
     pub list_full_scans: Family<ProviderL, Counter>,
+    /// Orders held now, by reason (SPEC §14), as of the last chain sweep.
+    pub orders_held: Family<HeldL, Gauge>,
 }
 
 impl Metrics {
@@ -265,6 +280,7 @@ impl Metrics {
             events_oldest_pending: FloatGauge::default(),
             events_dead: Gauge::default(),
             list_full_scans: Family::default(),
+            orders_held: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -356,6 +372,15 @@ impl Metrics {
             "Provider lists read whole because their pages contradicted the boundary search",
             m.list_full_scans.clone(),
         );
+        r.register(
+            "orders_held",
+            "Orders held unpaid now, by reason: paid short of their amount (underpaid), or paid \
+             after they expired (late)",
+            m.orders_held.clone(),
+        );
+        for reason in [HeldReason::underpaid, HeldReason::late] {
+            let _ = m.orders_held.get_or_create(&HeldL { reason });
+        }
         for outcome in [
             EventOutcome::delivered,
             EventOutcome::failed,
@@ -526,6 +551,8 @@ mod tests {
             "payrecon_records_rejected_total{provider=\"cg\"} 0",
             "payrecon_chain_head_block{chain=\"ethereum\"} 0",
             "payrecon_reorged_open{chain=\"ethereum\"} 0",
+            "payrecon_orders_held{reason=\"underpaid\"} 0",
+            "payrecon_orders_held{reason=\"late\"} 0",
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }

@@ -92,6 +92,7 @@ pub(super) fn plan_credit(
         state: t.state,
         paid_before,
         paid_after: c.paid,
+        amount_due: row.amount_due,
     };
     let attach = c.completing.map(|i| match prior.get(i) {
         Some(p) => Attach {

@@ -165,6 +165,8 @@ pub struct NewPayment {
     pub state: State,
     pub paid_before: Option<U256>,
     pub paid_after: U256,
+    /// The order's `amount_due` (for the payment's event).
+    pub amount_due: U256,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

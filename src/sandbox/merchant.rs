@@ -20,6 +20,9 @@ pub struct ReceivedEvent {
     pub order_ref: String,
     pub from_state: String,
     pub to_state: String,
+    /// What the event says in a line: `unpaid -> final`, or for a payment
+    /// `paid 20000000 of 25000000, held: underpaid`.
+    pub summary: String,
     pub signature_ok: bool,
 }
 
@@ -76,12 +79,31 @@ async fn receive(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> St
             .unwrap_or("?")
             .to_string()
     };
+    let summary = if v.pointer("/data/payment").is_some() {
+        let held = v
+            .pointer("/data/held")
+            .and_then(|h| h.as_str())
+            .map(|h| format!(", held: {h}"))
+            .unwrap_or_default();
+        format!(
+            "paid {} of {}{held}",
+            field("/data/order/amount_paid"),
+            field("/data/order/amount_due")
+        )
+    } else {
+        format!(
+            "{} -> {}",
+            field("/data/from_state"),
+            field("/data/to_state")
+        )
+    };
     let event = ReceivedEvent {
         id,
         kind: field("/type"),
         order_ref: field("/data/order_ref"),
         from_state: field("/data/from_state"),
         to_state: field("/data/to_state"),
+        summary,
         signature_ok,
     };
     if let Ok(mut r) = s.received.lock() {

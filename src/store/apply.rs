@@ -72,14 +72,14 @@ pub(super) trait ApplySql: Database {
         a: &Attach,
     ) -> Result<ApplyOutcome, sqlx::Error>;
     /// Credits a payment to an order with no key whose `amount_paid` is still the one the
-    /// plan read (`payrecon_payments`); false when nothing was written.
+    /// plan read (`payrecon_payments`): the payment's id, `None` when nothing was written.
     async fn credit(
         sp: &mut Transaction<'_, Self>,
         order_id: i64,
         p: &NewPayment,
         ctx: &ApplyContext,
         now: &str,
-    ) -> Result<bool, sqlx::Error>;
+    ) -> Result<Option<i64>, sqlx::Error>;
     /// Writes `amount_paid` of an order a credit leaves short (held).
     async fn set_paid(
         sp: &mut Transaction<'_, Self>,
@@ -148,11 +148,9 @@ pub(super) async fn apply_one<DB: ApplySql>(
         Err(_) => return Ok(ApplyOutcome::Duplicate),
     };
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    if let Some(p) = &t.credit {
-        if !DB::credit(&mut sp, t.order_id, p, ctx, now).await? {
-            counted(sp).rollback().await?;
-            return Ok(ApplyOutcome::Duplicate);
-        }
+    if !credit::<DB>(&mut sp, t, ctx, now).await? {
+        counted(sp).rollback().await?;
+        return Ok(ApplyOutcome::Duplicate);
     }
     let order = match DB::advance(&mut sp, t, now).await {
         Ok(r) => r,
@@ -193,11 +191,9 @@ async fn stay<DB: ApplySql>(
     now: &str,
 ) -> Result<ApplyOutcome, sqlx::Error> {
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    if let Some(p) = &t.credit {
-        if !DB::credit(&mut sp, t.order_id, p, ctx, now).await? {
-            counted(sp).rollback().await?;
-            return Ok(ApplyOutcome::Duplicate);
-        }
+    if !credit::<DB>(&mut sp, t, ctx, now).await? {
+        counted(sp).rollback().await?;
+        return Ok(ApplyOutcome::Duplicate);
     }
     let outcome = match (&t.attach, &t.credit) {
         (Some(a), _) => DB::attach_only(&mut sp, t.order_id, a).await?,
@@ -211,6 +207,28 @@ async fn stay<DB: ApplySql>(
         counted(sp).rollback().await?;
     }
     Ok(outcome)
+}
+
+/// Writes the step's credit, when it has one, and its `order.payment_received` event (when
+/// events are on; before the transition's, so an order's events keep their order). False
+/// when the credit was refused (the key is credited already, or the order moved).
+async fn credit<DB: ApplySql>(
+    sp: &mut Transaction<'_, DB>,
+    t: &PlannedTransition,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<bool, sqlx::Error> {
+    let Some(p) = &t.credit else {
+        return Ok(true);
+    };
+    let Some(payment_id) = DB::credit(sp, t.order_id, p, ctx, now).await? else {
+        return Ok(false);
+    };
+    if ctx.events {
+        let event = outbox::payment_event(payment_id, t, p, ctx, now);
+        DB::insert_event(sp, &event, now).await?;
+    }
+    Ok(true)
 }
 
 /// Whether an applied transition must move the order's other payments too: it credits none

@@ -149,7 +149,7 @@ impl Store {
             "SELECT e.id, o.order_ref, e.order_id, e.type, {attempts}, {created}, {next}, \
              {delivered}, {dead}, {status}, e.last_error \
              FROM payrecon_events e LEFT JOIN orders o ON o.id = e.order_id \
-             WHERE {clause} ORDER BY e.transition_id DESC LIMIT {limit}",
+             WHERE {clause} ORDER BY e.seq DESC LIMIT {limit}",
             attempts = if pg {
                 "e.attempts::bigint"
             } else {

@@ -51,7 +51,7 @@ fn waiting_sql(now: &str) -> String {
     format!(
         "{PENDING} AND (e.claimed_until IS NULL OR e.claimed_until < {now}) \
          AND NOT EXISTS (SELECT 1 FROM payrecon_events p WHERE p.order_id = e.order_id \
-         AND p.transition_id < e.transition_id AND p.delivered_at IS NULL)"
+         AND p.seq < e.seq AND p.delivered_at IS NULL)"
     )
 }
 
@@ -74,7 +74,7 @@ impl Store {
                 sqlx::query_as(&format!(
                     "UPDATE payrecon_events SET claimed_by = ?2, claimed_until = ?3 \
                  WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {} \
-                 ORDER BY e.next_attempt_at, e.transition_id LIMIT ?4) \
+                 ORDER BY e.next_attempt_at, e.seq LIMIT ?4) \
                  RETURNING id, order_id, body, attempts",
                     due_sql("?1")
                 ))
@@ -88,7 +88,7 @@ impl Store {
             Store::Postgres(p) => {
                 sqlx::query_as(&format!(
                     "WITH due AS (SELECT e.id FROM payrecon_events e WHERE {} \
-                 ORDER BY e.next_attempt_at, e.transition_id LIMIT $4 FOR UPDATE SKIP LOCKED) \
+                 ORDER BY e.next_attempt_at, e.seq LIMIT $4 FOR UPDATE SKIP LOCKED) \
                  UPDATE payrecon_events e SET claimed_by = $2, claimed_until = $3::timestamptz \
                  FROM due WHERE e.id = due.id \
                  RETURNING e.id, e.order_id, e.body, e.attempts::bigint",

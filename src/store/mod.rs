@@ -372,6 +372,14 @@ impl Store {
         payments::held_page(self, after, limit).await
     }
 
+    /// Orders held short now: unpaid, no key, part of their amount credited (SPEC §14).
+    pub async fn count_held(&self) -> Result<i64, StoreError> {
+        let sql = "SELECT COUNT(*) FROM orders WHERE state = 'unpaid' AND tx_hash IS NULL \
+                   AND amount_paid IS NOT NULL";
+        rows::on_pool!(self, p => sqlx::query_scalar::<_, i64>(sql).fetch_one(rows::counted(p)).await)
+            .map_err(|e| rows::db_error("count the orders held", e))
+    }
+
     /// Moves held payment `payment_id` to `r`'s new position, guarded like `rekey`.
     pub async fn rekey_held(&self, payment_id: i64, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
         payments::rekey_held(self, payment_id, r).await

@@ -8,7 +8,7 @@ use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::rows::counted;
 use super::ApplyContext;
-use crate::domain::State;
+use crate::domain::{NewPayment, PlannedTransition, State};
 
 /// The order columns an applying UPDATE returns (`RETURNING`), for the event body.
 pub(crate) type EventOrder = (
@@ -30,10 +30,11 @@ pub(crate) const SQLITE_RETURNING: &str = "order_ref, chain, tx_hash, log_index,
 pub(crate) const PG_RETURNING: &str = "o.order_ref, o.chain, o.tx_hash, o.log_index, \
      o.block_number, o.block_hash, o.asset, o.amount_due::text, o.amount_paid::text";
 
-/// An event row about to be written.
+/// An event row about to be written: of a transition, or of a payment (SPEC §14).
 pub(crate) struct NewEvent {
     pub id: String,
-    pub transition_id: i64,
+    pub transition_id: Option<i64>,
+    pub payment_id: Option<i64>,
     pub order_id: i64,
     pub kind: &'static str,
     pub body: String,
@@ -111,11 +112,111 @@ pub(crate) fn new_event(
         },
     };
     NewEvent {
-        id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
-        transition_id,
+        id: new_id(),
+        transition_id: Some(transition_id),
+        payment_id: None,
         order_id,
         kind,
         // Plain structs of strings and integers: serialising cannot fail.
+        body: serde_json::to_string(&body).unwrap_or_default(),
+    }
+}
+
+fn new_id() -> String {
+    format!("evt_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The type of a payment's event.
+pub const PAYMENT_RECEIVED: &str = "order.payment_received";
+
+#[derive(Serialize)]
+struct PaymentBody<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    timestamp: &'a str,
+    data: PaymentData<'a>,
+}
+
+#[derive(Serialize)]
+struct PaymentData<'a> {
+    order_ref: &'a str,
+    payment_id: i64,
+    payment: PaymentPart<'a>,
+    order: OrderPart<'a>,
+    /// `null`, or why the order did not move: `underpaid`.
+    held: Option<&'a str>,
+    shortfall: String,
+    excess: String,
+    source: &'a str,
+    provider: &'a str,
+    run_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct PaymentPart<'a> {
+    chain: &'a str,
+    tx_hash: &'a str,
+    log_index: i64,
+    block_number: u64,
+    block_hash: Option<&'a str>,
+    amount: String,
+    state: &'a str,
+}
+
+#[derive(Serialize)]
+struct OrderPart<'a> {
+    order_ref: &'a str,
+    order_id: i64,
+    amount_due: String,
+    amount_paid: String,
+    state: &'a str,
+}
+
+/// The `order.payment_received` event of payment `payment_id`, credited to `t.order_id` by
+/// step `t` (the order at `t.to` after it), written at `now`.
+pub(crate) fn payment_event(
+    payment_id: i64,
+    t: &PlannedTransition,
+    p: &NewPayment,
+    ctx: &ApplyContext,
+    now: &str,
+) -> NewEvent {
+    let body = PaymentBody {
+        kind: PAYMENT_RECEIVED,
+        timestamp: now,
+        data: PaymentData {
+            order_ref: &t.order_ref,
+            payment_id,
+            payment: PaymentPart {
+                chain: &p.key.chain,
+                tx_hash: p.key.tx_hash.as_str(),
+                log_index: p.key.log_index,
+                block_number: p.block.number,
+                block_hash: Some(p.block.hash.as_str()).filter(|h| !h.is_empty()),
+                amount: p.amount.to_string(),
+                state: p.state.as_str(),
+            },
+            order: OrderPart {
+                order_ref: &t.order_ref,
+                order_id: t.order_id,
+                amount_due: p.amount_due.to_string(),
+                amount_paid: p.paid_after.to_string(),
+                state: t.to.as_str(),
+            },
+            held: t.attach.is_none().then_some("underpaid"),
+            shortfall: p.amount_due.saturating_sub(p.paid_after).to_string(),
+            excess: p.paid_after.saturating_sub(p.amount_due).to_string(),
+            source: ctx.source.as_str(),
+            provider: &ctx.provider,
+            run_id: ctx.run_id_or_null(),
+        },
+    };
+    NewEvent {
+        id: new_id(),
+        transition_id: None,
+        payment_id: Some(payment_id),
+        order_id: t.order_id,
+        kind: PAYMENT_RECEIVED,
         body: serde_json::to_string(&body).unwrap_or_default(),
     }
 }
@@ -127,8 +228,8 @@ pub(crate) async fn sqlite_insert(
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO payrecon_events \
-         (id, transition_id, order_id, type, body, created_at, next_attempt_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
+         VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6, ?6)",
     )
     .bind(&e.id)
     .bind(e.transition_id)
@@ -136,6 +237,7 @@ pub(crate) async fn sqlite_insert(
     .bind(e.kind)
     .bind(&e.body)
     .bind(now)
+    .bind(e.payment_id)
     .execute(counted(&mut **tx))
     .await?;
     Ok(())
@@ -151,16 +253,18 @@ pub(crate) async fn pg_insert(
         return Ok(());
     }
     let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let transitions: Vec<i64> = events.iter().map(|e| e.transition_id).collect();
+    let transitions: Vec<Option<i64>> = events.iter().map(|e| e.transition_id).collect();
+    let payments: Vec<Option<i64>> = events.iter().map(|e| e.payment_id).collect();
     let orders: Vec<i64> = events.iter().map(|e| e.order_id).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
     let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
     sqlx::query(
         "INSERT INTO payrecon_events \
-         (id, transition_id, order_id, type, body, created_at, next_attempt_at) \
-         SELECT t.id, t.transition_id, t.order_id, t.type, t.body, $6::timestamptz, \
-         $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::text[], \
-         $5::text[]) AS t(id, transition_id, order_id, type, body)",
+         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
+         SELECT t.id, t.transition_id, t.payment_id, t.order_id, t.type, t.body, \
+         $6::timestamptz, $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], \
+         $7::bigint[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY \
+         AS t(id, transition_id, payment_id, order_id, type, body, ord) ORDER BY t.ord",
     )
     .bind(&ids)
     .bind(&transitions)
@@ -168,6 +272,7 @@ pub(crate) async fn pg_insert(
     .bind(&kinds)
     .bind(&bodies)
     .bind(now)
+    .bind(&payments)
     .execute(counted(&mut **tx))
     .await?;
     Ok(())

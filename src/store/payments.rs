@@ -190,21 +190,22 @@ pub(super) fn insert_matched(
 
 /// Credits `p` to order `order_id` when the order has no payment key and its `amount_paid`
 /// is still `p.paid_before`: one INSERT guarded by both (a payment credits one order, ever).
-/// False when nothing was written (the key is credited already, or the order moved).
+/// The payment's id; `None` when nothing was written (the key is credited already, or the
+/// order moved).
 pub(super) async fn sqlite_credit(
     sp: &mut Transaction<'_, Sqlite>,
     order_id: i64,
     p: &NewPayment,
     ctx: &ApplyContext,
     now: &str,
-) -> Result<bool, sqlx::Error> {
-    let res = sqlx::query(
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 \
          WHERE EXISTS (SELECT 1 FROM orders WHERE id = ?1 AND tx_hash IS NULL \
          AND amount_paid IS ?13) \
-         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING",
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
     )
     .bind(order_id)
     .bind(&p.key.chain)
@@ -219,9 +220,8 @@ pub(super) async fn sqlite_credit(
     .bind(ctx.run_id_or_null())
     .bind(now)
     .bind(p.paid_before.map(|a| a.to_string()))
-    .execute(counted(&mut **sp))
-    .await?;
-    Ok(res.rows_affected() == 1)
+    .fetch_optional(counted(&mut **sp))
+    .await
 }
 
 pub(super) async fn pg_credit(
@@ -230,15 +230,15 @@ pub(super) async fn pg_credit(
     p: &NewPayment,
     ctx: &ApplyContext,
     now: &str,
-) -> Result<bool, sqlx::Error> {
-    let res = sqlx::query(
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
          SELECT $1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, $10, $11, $12::timestamptz, \
          $12::timestamptz \
          WHERE EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tx_hash IS NULL \
          AND amount_paid IS NOT DISTINCT FROM $13::numeric) \
-         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING",
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
     )
     .bind(order_id)
     .bind(&p.key.chain)
@@ -253,9 +253,8 @@ pub(super) async fn pg_credit(
     .bind(ctx.run_id_or_null())
     .bind(now)
     .bind(p.paid_before.map(|a| a.to_string()))
-    .execute(counted(&mut **sp))
-    .await?;
-    Ok(res.rows_affected() == 1)
+    .fetch_optional(counted(&mut **sp))
+    .await
 }
 
 /// The held case: the order's `amount_paid` after a credit that leaves it short.

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::{Acquire, Postgres, Transaction};
 
-use super::outbox::{self, EventOrder, PG_RETURNING};
+use super::outbox::{self, EventOrder, NewEvent, PG_RETURNING};
 use super::rows::{counted, rank_sql};
 use super::{is_unique_violation, ApplyContext, ApplyOutcome};
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
@@ -94,8 +94,23 @@ async fn write(
         .iter()
         .filter_map(|t| Some((t.order_id, t.credit.as_ref()?)))
         .collect();
-    if !credits.is_empty() && credit_all(sp, &credits, ctx, now).await? != credits.len() {
-        return Ok(false);
+    if !credits.is_empty() {
+        let ids = credit_all(sp, &credits, ctx, now).await?;
+        if ids.len() != credits.len() {
+            return Ok(false);
+        }
+        if ctx.events {
+            // Each payment's event before its order's transition event.
+            let events: Vec<NewEvent> = batch
+                .iter()
+                .filter_map(|t| {
+                    let p = t.credit.as_ref()?;
+                    let id = ids.get(&t.order_id)?;
+                    Some(outbox::payment_event(*id, t, p, ctx, now))
+                })
+                .collect();
+            outbox::pg_insert(sp, &events, now).await?;
+        }
     }
     let rank = rank_sql("o.state");
     let cols = PG_RETURNING;
@@ -191,14 +206,14 @@ async fn write(
     Ok(true)
 }
 
-/// Credits every payment of the batch in one INSERT, each guarded like `pg_credit`; the
-/// number written.
+/// Credits every payment of the batch in one INSERT, each guarded like `pg_credit`; the id
+/// of each payment written, by order (a batch here has one step per order).
 async fn credit_all(
     sp: &mut Transaction<'_, Postgres>,
     credits: &[(i64, &NewPayment)],
     ctx: &ApplyContext,
     now: &str,
-) -> Result<usize, sqlx::Error> {
+) -> Result<HashMap<i64, i64>, sqlx::Error> {
     let col = |f: fn(&NewPayment) -> String| -> Vec<String> {
         credits.iter().map(|(_, p)| f(p)).collect()
     };
@@ -212,7 +227,7 @@ async fn credit_all(
         .iter()
         .map(|(_, p)| p.paid_before.map(|a| a.to_string()))
         .collect();
-    let written = sqlx::query(
+    let written: Vec<(i64, i64)> = sqlx::query_as(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
          SELECT c.id, c.chain, c.tx_hash, c.log_index, c.amount::numeric, c.block_number, \
@@ -222,7 +237,7 @@ async fn credit_all(
          AS c(id, chain, tx_hash, log_index, amount, block_number, block_hash, state, before) \
          WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = c.id AND o.tx_hash IS NULL \
          AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) \
-         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING",
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING order_id, id",
     )
     .bind(&ids)
     .bind(col(|p| p.key.chain.clone()))
@@ -237,9 +252,9 @@ async fn credit_all(
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
-    .execute(counted(&mut **sp))
+    .fetch_all(counted(&mut **sp))
     .await?;
-    Ok(written.rows_affected() as usize)
+    Ok(written.into_iter().collect())
 }
 
 /// The locked state of each order when every transition moves a distinct order forward and

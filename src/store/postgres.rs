@@ -211,7 +211,7 @@ impl ApplySql for Postgres {
         p: &NewPayment,
         ctx: &ApplyContext,
         now: &str,
-    ) -> Result<bool, sqlx::Error> {
+    ) -> Result<Option<i64>, sqlx::Error> {
         super::payments::pg_credit(sp, order_id, p, ctx, now).await
     }
 

@@ -206,7 +206,7 @@ impl ApplySql for Sqlite {
         p: &NewPayment,
         ctx: &ApplyContext,
         now: &str,
-    ) -> Result<bool, sqlx::Error> {
+    ) -> Result<Option<i64>, sqlx::Error> {
         super::payments::sqlite_credit(sp, order_id, p, ctx, now).await
     }
 

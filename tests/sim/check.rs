@@ -367,19 +367,37 @@ where
     if c.pending != 0 || c.dead != 0 {
         return Err(format!("events left undelivered at the end: {c:?}"));
     }
+    // One event per transition payrecon applied, and one per payment it credited (SPEC §10,
+    // §14), each naming its cause and its cause's order.
     let transitions = db(s.count("payrecon_transitions").await)?;
     let events = db(s.count("payrecon_events").await)?;
-    let unmatched_sql = "SELECT COUNT(*) FROM payrecon_events e LEFT JOIN payrecon_transitions t \
-         ON t.id = e.transition_id WHERE t.id IS NULL OR t.order_id <> e.order_id \
-         OR e.type <> 'order.' || t.to_state";
-    let unmatched: i64 = match s {
-        payrecon::store::Store::Sqlite(p) => sqlx::query_scalar(unmatched_sql).fetch_one(p).await,
-        payrecon::store::Store::Postgres(p) => sqlx::query_scalar(unmatched_sql).fetch_one(p).await,
-    }
-    .map_err(|e| format!("database: {e}"))?;
-    if transitions != events || unmatched != 0 {
+    let count = |sql: &'static str| async move {
+        match s {
+            payrecon::store::Store::Sqlite(p) => {
+                sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await
+            }
+            payrecon::store::Store::Postgres(p) => {
+                sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await
+            }
+        }
+        .map_err(|e| format!("database: {e}"))
+    };
+    let payments =
+        count("SELECT COUNT(*) FROM payrecon_payments WHERE source IN ('reconcile', 'webhook')")
+            .await?;
+    let unmatched = count(
+        "SELECT COUNT(*) FROM payrecon_events e LEFT JOIN payrecon_transitions t \
+         ON t.id = e.transition_id LEFT JOIN payrecon_payments p ON p.id = e.payment_id \
+         WHERE CASE WHEN e.transition_id IS NOT NULL THEN t.id IS NULL \
+         OR t.order_id <> e.order_id OR e.type <> 'order.' || t.to_state \
+         ELSE p.id IS NULL OR p.order_id <> e.order_id \
+         OR e.type <> 'order.payment_received' END",
+    )
+    .await?;
+    if transitions + payments != events || unmatched != 0 {
         return Err(format!(
-            "{transitions} transitions, {events} events, {unmatched} events without their transition"
+            "{transitions} transitions, {payments} payments, {events} events, {unmatched} \
+             events without their transition or payment"
         ));
     }
     let disorder = merchant.out_of_order();

@@ -135,6 +135,23 @@ async fn receive(AxState(s): AxState<Shared>, headers: HeaderMap, body: Bytes) -
     }
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let order_ref = v["data"]["order_ref"].as_str().unwrap_or("?").to_string();
+    if v["type"] == "order.payment_received" {
+        // A payment's event comes before the transition it causes: the order it names is
+        // never behind what was acknowledged before it.
+        let prev = g.acked.get(&order_ref).copied().unwrap_or(0);
+        let rank = match v["data"]["order"]["state"].as_str() {
+            Some("pending") => 1,
+            Some("confirmed") => 2,
+            Some("final") => 3,
+            _ => 0,
+        };
+        if rank < prev {
+            g.out_of_order.push(format!(
+                "{order_ref}: a payment at rank {rank} after rank {prev}"
+            ));
+        }
+        return StatusCode::OK;
+    }
     // An order's events arrive in the order of its transitions: each acknowledged event
     // goes further than every one acknowledged before it.
     let rank = match v["data"]["to_state"].as_str() {

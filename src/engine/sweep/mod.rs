@@ -67,6 +67,15 @@ impl Sweep<'_> {
             self.engine.fail(&mut self.acc, e);
             return self.acc;
         }
+        match self.engine.store.count_held().await {
+            Ok(n) => {
+                let l = crate::metrics::HeldL {
+                    reason: crate::metrics::HeldReason::underpaid,
+                };
+                self.engine.metrics.orders_held.get_or_create(&l).set(n);
+            }
+            Err(e) => tracing::warn!(error = %e, "Could not count the orders held."),
+        }
         // Payments to unpaid orders' deposit addresses that no provider reported.
         self.scan_unpaid().await;
         // The gauge: rows this sweep found reorganised away, per configured chain it swept.

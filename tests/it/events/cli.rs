@@ -44,19 +44,21 @@ async fn run_flushes(w: World) {
     run.assert_code(0);
     assert_eq!(run.json()["totals"]["applied"], 3);
     let delivered = receiver.delivered();
-    assert_eq!(delivered.len(), 2, "P-1 and P-3 before run exited");
+    // Each order's payment event, then its transition's.
+    assert_eq!(delivered.len(), 4, "P-1 and P-3 before run exited");
 
-    // P-2's retry came due within flush_timeout and failed too: dead.
+    // P-2's retry came due within flush_timeout and failed too: its payment event is dead,
+    // and its transition's event waits behind it (an order's events keep their order).
     let list = payrecon(&config, &["events", "--format", "json"]).await;
     list.assert_code(0);
     let v = list.json();
-    assert_eq!(v["events"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["events"].as_array().unwrap().len(), 6, "{v}");
     assert_eq!(
         (
             v["counts"]["pending"].as_i64(),
             v["counts"]["dead"].as_i64()
         ),
-        (Some(0), Some(1)),
+        (Some(1), Some(1)),
         "{v}"
     );
     let pending = payrecon(&config, &["events", "--status", "dead", "--order", "P-2"]).await;
@@ -75,12 +77,12 @@ async fn run_flushes(w: World) {
     let ev = &with_dead.json()["events"];
     assert_eq!(
         (ev["pending"].as_i64(), ev["dead"].as_i64()),
-        (Some(0), Some(1)),
+        (Some(1), Some(1)),
         "{ev}"
     );
     let text = payrecon(&config, &["status"]).await;
     assert!(
-        text.stdout.contains("events: 0 pending, 1 dead"),
+        text.stdout.contains("events: 1 pending, 1 dead"),
         "{}",
         text.stdout
     );
@@ -91,8 +93,12 @@ async fn run_flushes(w: World) {
     let usage = payrecon(&config, &["events", "replay"]).await;
     usage.assert_code(2);
     payrecon(&config, &["run"]).await.assert_code(0);
-    let last = receiver.received().into_iter().last().unwrap();
-    assert_eq!((last.id.as_str(), last.answered), (id.as_str(), 200));
+    // The replayed event, then the one that waited behind it.
+    let got = receiver.received();
+    let tail: Vec<_> = got[got.len() - 2..].iter().map(|r| r.answered).collect();
+    assert_eq!(tail, [200, 200]);
+    assert_eq!(got[got.len() - 2].id, id);
+    assert_eq!(receiver.delivered().len(), 6);
 
     let check = payrecon(&config, &["check"]).await;
     assert!(
@@ -183,7 +189,7 @@ async fn run_beside_serve(w: World) {
         || async {
             let c = w.store.event_counts().await.unwrap();
             let n = w.store.count("payrecon_events").await.unwrap();
-            n == 24 && c.pending == 0
+            n == 48 && c.pending == 0
         },
     )
     .await;
@@ -191,9 +197,10 @@ async fn run_beside_serve(w: World) {
     let (code, _) = serve.wait(std::time::Duration::from_secs(20)).await;
     assert_eq!(code, Some(0), "{}", serve.stderr());
     let got = receiver.received();
+    // 24 transitions and 24 payments, one event each.
     assert_eq!(w.count("payrecon_transitions").await, 24);
-    assert_eq!(super::distinct_ids(&got).len(), 24);
-    assert_eq!(got.len(), 24, "an event was sent twice");
+    assert_eq!(super::distinct_ids(&got).len(), 48);
+    assert_eq!(got.len(), 48, "an event was sent twice");
 }
 
 /// `payrecon events` is read-only like `status`: it never creates a SQLite file.

@@ -26,13 +26,18 @@ async fn a_webhook_transition_is_delivered_as_an_event_by_serve() {
         let body = cg_body(&w, "7101", &tx, &to);
         assert_eq!(d.post(CG, &cg_sig(CG_SECRET, &tx), body).await.0, 200);
         wait_applied(&w, "W-1").await;
-        wait_until("the event delivered", Duration::from_secs(5), || async {
-            !receiver.delivered().is_empty()
+        wait_until("the events delivered", Duration::from_secs(5), || async {
+            receiver.delivered().len() >= 2
         })
         .await;
+        // The payment's event, then the transition's.
         let got = receiver.delivered();
-        assert_eq!(got.len(), 1, "{url}");
-        let v = got[0].json();
+        assert_eq!(got.len(), 2, "{url}");
+        let p = got[0].json();
+        assert_eq!(p["type"], "order.payment_received", "{p}");
+        assert_eq!(p["data"]["source"], "webhook");
+        assert!(p["data"]["held"].is_null(), "{p}");
+        let v = got[1].json();
         assert_eq!(v["type"], "order.confirmed", "{v}");
         assert_eq!(v["data"]["order_ref"], "W-1");
         assert_eq!(v["data"]["source"], "webhook");
@@ -48,11 +53,12 @@ async fn a_webhook_transition_is_delivered_as_an_event_by_serve() {
         })
         .await;
         let events = super::all_events(w.store()).await;
-        assert_eq!(events.len(), 1);
-        assert_eq!(events[0].id, got[0].id);
+        assert_eq!(events.len(), 2);
+        let ids: std::collections::BTreeSet<_> = events.iter().map(|e| e.id.clone()).collect();
+        assert_eq!(ids, got.iter().map(|r| r.id.clone()).collect());
         let m = d.metrics().await;
         assert!(
-            m.contains("payrecon_events_total{outcome=\"delivered\"} 1"),
+            m.contains("payrecon_events_total{outcome=\"delivered\"} 2"),
             "{m}"
         );
     })

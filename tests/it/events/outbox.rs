@@ -31,10 +31,18 @@ async fn every_transition_payrecon_applies_has_exactly_one_event() {
 
         let report = w.run().await;
         assert_eq!(report.totals.applied, 3, "{}", report.to_json());
-        let events = all_events(w.store()).await;
+        let all = all_events(w.store()).await;
+        let (payments, events): (Vec<_>, Vec<_>) = all
+            .into_iter()
+            .partition(|e| e.kind == "order.payment_received");
         let audit = w.audit().await;
         let by_payrecon: Vec<_> = audit.iter().filter(|a| a.0 != "E-M").collect();
         assert_eq!(events.len(), by_payrecon.len(), "{events:?} {audit:?}");
+        // And one per payment payrecon credited (SPEC §14), none for the merchant's.
+        assert_eq!(payments.len(), 3, "{payments:?}");
+        assert!(payments
+            .iter()
+            .all(|e| e.order_ref.as_deref() != Some("E-M")));
         assert!(events.iter().all(|e| e.order_ref.as_deref() != Some("E-M")));
         let ids: std::collections::HashSet<_> = events.iter().map(|e| &e.id).collect();
         assert_eq!(ids.len(), events.len(), "ids are unique");
@@ -87,13 +95,16 @@ async fn every_transition_payrecon_applies_has_exactly_one_event() {
             .filter(|e| e.order_ref.as_deref() == Some("E-3"))
             .collect();
         let kinds: Vec<&str> = e3.iter().map(|e| e.kind.as_str()).collect();
-        assert_eq!(kinds, ["order.pending", "order.final"]);
+        assert_eq!(
+            kinds,
+            ["order.payment_received", "order.pending", "order.final"]
+        );
         let audit_rows = w.store().count("payrecon_transitions").await.unwrap();
         let events = w.store().count("payrecon_events").await.unwrap();
         assert_eq!(
             events,
-            audit_rows - 1,
-            "every transition but the merchant's"
+            audit_rows - 1 + 3,
+            "every transition but the merchant's, and every payment payrecon credited"
         );
     })
     .await;
@@ -175,7 +186,8 @@ async fn no_transition_commits_without_its_event() {
         let report = w.run().await;
         assert_eq!(report.totals.applied, 3, "{}", report.to_json());
         assert_eq!(store.count("payrecon_transitions").await.unwrap(), 3);
-        assert_eq!(store.count("payrecon_events").await.unwrap(), 3);
+        // Three transitions' events and three payments' events.
+        assert_eq!(store.count("payrecon_events").await.unwrap(), 6);
     })
     .await;
 }
@@ -194,4 +206,97 @@ async fn body_of(store: &Store, id: &str) -> serde_json::Value {
             .unwrap(),
     };
     serde_json::from_str(&body).unwrap()
+}
+
+/// SPEC §14: every payment payrecon credits is one `order.payment_received` event, written
+/// with it; a short one says `held` and the shortfall, the top-up that covers the order
+/// says neither and comes before the order's transition event.
+#[tokio::test]
+async fn every_credited_payment_has_one_payment_received_event_in_order() {
+    on_backends(|url| async move {
+        let Some(w) = world(&url, &events_table("http://127.0.0.1:9/none", 1, "")).await else {
+            return;
+        };
+        w.orders(&[("H-1", &payee(1), usdt(25))]).await;
+        let short = w.pay(&payee(1), usdt(20)).await;
+        w.notify("601", &short, &payee(1), "20");
+        w.run().await;
+        let events = all_events(w.store()).await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].kind, "order.payment_received");
+        let b = body_of(w.store(), &events[0].id).await;
+        let d = &b["data"];
+        assert_eq!(d["order_ref"], "H-1");
+        assert_eq!(d["held"], "underpaid");
+        assert_eq!(
+            (d["shortfall"].as_str(), d["excess"].as_str()),
+            (Some("5000000"), Some("0"))
+        );
+        assert_eq!(d["payment"]["tx_hash"], short.as_str());
+        assert_eq!(d["payment"]["amount"], "20000000");
+        assert_eq!(d["payment"]["chain"], "ethereum");
+        assert_eq!(
+            (
+                d["order"]["amount_due"].as_str(),
+                d["order"]["amount_paid"].as_str()
+            ),
+            (Some("25000000"), Some("20000000"))
+        );
+        assert_eq!(d["order"]["state"], "unpaid");
+        assert!(d["payment_id"].as_i64().unwrap() > 0);
+
+        // Seen again: credited once, so no second event.
+        w.run().await;
+        assert_eq!(all_events(w.store()).await.len(), 1);
+
+        let top_up = w.pay(&payee(1), usdt(7)).await;
+        w.notify("602", &top_up, &payee(1), "7");
+        w.run().await;
+        let events = all_events(w.store()).await;
+        let mine: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(mine.len(), 3, "{events:?}");
+        let top = events
+            .iter()
+            .filter(|e| e.kind == "order.payment_received")
+            .map(|e| e.id.clone())
+            .collect::<Vec<_>>();
+        let mut bodies = Vec::new();
+        for id in &top {
+            bodies.push(body_of(w.store(), id).await);
+        }
+        let t = bodies
+            .iter()
+            .find(|b| b["data"]["payment"]["tx_hash"] == top_up.as_str())
+            .unwrap();
+        let d = &t["data"];
+        assert!(d["held"].is_null(), "{t}");
+        assert_eq!(
+            (d["shortfall"].as_str(), d["excess"].as_str()),
+            (Some("0"), Some("2000000"))
+        );
+        assert_eq!(d["order"]["amount_paid"], "27000000");
+        assert_eq!(d["order"]["state"], "pending");
+        // Delivery order: the payment's event before the order's transition event.
+        let order = delivery_order(w.store()).await;
+        assert_eq!(
+            order.iter().map(|(_, k)| k.as_str()).collect::<Vec<_>>(),
+            [
+                "order.payment_received",
+                "order.payment_received",
+                "order.pending"
+            ],
+            "{url}"
+        );
+    })
+    .await;
+}
+
+/// `(id, type)` of every event in the order they are delivered in.
+async fn delivery_order(store: &Store) -> Vec<(String, String)> {
+    let sql = "SELECT id, type FROM payrecon_events ORDER BY seq";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .unwrap()
 }

@@ -221,6 +221,9 @@ async fn amounts_decide_paid_a_short_payment_is_held_until_a_top_up_covers_it() 
             rows.iter().filter(|f| f.kind == "amount_mismatch").count(),
             2
         );
+        let held = |n: u32| format!("payrecon_orders_held{{reason=\"underpaid\"}} {n}");
+        let m = w.app.engine.metrics.encode();
+        assert!(m.contains(&held(1)), "{m}");
 
         // A second run sees the short payment again: still held, credited once.
         let again = w.run().await;
@@ -244,6 +247,7 @@ async fn amounts_decide_paid_a_short_payment_is_held_until_a_top_up_covers_it() 
             (u.state, u.tx_hash.clone(), u.amount_paid.as_deref()),
             (State::Pending, Some(top_up.to_string()), Some("25000000"))
         );
+        assert!(w.app.engine.metrics.encode().contains(&held(0)));
     })
     .await;
 }

@@ -6,7 +6,7 @@ use super::{series, world_with_payments, Served, EVERY_SECOND, NEVER};
 use crate::cli::harness::World;
 use crate::support::wait_until;
 
-const METRICS: [&str; 17] = [
+const METRICS: [&str; 18] = [
     "payrecon_runs_total",
     "payrecon_run_duration_seconds",
     "payrecon_last_success_timestamp_seconds",
@@ -24,6 +24,7 @@ const METRICS: [&str; 17] = [
     "payrecon_events_oldest_pending_seconds",
     "payrecon_events_dead",
     "payrecon_list_full_scans_total",
+    "payrecon_orders_held",
 ];
 
 /// Every label value is a bounded enum or a configured name: never a hash or an address.
@@ -62,6 +63,9 @@ fn assert_bounded_labels(text: &str) {
         // payrecon_events_total (SPEC §10).
         "delivered",
         "dead",
+        // payrecon_orders_held (SPEC §14).
+        "underpaid",
+        "late",
     ];
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         assert!(

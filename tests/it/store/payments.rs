@@ -36,6 +36,7 @@ fn credit(n: u64, amount: u64, before: Option<u64>, after: u64) -> NewPayment {
         state: State::Final,
         paid_before: before.map(U256::from),
         paid_after: U256::from(after),
+        amount_due: U256::from(25),
     }
 }
 
