@@ -42,6 +42,7 @@ pub enum Kind {
     amount_mismatch,
     unknown_payment,
     reorged,
+    late_payment,
 }
 
 impl From<GapKind> for Kind {
@@ -53,6 +54,7 @@ impl From<GapKind> for Kind {
             GapKind::AmountMismatch => Kind::amount_mismatch,
             GapKind::UnknownPayment => Kind::unknown_payment,
             GapKind::Reorged => Kind::reorged,
+            GapKind::LatePayment => Kind::late_payment,
         }
     }
 }

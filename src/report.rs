@@ -17,6 +17,9 @@ pub struct Gaps {
     pub amount_mismatch: u64,
     pub unknown_payment: u64,
     pub reorged: u64,
+    /// A payment after its order expired (SPEC §14).
+    #[serde(default)]
+    pub late_payment: u64,
 }
 
 impl Gaps {
@@ -28,7 +31,19 @@ impl Gaps {
             GapKind::AmountMismatch => &mut self.amount_mismatch,
             GapKind::UnknownPayment => &mut self.unknown_payment,
             GapKind::Reorged => &mut self.reorged,
+            GapKind::LatePayment => &mut self.late_payment,
         } += n;
+    }
+    pub fn get(&self, kind: GapKind) -> u64 {
+        match kind {
+            GapKind::Missing => self.missing,
+            GapKind::Lagging => self.lagging,
+            GapKind::FailedNotification => self.failed_notification,
+            GapKind::AmountMismatch => self.amount_mismatch,
+            GapKind::UnknownPayment => self.unknown_payment,
+            GapKind::Reorged => self.reorged,
+            GapKind::LatePayment => self.late_payment,
+        }
     }
     pub fn total(&self) -> u64 {
         self.missing
@@ -37,6 +52,7 @@ impl Gaps {
             + self.amount_mismatch
             + self.unknown_payment
             + self.reorged
+            + self.late_payment
     }
 }
 
@@ -155,7 +171,7 @@ impl Report {
             let g = &p.gaps;
             let _ = writeln!(
                 s,
-                "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
+                "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {}, late_payment {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
                 p.provider,
                 p.status,
                 p.checked,
@@ -166,6 +182,7 @@ impl Report {
                 g.amount_mismatch,
                 g.unknown_payment,
                 g.reorged,
+                g.late_payment,
                 p.applied,
                 p.refused_backwards,
                 p.rejected,

@@ -241,15 +241,13 @@ impl BitcoinClient {
                 number: height,
                 hash: hash.to_lowercase(),
             };
-            out.push(transfer(
-                &self.settings.name,
-                head,
-                q,
-                index,
-                to,
-                o.value,
-                block,
-            ));
+            let mut t = transfer(&self.settings.name, head, q, index, to, o.value, block);
+            t.block_time = tx
+                .status
+                .block_time
+                .and_then(|s| i64::try_from(s).ok())
+                .and_then(|s| jiff::Timestamp::from_second(s).ok());
+            out.push(t);
         }
         out
     }
@@ -397,6 +395,7 @@ fn transfer(
         amount: U256::from(sats),
         state: head.state_of(block.number),
         block,
+        block_time: None,
     }
 }
 

@@ -231,6 +231,7 @@ fn transfer(
         amount,
         block: place.block.clone(),
         state: place.head.state_of(place.block.number),
+        block_time: None,
     }
 }
 

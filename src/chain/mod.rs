@@ -227,6 +227,19 @@ impl ChainClient {
         }
     }
 
+    /// The time of each of `blocks` (SPEC §14: late payments are judged by block time). Bitcoin
+    /// transfers carry theirs already: none to read.
+    pub async fn block_times(
+        &self,
+        blocks: &[u64],
+    ) -> Result<std::collections::HashMap<u64, jiff::Timestamp>, ChainError> {
+        match self {
+            ChainClient::Evm(c) => c.block_times(blocks).await,
+            ChainClient::Tron(c) => c.evm().block_times(blocks).await,
+            ChainClient::Bitcoin(_) => Ok(std::collections::HashMap::new()),
+        }
+    }
+
     /// Whether the deposit scan reads this chain by address (every payment to an address,
     /// native included: Bitcoin) rather than by token logs (EVM, Tron).
     pub fn scans_by_address(&self) -> bool {

@@ -58,6 +58,33 @@ impl super::EvmClient {
         Ok(lo)
     }
 
+    /// The time of each of `blocks` (JSON-RPC batches of `batch_size`); a block the node does
+    /// not return is absent.
+    pub async fn block_times(
+        &self,
+        blocks: &[u64],
+    ) -> Result<std::collections::HashMap<u64, jiff::Timestamp>, ChainError> {
+        let mut out = std::collections::HashMap::new();
+        for chunk in blocks.chunks(self.settings.batch_size.max(1)) {
+            let calls: Vec<(&'static str, Value)> = chunk
+                .iter()
+                .map(|n| ("eth_getBlockByNumber", json!([format!("{n:#x}"), false])))
+                .collect();
+            let values = self.rpc.batch("block times", &calls).await?;
+            for (n, raw) in chunk.iter().zip(values) {
+                let b: Option<BlockTime> = serde_json::from_str(raw.get()).ok().flatten();
+                let t = b.and_then(|b| {
+                    let secs = i64::try_from(b.timestamp.to::<u64>()).ok()?;
+                    jiff::Timestamp::from_second(secs).ok()
+                });
+                if let Some(t) = t {
+                    out.insert(*n, t);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     async fn block_time(&self, n: u64) -> Result<u64, ChainError> {
         let b: Option<BlockTime> = self
             .rpc
@@ -136,6 +163,7 @@ impl super::EvmClient {
                 hash: format!("{:#x}", log.block_hash?),
             },
             state: head.state_of(number),
+            block_time: None,
         })
     }
 }

@@ -144,6 +144,7 @@ impl TronApi {
             amount,
             block: BlockRef { number, hash },
             state: head.state_of(number),
+            block_time: None,
         }]))
     }
 

@@ -91,3 +91,17 @@ fn a_bad_tolerance_names_its_key() {
         .to_string();
     assert!(e.contains("reconcile.underpaid_tolerance"), "{e}");
 }
+
+#[test]
+fn late_payments_is_hold_or_accept() {
+    assert!(!load(BASE).unwrap().amounts.accept_late, "hold by default");
+    let accept = format!("{BASE}\n[reconcile]\nlate_payments = \"accept\"\n");
+    assert!(load(&accept).unwrap().amounts.accept_late);
+    let hold = format!("{BASE}\n[reconcile]\nlate_payments = \"hold\"\n");
+    assert!(!load(&hold).unwrap().amounts.accept_late);
+    for bad in ["Accept", "reject", ""] {
+        let text = format!("{BASE}\n[reconcile]\nlate_payments = \"{bad}\"\n");
+        let e = load(&text).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("reconcile.late_payments"), "{bad:?}: {e}");
+    }
+}

@@ -253,9 +253,19 @@ pub(super) fn amount_policy(raw: &RawConfig) -> Result<AmountPolicy, ConfigError
             }
         }
     }
+    let accept_late = match raw.reconcile.late_payments.as_str() {
+        "hold" => false,
+        "accept" => true,
+        other => {
+            return Err(err(format!(
+                "reconcile.late_payments: {other:?} is neither \"hold\" nor \"accept\""
+            )))
+        }
+    };
     Ok(AmountPolicy {
         tolerance,
         per_asset,
+        accept_late,
     })
 }
 

@@ -82,6 +82,9 @@ pub struct ReconcileConfig {
     /// (`"10000"`) or a share of the amount due (`"0.5%"`, at most `"10%"`). Validated into
     /// `Config::amounts`; `[assets."…"] underpaid_tolerance` overrides it per asset.
     pub underpaid_tolerance: String,
+    /// A payment in a block after its order's `expires_at`: `hold` (credited, the order does
+    /// not move, a person decides) or `accept` (it counts like any payment). SPEC §14.
+    pub late_payments: String,
 }
 
 impl Default for ReconcileConfig {
@@ -94,6 +97,7 @@ impl Default for ReconcileConfig {
             shutdown_grace: Duration::from_secs(30),
             lease_ttl: Duration::from_secs(30),
             underpaid_tolerance: "0".into(),
+            late_payments: "hold".into(),
         }
     }
 }

@@ -22,6 +22,7 @@ fn transfer(n: u8, amount: u64, state: State) -> ChainTransfer {
             hash: format!("0x{}", "cd".repeat(32)),
         },
         state,
+        block_time: None,
     }
 }
 
@@ -38,6 +39,7 @@ fn order(id: i64, pay_to: &str, state: State) -> LedgerRow {
         block: None,
         state,
         credits: Vec::new(),
+        expires_at: None,
     }
 }
 

@@ -66,24 +66,48 @@ pub(super) fn plan_credit(
     in_plan: &mut InPlan,
     how: &str,
 ) -> Credited {
+    // An order that expires is judged by the payment's block time; without one the payment
+    // waits (the engine reads block times for such orders, so this is a block it could not).
+    if row.expires_at.is_some() && t.block_time.is_none() {
+        return Credited::Short;
+    }
+    let accept_late = ledger.policy.accept_late;
+    let held_late = row.is_late(t.block_time) && !accept_late;
     let prior = in_plan.credits(row);
     let paid_before = in_plan.paid(row);
-    let mut parts: Vec<Credit> = prior.iter().map(as_credit).collect();
-    parts.push(Credit {
-        amount: t.amount,
-        state: t.state,
-        block: t.block.number,
-        index: t.key.log_index,
-    });
-    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-    let c = match cover(row.amount_due, tolerance, &parts) {
-        Ok(c) => c,
-        Err(overflow) => {
-            let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-            f.detail = format!("{overflow}; nothing credited");
-            plan.findings.push(f);
-            return Credited::Short;
+    // What counts toward the cover: every credit but the late ones held for being late.
+    let mut parts: Vec<Credit> = Vec::new();
+    let mut which: Vec<Option<usize>> = Vec::new();
+    for (i, p) in prior.iter().enumerate() {
+        if accept_late || !row.is_late(p.block_time) {
+            parts.push(as_credit(p));
+            which.push(Some(i));
         }
+    }
+    if !held_late {
+        parts.push(Credit {
+            amount: t.amount,
+            state: t.state,
+            block: t.block.number,
+            index: t.key.log_index,
+        });
+        which.push(None);
+    }
+    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+    let total = prior
+        .iter()
+        .try_fold(t.amount, |acc, p| acc.checked_add(p.amount));
+    let (c, Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
+        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
+        f.detail = format!("{}; nothing credited", super::cover::SumOverflow);
+        plan.findings.push(f);
+        return Credited::Short;
+    };
+    let Ok(c) = c else {
+        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
+        f.detail = format!("{}; nothing credited", super::cover::SumOverflow);
+        plan.findings.push(f);
+        return Credited::Short;
     };
     let credit = NewPayment {
         key: t.key.clone(),
@@ -91,21 +115,25 @@ pub(super) fn plan_credit(
         block: t.block.clone(),
         state: t.state,
         paid_before,
-        paid_after: c.paid,
+        paid_after: total,
         amount_due: row.amount_due,
+        block_time: t.block_time,
+        held_late,
     };
-    let attach = c.completing.map(|i| match prior.get(i) {
-        Some(p) => Attach {
-            key: p.key.clone(),
-            amount: c.paid,
-            block: p.block.clone().unwrap_or_default(),
-        },
-        None => Attach {
-            key: t.key.clone(),
-            amount: c.paid,
-            block: t.block.clone(),
-        },
-    });
+    let attach = c
+        .completing
+        .map(|i| match which[i].and_then(|k| prior.get(k)) {
+            Some(p) => Attach {
+                key: p.key.clone(),
+                amount: total,
+                block: p.block.clone().unwrap_or_default(),
+            },
+            None => Attach {
+                key: t.key.clone(),
+                amount: total,
+                block: t.block.clone(),
+            },
+        });
     let covered = attach.is_some();
     let to = row.state.max(c.state);
     plan.transitions.push(PlannedTransition {
@@ -124,10 +152,16 @@ pub(super) fn plan_credit(
             amount: t.amount,
             state: t.state,
             block: Some(t.block.clone()),
+            block_time: t.block_time,
         },
     );
+    if row.is_late(t.block_time) {
+        plan.findings.push(late(obs, t, row, accept_late, idx));
+    }
     if !covered {
-        plan.findings.push(held(obs, t, row, &c));
+        if !held_late {
+            plan.findings.push(held(obs, t, row, &c));
+        }
         return Credited::Short;
     }
     if row.state == State::Unpaid {
@@ -151,6 +185,68 @@ pub(super) fn plan_credit(
         plan.findings.push(f);
     }
     Credited::Covered
+}
+
+/// The `late_payment` finding of a payment in a block after its order expired: held, or
+/// (with `late_payments = "accept"`) what its step `idx` did.
+pub(super) fn late(
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    accepted: bool,
+    idx: usize,
+) -> Finding {
+    let mut f = finding(obs, t, row, GapKind::LatePayment);
+    let (when, expired) = (
+        t.block_time.map(|b| b.to_string()).unwrap_or_default(),
+        row.expires_at.map(|e| e.to_string()).unwrap_or_default(),
+    );
+    if accepted {
+        f.outcome = Outcome::Transition(idx);
+        f.detail = format!(
+            "late: paid {} in a block of {when}, after the order expired at {expired}; \
+             counted (late_payments = \"accept\")",
+            t.amount
+        );
+    } else {
+        f.outcome = Outcome::Decided(Action::Held);
+        f.detail = format!(
+            "late: paid {} in a block of {when}, after the order expired at {expired}; \
+             credited and held until an operator decides",
+            t.amount
+        );
+    }
+    f
+}
+
+/// A payment already credited to a held order, seen again: held for being late, or short.
+pub(super) fn held_again(
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    credits: &[CreditedPayment],
+    ledger: &LedgerView,
+) -> Option<Finding> {
+    let accept_late = ledger.policy.accept_late;
+    let seen = credits.iter().find(|c| c.key == t.key);
+    if !accept_late && seen.is_some_and(|c| row.is_late(c.block_time)) {
+        let mut seen_t = t.clone();
+        seen_t.block_time = seen.and_then(|c| c.block_time);
+        return Some(late(obs, &seen_t, row, false, 0));
+    }
+    let parts: Vec<Credit> = credits
+        .iter()
+        .filter(|c| accept_late || !row.is_late(c.block_time))
+        .map(as_credit)
+        .collect();
+    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+    let c = cover(row.amount_due, tolerance, &parts).ok()?;
+    let mut c = c;
+    // The detail names what was paid, the held late payments included.
+    c.paid = credits
+        .iter()
+        .fold(U256::ZERO, |a, p| a.saturating_add(p.amount));
+    c.completing.is_none().then(|| held(obs, t, row, &c))
 }
 
 /// The finding of a payment credited to an order that is still short: `held`.

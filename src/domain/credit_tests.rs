@@ -14,6 +14,7 @@ fn credited(t: &ChainTransfer) -> CreditedPayment {
         amount: t.amount,
         state: t.state,
         block: Some(t.block.clone()),
+        block_time: None,
     }
 }
 
@@ -227,4 +228,77 @@ fn a_held_payment_re_included_elsewhere_is_reorged_not_credited_again() {
     second.amount = U256::from(5);
     let plan = reconcile(&[seen(&second)], &view(vec![partly_paid(1, 25, &[&held])]));
     assert_eq!(plan.transitions[0].to, State::Final);
+}
+
+fn at(secs: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_800_000_000 + secs).unwrap()
+}
+
+/// A transfer `n` of `amount` in a block of time `at(secs)`.
+fn timed(n: u8, amount: u64, secs: i64) -> ChainTransfer {
+    let mut t = transfer(n, 0, amount, State::Final);
+    t.block.number = 100 + u64::from(n);
+    t.block_time = Some(at(secs));
+    t
+}
+
+#[test]
+fn a_late_payment_is_credited_and_held_or_accepted() {
+    let mut row = order(1, 25, State::Unpaid, None);
+    row.expires_at = Some(at(0));
+    let late = timed(1, 25, 60);
+    let plan = reconcile(&[seen(&late)], &view(vec![row.clone()]));
+    assert_eq!(kinds(&plan), ["late_payment"]);
+    assert_eq!(plan.findings[0].outcome, Outcome::Decided(Action::Held));
+    let tr = &plan.transitions[0];
+    assert_eq!((tr.to, tr.attach.is_none()), (State::Unpaid, true));
+    let c = tr.credit.as_ref().unwrap();
+    assert!(c.held_late);
+    assert_eq!(c.paid_after, U256::from(25));
+
+    // On time (at the second it expires): paid.
+    let plan = reconcile(&[seen(&timed(1, 25, 0))], &view(vec![row.clone()]));
+    assert_eq!(kinds(&plan), ["missing"]);
+
+    // Accepted: counted, flagged, applied.
+    let mut ledger = view(vec![row.clone()]);
+    ledger.policy.accept_late = true;
+    let plan = reconcile(&[seen(&late)], &ledger);
+    assert_eq!(kinds(&plan), ["late_payment", "missing"]);
+    assert_eq!(plan.findings[0].outcome, Outcome::Transition(0));
+    assert_eq!(plan.transitions[0].to, State::Final);
+
+    // An order that expires, and no block time: the payment waits.
+    let mut untimed = late.clone();
+    untimed.block_time = None;
+    let plan = reconcile(&[seen(&untimed)], &view(vec![row]));
+    assert_eq!(plan, Plan::default());
+}
+
+#[test]
+fn a_late_top_up_never_completes_an_order_held() {
+    let early = timed(1, 20, -60);
+    let mut row = partly_paid(1, 25, &[&early]);
+    row.credits[0].block_time = early.block_time;
+    row.expires_at = Some(at(0));
+    let plan = reconcile(&[seen(&timed(2, 5, 60))], &view(vec![row.clone()]));
+    assert_eq!(plan.transitions[0].to, State::Unpaid);
+    assert_eq!(
+        plan.transitions[0].credit.as_ref().unwrap().paid_after,
+        U256::from(25)
+    );
+    assert_eq!(kinds(&plan), ["late_payment"]);
+    // Seen again once credited: held for being late.
+    let mut held = row.clone();
+    let top = timed(2, 5, 60);
+    held.credits.push(CreditedPayment {
+        block_time: top.block_time,
+        ..credited(&top)
+    });
+    held.amount_paid = Some(U256::from(25));
+    let mut ledger = view(vec![]);
+    ledger.insert_credited(top.key.clone(), held);
+    let plan = reconcile(&[seen(&top)], &ledger);
+    assert!(plan.transitions.is_empty());
+    assert_eq!(kinds(&plan), ["late_payment"]);
 }

@@ -80,16 +80,19 @@ pub enum GapKind {
     AmountMismatch,
     UnknownPayment,
     Reorged,
+    /// A payment in a block after its order's `expires_at` (SPEC §14).
+    LatePayment,
 }
 
 impl GapKind {
-    pub const ALL: [GapKind; 6] = [
+    pub const ALL: [GapKind; 7] = [
         GapKind::Missing,
         GapKind::Lagging,
         GapKind::FailedNotification,
         GapKind::AmountMismatch,
         GapKind::UnknownPayment,
         GapKind::Reorged,
+        GapKind::LatePayment,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -100,6 +103,7 @@ impl GapKind {
             GapKind::AmountMismatch => "amount_mismatch",
             GapKind::UnknownPayment => "unknown_payment",
             GapKind::Reorged => "reorged",
+            GapKind::LatePayment => "late_payment",
         }
     }
 }

@@ -16,6 +16,9 @@ pub struct ChainTransfer {
     pub block: BlockRef,
     /// State derived from confirmations and finality (never `Unpaid`).
     pub state: State,
+    /// The block's time, where the chain gave it (Bitcoin), or the engine read it for an order
+    /// that expires (SPEC §14's late payments).
+    pub block_time: Option<jiff::Timestamp>,
 }
 
 /// The chain's verdict on a transaction named by a provider record or a ledger row.
@@ -69,6 +72,17 @@ pub struct LedgerRow {
     /// The payments credited to the order (`payrecon_payments`), loaded for orders still
     /// `unpaid` that hold part of their amount; empty otherwise.
     pub credits: Vec<CreditedPayment>,
+    /// When the order stops taking payments (`orders.expires_at`): a payment in a later
+    /// block is late (SPEC §14).
+    pub expires_at: Option<jiff::Timestamp>,
+}
+
+impl LedgerRow {
+    /// Whether a payment in a block of time `block_time` is late for this order (`None`: no
+    /// block time known, which is not late; the engine reads it for orders that expire).
+    pub fn is_late(&self, block_time: Option<jiff::Timestamp>) -> bool {
+        matches!((self.expires_at, block_time), (Some(e), Some(b)) if b > e)
+    }
 }
 
 /// A payment already credited to an order (a `payrecon_payments` row).
@@ -79,6 +93,7 @@ pub struct CreditedPayment {
     pub state: State,
     /// `None` for a payment whose block was never recorded (written by the merchant).
     pub block: Option<BlockRef>,
+    pub block_time: Option<jiff::Timestamp>,
 }
 
 /// The merchant's rules for amounts (SPEC §14): how short an order may be paid and still
@@ -88,6 +103,8 @@ pub struct AmountPolicy {
     pub tolerance: Tolerance,
     /// Per asset, keyed `"<chain>:<asset>"` in the asset's canonical spelling.
     pub per_asset: HashMap<String, Tolerance>,
+    /// `late_payments = "accept"`: a late payment counts like any other (default: held).
+    pub accept_late: bool,
 }
 
 impl AmountPolicy {
@@ -167,6 +184,10 @@ pub struct NewPayment {
     pub paid_after: U256,
     /// The order's `amount_due` (for the payment's event).
     pub amount_due: U256,
+    /// The block's time, when known (`payrecon_payments.block_time`).
+    pub block_time: Option<jiff::Timestamp>,
+    /// In a block after the order expired, and held for it (`late_payments = "hold"`).
+    pub held_late: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
 use super::cover::{cover, Credit};
-use super::credit::{amounts_detail, as_credit, held, plan_credit, Credited, InPlan};
+use super::credit::{amounts_detail, held, held_again, plan_credit, Credited, InPlan};
 use super::findings::{finding, infer_failed, push_failed};
 use super::model::{GapKind, PaymentKey, State, U256};
 use super::plan::{
@@ -132,7 +132,8 @@ fn drop_held_of_covered(plan: &mut Plan) {
     }
     let covered: HashSet<String> = covered.into_iter().map(str::to_string).collect();
     plan.findings.retain(|f| {
-        f.outcome != Outcome::Decided(Action::Held)
+        f.kind != GapKind::AmountMismatch
+            || f.outcome != Outcome::Decided(Action::Held)
             || !f.order_ref.as_ref().is_some_and(|r| covered.contains(r))
     });
 }
@@ -200,13 +201,9 @@ fn plan_keyed(
         // follows the cover, and while it is short the payment stays held. (Not a claim:
         // a top-up in this plan may still complete the order.)
         if row.state == State::Unpaid && !claimed.contains(&row.id) {
-            let parts: Vec<Credit> = in_plan.credits(row).iter().map(as_credit).collect();
-            let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-            if let Ok(c) = cover(row.amount_due, tolerance, &parts) {
-                if c.completing.is_none() {
-                    plan.findings.push(held(obs, t, row, &c));
-                }
-            }
+            let credits = in_plan.credits(row);
+            plan.findings
+                .extend(held_again(obs, t, row, &credits, ledger));
         }
         return;
     }

@@ -24,6 +24,7 @@ pub(super) fn transfer(n: u8, log_index: i64, amount: u64, state: State) -> Chai
             hash: format!("0x{}", "cd".repeat(32)),
         },
         state,
+        block_time: None,
     }
 }
 
@@ -58,6 +59,7 @@ pub(super) fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>
         block: key.map(|t| t.block.clone()),
         state,
         credits: Vec::new(),
+        expires_at: None,
     }
 }
 

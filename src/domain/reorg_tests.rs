@@ -26,6 +26,7 @@ fn transfer(li: i64, to: &str, amount: u64, b: BlockRef) -> ChainTransfer {
         amount: U256::from(amount),
         block: b,
         state: State::Pending,
+        block_time: None,
     }
 }
 
@@ -42,6 +43,7 @@ fn row(t: &ChainTransfer, b: Option<BlockRef>) -> LedgerRow {
         block: b,
         state: State::Confirmed,
         credits: Vec::new(),
+        expires_at: None,
     }
 }
 

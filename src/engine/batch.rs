@@ -8,8 +8,8 @@ use jiff::Timestamp;
 use super::simulate::{remember, simulate};
 use super::{Engine, RunCtx};
 use crate::domain::{
-    reconcile, reconcile_claims, Action, Claim, Finding, GapKind, LedgerRow, LedgerView,
-    Observation, Outcome, Plan, ResendRequest,
+    reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerRow,
+    LedgerView, Observation, Outcome, Plan, ResendRequest,
 };
 use crate::metrics::{
     GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
@@ -88,6 +88,12 @@ impl Engine {
         view: &LedgerView,
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
+        // Orders that expire judge a payment by its block's time (SPEC §14): read it.
+        let timed = self.block_times(ctx, seen.observations, view).await;
+        let seen = BatchInput {
+            observations: timed.as_deref().unwrap_or(seen.observations),
+            claims: seen.claims,
+        };
         let plan = plan_batch(ctx, acc, seen, view, extra);
         let outcomes = self.apply_plan(ctx, acc, &plan).await?;
         let resend_actions = self
@@ -100,6 +106,59 @@ impl Engine {
         }
         self.record_findings(ctx, acc, &plan, &outcomes, &resend_actions)
             .await
+    }
+
+    /// The observations with their block times, when an order of the view expires and some
+    /// transfer has none (one batched read per chain of the distinct blocks); `None` when
+    /// nothing needs them. A chain that cannot be read leaves its transfers without: those to
+    /// orders that expire then wait for the next run.
+    async fn block_times(
+        &self,
+        ctx: &RunCtx,
+        observations: &[Observation],
+        view: &LedgerView,
+    ) -> Option<Vec<Observation>> {
+        let expires = view
+            .by_key
+            .values()
+            .chain(view.by_ref.values())
+            .chain(view.unpaid.values().flatten())
+            .any(|r| r.expires_at.is_some());
+        let untimed = |o: &Observation| match &o.verdict {
+            ChainVerdict::Transfer(t) if t.block_time.is_none() => Some(t.block.number),
+            _ => None,
+        };
+        if !expires || !observations.iter().any(|o| untimed(o).is_some()) {
+            return None;
+        }
+        let mut blocks: HashMap<&str, Vec<u64>> = HashMap::new();
+        for o in observations {
+            if let Some(n) = untimed(o) {
+                blocks.entry(o.chain.as_str()).or_default().push(n);
+            }
+        }
+        let mut times: HashMap<(String, u64), Timestamp> = HashMap::new();
+        for (chain, mut numbers) in blocks {
+            let Some(client) = self.chains.get(chain) else {
+                continue;
+            };
+            numbers.sort_unstable();
+            numbers.dedup();
+            match client.block_times(&numbers).await {
+                Ok(got) => times.extend(got.into_iter().map(|(n, t)| ((chain.to_string(), n), t))),
+                Err(e) => tracing::warn!(chain, run_id = %ctx.run_id, error = %self.redact(&e),
+                    "Could not read block times; payments to orders that expire wait."),
+            }
+        }
+        let mut out = observations.to_vec();
+        for o in &mut out {
+            if let ChainVerdict::Transfer(t) = &mut o.verdict {
+                if t.block_time.is_none() {
+                    t.block_time = times.get(&(o.chain.clone(), t.block.number)).copied();
+                }
+            }
+        }
+        Some(out)
     }
 
     /// Writes the plan's transitions (when the run writes), wakes the event delivery when

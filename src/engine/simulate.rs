@@ -68,6 +68,7 @@ pub(super) fn remember(
                 amount: p.amount,
                 state: p.state,
                 block: Some(p.block.clone()),
+                block_time: p.block_time,
             });
         }
         if let Some(a) = &t.attach {

@@ -152,15 +152,8 @@ impl Status {
         rows.push(("total", &g.total));
         for (name, gaps) in rows {
             let _ = write!(s, "{name:<12}");
-            for n in [
-                gaps.missing,
-                gaps.lagging,
-                gaps.failed_notification,
-                gaps.amount_mismatch,
-                gaps.unknown_payment,
-                gaps.reorged,
-            ] {
-                let _ = write!(s, " {n:>19}");
+            for k in GapKind::ALL {
+                let _ = write!(s, " {:>19}", gaps.get(k));
             }
             let _ = writeln!(s, " {:>7}", gaps.total());
         }

@@ -372,12 +372,32 @@ impl Store {
         payments::held_page(self, after, limit).await
     }
 
-    /// Orders held short now: unpaid, no key, part of their amount credited (SPEC §14).
-    pub async fn count_held(&self) -> Result<i64, StoreError> {
-        let sql = "SELECT COUNT(*) FROM orders WHERE state = 'unpaid' AND tx_hash IS NULL \
-                   AND amount_paid IS NOT NULL";
-        rows::on_pool!(self, p => sqlx::query_scalar::<_, i64>(sql).fetch_one(rows::counted(p)).await)
-            .map_err(|e| rows::db_error("count the orders held", e))
+    /// Orders held now (SPEC §14): unpaid, no key, part of their amount credited; as
+    /// `(underpaid, late)`, late when one of their payments is in a block after `expires_at`.
+    pub async fn count_held(&self) -> Result<(i64, i64), StoreError> {
+        let held = "o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL";
+        let late = |bt: &str, exp: &str| {
+            format!(
+                "SELECT COUNT(*) FILTER (WHERE NOT l), COUNT(*) FILTER (WHERE l) FROM (SELECT \
+                 EXISTS (SELECT 1 FROM payrecon_payments p WHERE p.order_id = o.id \
+                 AND {bt} > {exp}) AS l FROM orders o WHERE {held}) h"
+            )
+        };
+        let res = match self {
+            Store::Sqlite(p) => {
+                let sql = late(
+                    &rows::sqlite_ms("p.block_time"),
+                    &rows::sqlite_ms("o.expires_at"),
+                );
+                sqlx::query_as(&sql).fetch_one(rows::counted(p)).await
+            }
+            Store::Postgres(p) => {
+                sqlx::query_as(&late("p.block_time", "o.expires_at"))
+                    .fetch_one(rows::counted(p))
+                    .await
+            }
+        };
+        res.map_err(|e| rows::db_error("count the orders held", e))
     }
 
     /// Moves held payment `payment_id` to `r`'s new position, guarded like `rekey`.

@@ -143,7 +143,7 @@ struct PaymentData<'a> {
     payment_id: i64,
     payment: PaymentPart<'a>,
     order: OrderPart<'a>,
-    /// `null`, or why the order did not move: `underpaid`.
+    /// `null`, or why the order did not move: `underpaid` or `late`.
     held: Option<&'a str>,
     shortfall: String,
     excess: String,
@@ -203,7 +203,11 @@ pub(crate) fn payment_event(
                 amount_paid: p.paid_after.to_string(),
                 state: t.to.as_str(),
             },
-            held: t.attach.is_none().then_some("underpaid"),
+            held: if p.held_late {
+                Some("late")
+            } else {
+                t.attach.is_none().then_some("underpaid")
+            },
             shortfall: p.amount_due.saturating_sub(p.paid_after).to_string(),
             excess: p.paid_after.saturating_sub(p.amount_due).to_string(),
             source: ctx.source.as_str(),

@@ -14,11 +14,10 @@ use crate::domain::{
     PaymentKey, State,
 };
 
-/// The columns of a credited payment, in `decode_credit` order (SQLite).
-const SQLITE_CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, \
-     CAST(p.amount AS TEXT), p.state, p.block_number, p.block_hash";
-const PG_CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, p.amount::text, \
-     p.state, p.block_number, p.block_hash";
+/// The columns of a credited payment, in `decode_credit` order (`{bt}`: the block time in
+/// milliseconds, per backend).
+const CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, {amount}, p.state, \
+     p.block_number, p.block_hash, {bt}";
 
 type CreditRow = (
     i64,
@@ -29,10 +28,11 @@ type CreditRow = (
     String,
     Option<i64>,
     Option<String>,
+    Option<i64>,
 );
 
 fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
-    let (order_id, chain, tx, log_index, amount, state, number, hash) = r;
+    let (order_id, chain, tx, log_index, amount, state, number, hash, bt) = r;
     let parsed = (|| {
         Ok::<_, crate::domain::InputError>(CreditedPayment {
             key: PaymentKey {
@@ -49,6 +49,7 @@ fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
                 }),
                 _ => None,
             },
+            block_time: bt.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()),
         })
     })();
     match parsed {
@@ -95,8 +96,11 @@ pub(super) async fn load_credits(
 }
 
 async fn sqlite_credits(pool: &SqlitePool, ids: &[i64]) -> Result<Vec<CreditRow>, StoreError> {
+    let cols = CREDIT_COLUMNS
+        .replace("{amount}", "CAST(p.amount AS TEXT)")
+        .replace("{bt}", &super::rows::sqlite_ms("p.block_time"));
     let sql = format!(
-        "SELECT {SQLITE_CREDIT_COLUMNS} FROM payrecon_payments p \
+        "SELECT {cols} FROM payrecon_payments p \
          WHERE p.order_id IN (SELECT value FROM json_each(?1)) \
          ORDER BY p.order_id, p.block_number, p.log_index"
     );
@@ -108,8 +112,11 @@ async fn sqlite_credits(pool: &SqlitePool, ids: &[i64]) -> Result<Vec<CreditRow>
 }
 
 async fn pg_credits(pool: &PgPool, ids: &[i64]) -> Result<Vec<CreditRow>, StoreError> {
+    let cols = CREDIT_COLUMNS
+        .replace("{amount}", "p.amount::text")
+        .replace("{bt}", &super::rows::pg_ms("p.block_time"));
     let sql = format!(
-        "SELECT {PG_CREDIT_COLUMNS} FROM payrecon_payments p WHERE p.order_id = ANY($1) \
+        "SELECT {cols} FROM payrecon_payments p WHERE p.order_id = ANY($1) \
          ORDER BY p.order_id, p.block_number, p.log_index"
     );
     sqlx::query_as(&sql)
@@ -152,7 +159,7 @@ macro_rules! insert_by_key {
         let mut matched = Vec::new();
         let raws = $rows.iter().map(|r| {
             let key: Result<(String, i64), sqlx::Error> =
-                r.try_get(12).and_then(|t| Ok((t, r.try_get(13)?)));
+                r.try_get(13).and_then(|t| Ok((t, r.try_get(14)?)));
             matched.push(key.ok());
             $crate::store::rows::decode_raw_row!(r)
         });
@@ -201,8 +208,9 @@ pub(super) async fn sqlite_credit(
 ) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
-         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 \
+         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
+         block_time) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?14 \
          WHERE EXISTS (SELECT 1 FROM orders WHERE id = ?1 AND tx_hash IS NULL \
          AND amount_paid IS ?13) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
@@ -220,6 +228,7 @@ pub(super) async fn sqlite_credit(
     .bind(ctx.run_id_or_null())
     .bind(now)
     .bind(p.paid_before.map(|a| a.to_string()))
+    .bind(p.block_time.map(super::rows::sqlite_ts))
     .fetch_optional(counted(&mut **sp))
     .await
 }
@@ -233,9 +242,10 @@ pub(super) async fn pg_credit(
 ) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
-         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
+         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
+         block_time) \
          SELECT $1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, $10, $11, $12::timestamptz, \
-         $12::timestamptz \
+         $12::timestamptz, $14::timestamptz \
          WHERE EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tx_hash IS NULL \
          AND amount_paid IS NOT DISTINCT FROM $13::numeric) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
@@ -253,6 +263,7 @@ pub(super) async fn pg_credit(
     .bind(ctx.run_id_or_null())
     .bind(now)
     .bind(p.paid_before.map(|a| a.to_string()))
+    .bind(p.block_time.map(|t| t.to_string()))
     .fetch_optional(counted(&mut **sp))
     .await
 }
@@ -375,7 +386,7 @@ pub(super) async fn pg_follow_rekey(
 /// The columns of a held payment as a ledger row: the order's, with the payment's key,
 /// amount and block (`LedgerRow` read by `decode_raw_row`), then the payment's id.
 const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
-     p.log_index, {amount}, p.block_number, p.block_hash, o.state, p.id";
+     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, p.id";
 
 /// A keyset page (by payment id) of the payments credited to orders still short (`unpaid`,
 /// no key): the sweep places them on chain like keyed rows. Returns each payment's id with
@@ -390,7 +401,8 @@ pub(super) async fn held_page(
         super::Store::Sqlite(pool) => {
             let cols = HELD_COLUMNS
                 .replace("{due}", "CAST(o.amount_due AS TEXT)")
-                .replace("{amount}", "CAST(p.amount AS TEXT)");
+                .replace("{amount}", "CAST(p.amount AS TEXT)")
+                .replace("{expires}", &super::rows::sqlite_ms("o.expires_at"));
             let sql = format!(
                 "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
                  WHERE p.id > ?1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
@@ -407,7 +419,8 @@ pub(super) async fn held_page(
         super::Store::Postgres(pool) => {
             let cols = HELD_COLUMNS
                 .replace("{due}", "o.amount_due::text")
-                .replace("{amount}", "p.amount::text");
+                .replace("{amount}", "p.amount::text")
+                .replace("{expires}", &super::rows::pg_ms("o.expires_at"));
             let sql = format!(
                 "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
                  WHERE p.id > $1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
@@ -439,7 +452,7 @@ where
     let mut out = Vec::new();
     let mut ids = Vec::new();
     for r in &rows {
-        let Ok(id) = r.try_get::<i64, _>(12) else {
+        let Ok(id) = r.try_get::<i64, _>(13) else {
             continue;
         };
         ids.push(id);

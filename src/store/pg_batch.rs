@@ -227,14 +227,21 @@ async fn credit_all(
         .iter()
         .map(|(_, p)| p.paid_before.map(|a| a.to_string()))
         .collect();
+    let times: Vec<Option<String>> = credits
+        .iter()
+        .map(|(_, p)| p.block_time.map(|t| t.to_string()))
+        .collect();
     let written: Vec<(i64, i64)> = sqlx::query_as(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
-         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at) \
+         block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
+         block_time) \
          SELECT c.id, c.chain, c.tx_hash, c.log_index, c.amount::numeric, c.block_number, \
-         c.block_hash, c.state, $10, $11, $12, $13::timestamptz, $13::timestamptz \
+         c.block_hash, c.state, $10, $11, $12, $13::timestamptz, $13::timestamptz, \
+         c.block_time::timestamptz \
          FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], \
-         $6::bigint[], $7::text[], $8::text[], $9::text[]) \
-         AS c(id, chain, tx_hash, log_index, amount, block_number, block_hash, state, before) \
+         $6::bigint[], $7::text[], $8::text[], $9::text[], $14::text[]) \
+         AS c(id, chain, tx_hash, log_index, amount, block_number, block_hash, state, before, \
+         block_time) \
          WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = c.id AND o.tx_hash IS NULL \
          AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING order_id, id",
@@ -252,6 +259,7 @@ async fn credit_all(
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
+    .bind(&times)
     .fetch_all(counted(&mut **sp))
     .await?;
     Ok(written.into_iter().collect())

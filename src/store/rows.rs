@@ -63,10 +63,20 @@ pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 /// The columns every ledger read selects, in this order (amounts as text).
 pub(crate) const SQLITE_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
      CAST(o.amount_due AS TEXT), o.tx_hash, o.log_index, CAST(o.amount_paid AS TEXT), \
-     o.block_number, o.block_hash, o.state";
+     o.block_number, o.block_hash, o.state, \
+     CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER)";
 pub(crate) const PG_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
      o.amount_due::text, o.tx_hash, o.log_index, o.amount_paid::text, \
-     o.block_number, o.block_hash, o.state";
+     o.block_number, o.block_hash, o.state, (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint";
+
+/// A timestamp column as milliseconds since the epoch, `None` for NULL (`julianday` reads the
+/// merchant's spellings too: `2026-11-01 10:00:00`, `…T…Z`).
+pub(crate) fn sqlite_ms(column: &str) -> String {
+    format!("CAST(ROUND((julianday({column}) - 2440587.5) * 86400000.0) AS INTEGER)")
+}
+pub(crate) fn pg_ms(column: &str) -> String {
+    format!("(EXTRACT(EPOCH FROM {column}) * 1000)::bigint")
+}
 
 /// A ledger row as the database returned it, before validation.
 pub(crate) struct RawRow {
@@ -82,6 +92,8 @@ pub(crate) struct RawRow {
     pub block_number: Option<i64>,
     pub block_hash: Option<String>,
     pub state: String,
+    /// `orders.expires_at` in milliseconds since the epoch.
+    pub expires_at_ms: Option<i64>,
 }
 
 /// Decodes a row selected with `*_ROW_COLUMNS`; works for both backends' row types.
@@ -103,6 +115,7 @@ macro_rules! decode_raw_row {
                 block_number: r.try_get(9)?,
                 block_hash: r.try_get(10)?,
                 state: r.try_get(11)?,
+                expires_at_ms: r.try_get(12)?,
             })
         })()
         .map_err(|e| {
@@ -169,6 +182,14 @@ impl RawRow {
             block,
             state,
             credits: Vec::new(),
+            expires_at: self
+                .expires_at_ms
+                .map(|ms| {
+                    jiff::Timestamp::from_millisecond(ms).map_err(|_| {
+                        InputError::new("expires_at", format!("out of range: {ms} ms"))
+                    })
+                })
+                .transpose()?,
         })
     }
 }

@@ -20,6 +20,7 @@ use crate::support::{self, Anvil};
 mod faults;
 mod gaps;
 mod invariants;
+mod late;
 mod long_list;
 mod onchain;
 mod scan;

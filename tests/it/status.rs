@@ -13,13 +13,14 @@ mod refusals;
 mod runs;
 mod view;
 
-pub(crate) const KINDS: [&str; 6] = [
+pub(crate) const KINDS: [&str; 7] = [
     "missing",
     "lagging",
     "failed_notification",
     "amount_mismatch",
     "unknown_payment",
     "reorged",
+    "late_payment",
 ];
 
 pub(crate) const TABLES: [&str; 6] = [

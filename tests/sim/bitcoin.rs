@@ -40,7 +40,7 @@ const CG_KEY: &str = "cg_sim_btc_41d7";
 /// The payer's change address (a real mainnet P2WPKH address).
 const CHANGE: &str = "bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh";
 
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "btc_payments",
     "btc_unreported",
     "btc_no_amount",
@@ -50,8 +50,9 @@ pub const NAMES: [&str; 9] = [
     "btc_esplora_faults",
     "btc_reorgs",
     "btc_runs",
+    "btc_expired",
 ];
-static COUNTS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
+static COUNTS: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
 
 fn bump(i: usize) {
     COUNTS[i].fetch_add(1, Ordering::Relaxed);
@@ -73,6 +74,8 @@ struct Order {
     to: String,
     due: u64,
     paid: Option<Paid>,
+    /// It expired a day before the seed began: every payment to it is late (SPEC §14).
+    expired: bool,
 }
 
 struct BWorld {
@@ -405,6 +408,7 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             to: address(seed, i, rng.gen_range(0..3)),
             due: u64::from(rng.gen_range(2u32..2_000)) * 1_000,
             paid: None,
+            expired: rng.gen_bool(0.2),
         });
     }
     let rows: Vec<NewOrder> = w
@@ -424,6 +428,19 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         .insert_orders(&rows)
         .await
         .map_err(|e| e.to_string())?;
+    let day_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
+    for o in w.orders.iter().filter(|o| o.expired) {
+        let sql = format!(
+            "UPDATE orders SET expires_at = '{day_ago}' WHERE order_ref = '{}'",
+            o.order_ref
+        );
+        match &w.app.engine.store {
+            payrecon::store::Store::Sqlite(p) => sqlx::query(&sql).execute(p).await.map(|_| ()),
+            payrecon::store::Store::Postgres(p) => sqlx::query(&sql).execute(p).await.map(|_| ()),
+        }
+        .map_err(|e| format!("expire {}: {e}", o.order_ref))?;
+        bump(9);
+    }
     for _ in 0..rng.gen_range(3..=6) {
         for _ in 0..rng.gen_range(1..=4) {
             event(&mut w, &mut rng);
@@ -457,6 +474,18 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         match &o.paid {
             None if s != State::Unpaid => {
                 return Err(format!("{}: nothing paid it, yet it is {s:?}", o.order_ref))
+            }
+            // Expired (SPEC §14, invariant 11): every payment credited, held late, never a
+            // state; the scan finds a second output to the address as well.
+            Some(p) if o.expired && p.findable && !p.dropped => {
+                let paid = p.sats + if w.scan { p.extra } else { 0 };
+                let have = (s, row.tx_hash.clone(), row.amount_paid.clone());
+                if have != (State::Unpaid, None, Some(paid.to_string())) {
+                    return Err(format!(
+                        "{}: expired, paid {paid} sat late, yet {have:?}",
+                        o.order_ref
+                    ));
+                }
             }
             // Short of its amount (SPEC §14): credited, held unpaid, no key; unless the scan
             // also finds the transaction's second output to the address, which tops it up.

@@ -68,11 +68,13 @@ impl Sweep<'_> {
             return self.acc;
         }
         match self.engine.store.count_held().await {
-            Ok(n) => {
-                let l = crate::metrics::HeldL {
-                    reason: crate::metrics::HeldReason::underpaid,
-                };
-                self.engine.metrics.orders_held.get_or_create(&l).set(n);
+            Ok((underpaid, late)) => {
+                use crate::metrics::{HeldL, HeldReason};
+                let held = &self.engine.metrics.orders_held;
+                let reason = HeldReason::underpaid;
+                held.get_or_create(&HeldL { reason }).set(underpaid);
+                let reason = HeldReason::late;
+                held.get_or_create(&HeldL { reason }).set(late);
             }
             Err(e) => tracing::warn!(error = %e, "Could not count the orders held."),
         }

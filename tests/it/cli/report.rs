@@ -5,13 +5,14 @@ use serde_json::Value;
 
 use super::harness::{payrecon, World};
 
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 7] = [
     "missing",
     "lagging",
     "failed_notification",
     "amount_mismatch",
     "unknown_payment",
     "reorged",
+    "late_payment",
 ];
 
 fn is_rfc3339(v: &Value) -> bool {

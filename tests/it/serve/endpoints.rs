@@ -41,6 +41,7 @@ fn assert_bounded_labels(text: &str) {
         "amount_mismatch",
         "unknown_payment",
         "reorged",
+        "late_payment",
         "unpaid",
         "pending",
         "confirmed",
@@ -134,6 +135,7 @@ async fn metrics_are_all_exported_at_zero_before_the_first_run() {
         "amount_mismatch",
         "unknown_payment",
         "reorged",
+        "late_payment",
     ] {
         let v = series(
             &m,

@@ -37,6 +37,8 @@ fn credit(n: u64, amount: u64, before: Option<u64>, after: u64) -> NewPayment {
         paid_before: before.map(U256::from),
         paid_after: U256::from(after),
         amount_due: U256::from(25),
+        block_time: None,
+        held_late: false,
     }
 }
 
@@ -331,4 +333,76 @@ async fn snapshot(store: &Store) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Migration 0010 (payment events) on a database with events: every row kept, `seq` in
+/// transition order, the NOT NULL on `transition_id` gone, exactly one cause checked.
+#[tokio::test]
+async fn the_events_migration_keeps_every_event_in_transition_order() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = Store::connect(url, 2).await.unwrap();
+        let dir = if url.starts_with("sqlite") {
+            "sqlite"
+        } else {
+            "postgres"
+        };
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(dir);
+        let mut old = sqlx::migrate::Migrator::new(path).await.unwrap();
+        old.migrations = old
+            .migrations
+            .iter()
+            .filter(|m| m.version < 10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        match &store {
+            Store::Sqlite(p) => old.run(p).await.unwrap(),
+            Store::Postgres(p) => old.run(p).await.unwrap(),
+        }
+        // Written out of transition order on purpose (ids are not the order).
+        for (id, transition) in [("evt_b", 7), ("evt_a", 3), ("evt_c", 9)] {
+            exec(
+                &store,
+                &format!(
+                    "INSERT INTO payrecon_events (id, transition_id, order_id, type, body, \
+                     created_at, next_attempt_at) VALUES ('{id}', {transition}, 1, \
+                     'order.final', '{{}}', '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')"
+                ),
+            )
+            .await;
+        }
+        store.migrate().await.unwrap();
+        let sql = "SELECT id FROM payrecon_events ORDER BY seq";
+        let order: Vec<String> = match &store {
+            Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+            Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        }
+        .unwrap();
+        assert_eq!(order, ["evt_a", "evt_b", "evt_c"], "{url}");
+        // A payment's event (no transition) goes in after them; one with neither is refused.
+        exec(
+            &store,
+            "INSERT INTO payrecon_events (id, payment_id, order_id, type, body, created_at, \
+             next_attempt_at) VALUES ('evt_p', 1, 1, 'order.payment_received', '{}', \
+             '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')",
+        )
+        .await;
+        let order: Vec<String> = match &store {
+            Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+            Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        }
+        .unwrap();
+        assert_eq!(order.last().map(String::as_str), Some("evt_p"), "{url}");
+        let neither = "INSERT INTO payrecon_events (id, order_id, type, body, created_at, \
+                       next_attempt_at) VALUES ('evt_x', 1, 'order.final', '{}', \
+                       '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')";
+        let refused = match &store {
+            Store::Sqlite(p) => sqlx::query(neither).execute(p).await.is_err(),
+            Store::Postgres(p) => sqlx::query(neither).execute(p).await.is_err(),
+        };
+        assert!(refused, "{url}: an event needs exactly one cause");
+    }
 }
