@@ -180,7 +180,8 @@ pub async fn final_state(w: &World) -> Result<(), String> {
         }
         // (3) convergence, (4) nothing stray or reverted credited, (5) amounts: SPEC §14's
         // invariant 9 and the cover rule.
-        let Some(key) = crate::check_cover(&o.order_ref, o.due, &snap, mine, &creditable)? else {
+        let due = w.due_after_tolerance(o.due);
+        let Some(key) = crate::check_cover(&o.order_ref, due, &snap, mine, &creditable)? else {
             continue;
         };
         let Some(p) = by_key.get(&(key.tx.as_str(), key.log_index)) else {
@@ -411,11 +412,23 @@ where
         ));
     }
     let fulfilled = merchant.fulfilments();
+    let unknown = merchant.commits_unknown();
+    let audit = db(s.transitions().await)?;
     for &order_ref in order_refs {
         let snap = db(s.order_by_ref(order_ref).await)?
             .ok_or_else(|| format!("order {order_ref} vanished"))?;
         let by = fulfilled.get(order_ref).cloned().unwrap_or_default();
         let want = usize::from(snap.state == State::Final);
+        // The merchant's own update to final committed while its reply was cut: no effect was
+        // recorded here (a real handler's fulfilment commits with its update), and payrecon,
+        // which found the order final, owed none. Not a lost effect of payrecon's, which
+        // would show as an audit row to final without its fulfilment.
+        let by_payrecon = audit
+            .iter()
+            .any(|t| t.order_ref == order_ref && t.to_state == State::Final);
+        if by.is_empty() && want == 1 && unknown.contains(order_ref) && !by_payrecon {
+            continue;
+        }
         if by.len() != want {
             return Err(format!(
                 "{order_ref} ends {:?} and was fulfilled {} time(s): {by:?}",

@@ -37,6 +37,10 @@ struct Inner {
     acked: HashMap<String, u8>,
     /// SPEC §10 order violations seen (an order's later event acknowledged first).
     out_of_order: Vec<String>,
+    /// Orders whose handler's update to `final` failed with its connection cut: whether it
+    /// committed is unknown (a real handler fulfils in the transaction of its update, so
+    /// there the effect commits or not with it; here the fulfilment is not recorded).
+    commit_unknown: HashSet<String>,
 }
 
 #[derive(Clone)]
@@ -90,6 +94,16 @@ impl Merchant {
             .entry(order_ref.to_string())
             .or_default()
             .push("handler");
+    }
+
+    /// The handler's update to `final` of `order_ref` failed mid-flight (connection cut).
+    pub fn commit_unknown(&self, order_ref: &str) {
+        let mut g = self.inner.lock().unwrap();
+        g.commit_unknown.insert(order_ref.to_string());
+    }
+
+    pub fn commits_unknown(&self) -> HashSet<String> {
+        self.inner.lock().unwrap().commit_unknown.clone()
     }
 
     pub fn fulfilments(&self) -> HashMap<String, Vec<&'static str>> {

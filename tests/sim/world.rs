@@ -76,6 +76,8 @@ pub struct World {
     pub merchant: crate::merchant::Merchant,
     /// How the provider's notification list is shaped (SPEC §11; set by the scenario).
     pub list: crate::lists::ListShape,
+    /// `[reconcile] underpaid_tolerance` as a share in hundredths of a percent (0: none).
+    pub tolerance_bp: u128,
 }
 
 /// What `World::start_with` adds to a plain world.
@@ -164,6 +166,12 @@ pub async fn drop_schema(base: &str, name: &str) {
 }
 
 impl World {
+    /// What an order of `due` must be paid to count as paid: `due` less the tolerance
+    /// (`Tolerance::Share`'s rounding: down).
+    pub fn due_after_tolerance(&self, due: u128) -> u128 {
+        due - due * self.tolerance_bp / 10_000
+    }
+
     #[allow(dead_code)] // the kill and anvil slices build plain worlds
     pub async fn start(backend: Backend, extra: &str, second: bool) -> World {
         Self::start_with(backend, extra, second, Extras::default()).await
@@ -245,6 +253,7 @@ impl World {
             qv_faults: 0,
             merchant,
             list: Default::default(),
+            tolerance_bp: 0,
         }
     }
 
