@@ -71,6 +71,12 @@ pub(super) fn plan_credit(
     if row.expires_at.is_some() && t.block_time.is_none() {
         return Credited::Short;
     }
+    // The order holds this payment at its pre-reorg position (a provider that names the
+    // order sees it before the sweep moved it): never a second credit.
+    if let Some(f) = moved_held(obs, t, row) {
+        plan.findings.push(f);
+        return Credited::Short;
+    }
     let accept_late = ledger.policy.accept_late;
     let held_late = row.is_late(t.block_time) && !accept_late;
     let prior = in_plan.credits(row);
@@ -185,6 +191,27 @@ pub(super) fn plan_credit(
         plan.findings.push(f);
     }
     Credited::Covered
+}
+
+/// A `reorged` finding when `row` holds `t`'s transaction, credited in another block: the
+/// same payment re-included elsewhere by a reorg, which the chain sweep re-keys.
+pub(super) fn moved_held(obs: &Observation, t: &ChainTransfer, row: &LedgerRow) -> Option<Finding> {
+    let c = row.credits.iter().find(|c| {
+        c.key.tx_hash == t.key.tx_hash
+            && c.block
+                .as_ref()
+                .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
+    })?;
+    let mut f = finding(obs, t, row, GapKind::Reorged);
+    f.detail = format!(
+        "a payment held short, recorded at log index {} of block {}, is now at log index {} \
+         of block {}; the chain sweep moves its row",
+        c.key.log_index,
+        c.block.as_ref().map_or(0, |b| b.number),
+        t.key.log_index,
+        t.block.number
+    );
+    Some(f)
 }
 
 /// The `late_payment` finding of a payment in a block after its order expired: held, or

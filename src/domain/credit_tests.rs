@@ -302,3 +302,20 @@ fn a_late_top_up_never_completes_an_order_held() {
     assert!(plan.transitions.is_empty());
     assert_eq!(kinds(&plan), ["late_payment"]);
 }
+
+#[test]
+fn a_held_payment_moved_by_a_reorg_is_not_credited_again_by_its_order_ref() {
+    let held = transfer(1, 0, 20, State::Final);
+    let mut moved = held.clone();
+    moved.key.log_index = 3;
+    moved.block.hash = format!("0x{}", "ef".repeat(32));
+    let mut o = seen(&moved);
+    o.order_ref = Some("A-1".into());
+    let mut ledger = view(vec![]);
+    ledger
+        .by_ref
+        .insert("A-1".into(), partly_paid(1, 25, &[&held]));
+    let plan = reconcile(&[o], &ledger);
+    assert!(plan.transitions.is_empty(), "{plan:?}");
+    assert_eq!(kinds(&plan), ["reorged"]);
+}

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
 use super::cover::{cover, Credit};
-use super::credit::{amounts_detail, held, held_again, plan_credit, Credited, InPlan};
+use super::credit::{amounts_detail, held, held_again, moved_held, plan_credit, Credited, InPlan};
 use super::findings::{finding, infer_failed, push_failed};
 use super::model::{GapKind, PaymentKey, State, U256};
 use super::plan::{
@@ -285,25 +285,7 @@ fn plan_unkeyed(
     let candidates = ledger.unpaid.get(&slot).map(Vec::as_slice).unwrap_or(&[]);
     // A held payment whose transaction a reorg re-included elsewhere: the same payment, not
     // a second one. The chain sweep moves its row; it is never credited twice.
-    let moved = candidates.iter().find_map(|r| {
-        let c = r.credits.iter().find(|c| {
-            c.key.tx_hash == t.key.tx_hash
-                && c.block
-                    .as_ref()
-                    .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
-        })?;
-        Some((r, c))
-    });
-    if let Some((row, c)) = moved {
-        let mut f = finding(obs, t, row, GapKind::Reorged);
-        f.detail = format!(
-            "a payment held short, recorded at log index {} of block {}, is now at log index {} \
-             of block {}; the chain sweep moves its row",
-            c.key.log_index,
-            c.block.as_ref().map_or(0, |b| b.number),
-            t.key.log_index,
-            t.block.number
-        );
+    if let Some(f) = candidates.iter().find_map(|r| moved_held(obs, t, r)) {
         plan.findings.push(f);
         return;
     }

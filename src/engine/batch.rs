@@ -194,6 +194,7 @@ impl Engine {
         } else {
             Vec::new()
         };
+        let mut stale = 0usize;
         for (t, o) in plan.transitions.iter().zip(&outcomes) {
             match o {
                 ApplyOutcome::Applied { from } => {
@@ -212,6 +213,10 @@ impl Engine {
                 ApplyOutcome::Credited => {
                     tracing::info!(provider = %provider, order_ref = %t.order_ref, "Payment credited; the order is held short.");
                 }
+                ApplyOutcome::Stale => {
+                    tracing::info!(provider = %provider, order_ref = %t.order_ref, "A payment was not credited: the order changed since it was planned; it is planned again.");
+                    stale += 1;
+                }
                 ApplyOutcome::Backwards => self.count_refused(acc, RefuseReason::backwards, 1),
                 ApplyOutcome::Duplicate => self.count_refused(acc, RefuseReason::duplicate, 1),
             }
@@ -221,6 +226,13 @@ impl Engine {
             RefuseReason::backwards,
             plan.refused_backwards.len() as u64,
         );
+        // A webhook delivery whose payment was not credited for a race stays in the inbox: the
+        // next run applies it again (a run's records are read again by the next run).
+        if stale > 0 && ctx.source == Source::Webhook {
+            acc.fail(format!(
+                "{stale} payment(s) not credited: their orders changed while they were planned"
+            ));
+        }
         Ok(outcomes)
     }
 
@@ -444,6 +456,12 @@ fn finding_action(
                 (Action::Applied, None)
             }
             (true, Some(ApplyOutcome::Credited)) => (Action::Held, None),
+            (true, Some(ApplyOutcome::Stale)) => (
+                Action::None,
+                Some(
+                    "not credited: the order changed while it was planned; planned again next run",
+                ),
+            ),
             (true, Some(ApplyOutcome::Backwards)) => {
                 (Action::None, Some("the ledger was already there"))
             }

@@ -80,6 +80,12 @@ pub(super) trait ApplySql: Database {
         ctx: &ApplyContext,
         now: &str,
     ) -> Result<Option<i64>, sqlx::Error>;
+    /// Whether a payment row, or an order, holds this key already (read after a credit that
+    /// wrote nothing, to tell a duplicate from an order that changed since it was planned).
+    async fn key_taken(
+        sp: &mut Transaction<'_, Self>,
+        key: &crate::domain::PaymentKey,
+    ) -> Result<bool, sqlx::Error>;
     /// Writes `amount_paid` of an order a credit leaves short (held).
     async fn set_paid(
         sp: &mut Transaction<'_, Self>,
@@ -148,9 +154,9 @@ pub(super) async fn apply_one<DB: ApplySql>(
         Err(_) => return Ok(ApplyOutcome::Duplicate),
     };
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    if !credit::<DB>(&mut sp, t, ctx, now).await? {
+    if let Some(refused) = credit::<DB>(&mut sp, t, ctx, now).await? {
         counted(sp).rollback().await?;
-        return Ok(ApplyOutcome::Duplicate);
+        return Ok(refused);
     }
     let order = match DB::advance(&mut sp, t, now).await {
         Ok(r) => r,
@@ -191,9 +197,9 @@ async fn stay<DB: ApplySql>(
     now: &str,
 ) -> Result<ApplyOutcome, sqlx::Error> {
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    if !credit::<DB>(&mut sp, t, ctx, now).await? {
+    if let Some(refused) = credit::<DB>(&mut sp, t, ctx, now).await? {
         counted(sp).rollback().await?;
-        return Ok(ApplyOutcome::Duplicate);
+        return Ok(refused);
     }
     let outcome = match (&t.attach, &t.credit) {
         (Some(a), _) => DB::attach_only(&mut sp, t.order_id, a).await?,
@@ -210,25 +216,30 @@ async fn stay<DB: ApplySql>(
 }
 
 /// Writes the step's credit, when it has one, and its `order.payment_received` event (when
-/// events are on; before the transition's, so an order's events keep their order). False
-/// when the credit was refused (the key is credited already, or the order moved).
+/// events are on; before the transition's, so an order's events keep their order). `Some`
+/// outcome when the credit was refused: `Duplicate` (the key is credited or held already) or
+/// `Stale` (the order's amount or key changed since the step was planned).
 async fn credit<DB: ApplySql>(
     sp: &mut Transaction<'_, DB>,
     t: &PlannedTransition,
     ctx: &ApplyContext,
     now: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Option<ApplyOutcome>, sqlx::Error> {
     let Some(p) = &t.credit else {
-        return Ok(true);
+        return Ok(None);
     };
     let Some(payment_id) = DB::credit(sp, t.order_id, p, ctx, now).await? else {
-        return Ok(false);
+        return Ok(Some(if DB::key_taken(sp, &p.key).await? {
+            ApplyOutcome::Duplicate
+        } else {
+            ApplyOutcome::Stale
+        }));
     };
     if ctx.events {
         let event = outbox::payment_event(payment_id, t, p, ctx, now);
         DB::insert_event(sp, &event, now).await?;
     }
-    Ok(true)
+    Ok(None)
 }
 
 /// Whether an applied transition must move the order's other payments too: it credits none

@@ -103,6 +103,9 @@ pub enum ApplyOutcome {
     /// A payment was credited to an order that stays where it is: short of its amount, it is
     /// held (SPEC §14).
     Credited,
+    /// A payment was not credited: the order's amount or key changed since the step was
+    /// planned (another writer got there first). Planned again, it is credited.
+    Stale,
 }
 
 /// A finding as stored in `payrecon_findings` (and listed in the run report).

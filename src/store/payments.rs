@@ -62,15 +62,16 @@ fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
     }
 }
 
-/// The credited payments of the orders in `rows` that are still `unpaid` and hold part of
-/// their amount (one query per chunk; none when no row is partly paid), set on each row.
+/// The credited payments of the orders in `rows` that have no key and hold part of their
+/// amount (unpaid, or moved by a provider's status alone; one query per chunk, none when no
+/// row is), set on each row.
 pub(super) async fn load_credits(
     store: &super::Store,
     rows: &mut [&mut LedgerRow],
 ) -> Result<(), StoreError> {
     let ids: Vec<i64> = rows
         .iter()
-        .filter(|r| r.state == State::Unpaid && r.amount_paid.is_some())
+        .filter(|r| r.key.is_none() && r.amount_paid.is_some())
         .map(|r| r.id)
         .collect();
     if ids.is_empty() {
@@ -212,7 +213,8 @@ pub(super) async fn sqlite_credit(
          block_time) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?14 \
          WHERE EXISTS (SELECT 1 FROM orders WHERE id = ?1 AND tx_hash IS NULL \
-         AND amount_paid IS ?13) \
+         AND amount_paid IS ?13) AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?2 \
+         AND o2.tx_hash = ?3 AND o2.log_index = ?4) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
     )
     .bind(order_id)
@@ -247,7 +249,8 @@ pub(super) async fn pg_credit(
          SELECT $1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, $10, $11, $12::timestamptz, \
          $12::timestamptz, $14::timestamptz \
          WHERE EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tx_hash IS NULL \
-         AND amount_paid IS NOT DISTINCT FROM $13::numeric) \
+         AND amount_paid IS NOT DISTINCT FROM $13::numeric) AND NOT EXISTS (SELECT 1 FROM \
+         orders o2 WHERE o2.chain = $2 AND o2.tx_hash = $3 AND o2.log_index = $4) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
     )
     .bind(order_id)

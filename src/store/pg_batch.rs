@@ -243,7 +243,9 @@ async fn credit_all(
          AS c(id, chain, tx_hash, log_index, amount, block_number, block_hash, state, before, \
          block_time) \
          WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = c.id AND o.tx_hash IS NULL \
-         AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) \
+         AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) AND NOT EXISTS (SELECT 1 \
+         FROM orders o2 WHERE o2.chain = c.chain AND o2.tx_hash = c.tx_hash \
+         AND o2.log_index = c.log_index) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING order_id, id",
     )
     .bind(&ids)

@@ -67,7 +67,8 @@ pub(crate) const SQLITE_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_t
      CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER)";
 pub(crate) const PG_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
      o.amount_due::text, o.tx_hash, o.log_index, o.amount_paid::text, \
-     o.block_number, o.block_hash, o.state, (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint";
+     o.block_number, o.block_hash, o.state, CASE WHEN isfinite(o.expires_at) \
+     THEN (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint END";
 
 /// A timestamp column as milliseconds since the epoch, `None` for NULL (`julianday` reads the
 /// merchant's spellings too: `2026-11-01 10:00:00`, `…T…Z`).
@@ -75,7 +76,8 @@ pub(crate) fn sqlite_ms(column: &str) -> String {
     format!("CAST(ROUND((julianday({column}) - 2440587.5) * 86400000.0) AS INTEGER)")
 }
 pub(crate) fn pg_ms(column: &str) -> String {
-    format!("(EXTRACT(EPOCH FROM {column}) * 1000)::bigint")
+    // `infinity` has no milliseconds: read as NULL (never), not a failed query.
+    format!("CASE WHEN isfinite({column}) THEN (EXTRACT(EPOCH FROM {column}) * 1000)::bigint END")
 }
 
 /// A ledger row as the database returned it, before validation.

@@ -210,6 +210,23 @@ impl ApplySql for Sqlite {
         super::payments::sqlite_credit(sp, order_id, p, ctx, now).await
     }
 
+    async fn key_taken(
+        sp: &mut Transaction<'_, Sqlite>,
+        key: &crate::domain::PaymentKey,
+    ) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = ?1 \
+             AND tx_hash = ?2 AND log_index = ?3 UNION ALL SELECT 1 FROM orders \
+             WHERE chain = ?1 AND tx_hash = ?2 AND log_index = ?3) k",
+        )
+        .bind(&key.chain)
+        .bind(key.tx_hash.as_str())
+        .bind(key.log_index)
+        .fetch_one(counted(&mut **sp))
+        .await
+        .map(|n| n > 0)
+    }
+
     async fn set_paid(
         sp: &mut Transaction<'_, Sqlite>,
         order_id: i64,

@@ -104,7 +104,8 @@ async fn a_held_credit_then_a_top_up_that_completes_the_order() {
         let attached = store.attached_keys(&[key(1, 0), key(2, 0)]).await.unwrap();
         assert_eq!(attached.into_iter().collect::<Vec<_>>(), [key(1, 0)]);
 
-        // A top-up planned on a stale amount is refused: the amount before is guarded.
+        // A top-up planned on a stale amount is refused: the amount before is guarded (and
+        // told from a duplicate: planned again, it is credited).
         let stale = step(
             &store,
             "A-1",
@@ -115,7 +116,7 @@ async fn a_held_credit_then_a_top_up_that_completes_the_order() {
         .await;
         assert_eq!(
             store.apply(&[stale], &ctx()).await.unwrap(),
-            [ApplyOutcome::Duplicate],
+            [ApplyOutcome::Stale],
             "{url}"
         );
         let top_up = step(
@@ -178,6 +179,19 @@ async fn a_payment_credits_one_order_only() {
         );
         let b = store.order_by_ref("A-2").await.unwrap().unwrap();
         assert_eq!(b.amount_paid, None, "{url}");
+        assert_eq!(payments(&store).await.len(), 1);
+        // A key the merchant's own code wrote into another order is not credited either.
+        exec(
+            &store,
+            &format!(
+                "UPDATE orders SET tx_hash = '{}', log_index = 0 WHERE order_ref = 'A-1'",
+                hash(2)
+            ),
+        )
+        .await;
+        let c = step(&store, "A-2", State::Unpaid, credit(2, 20, None, 20), None).await;
+        let out = store.apply(&[c], &ctx()).await.unwrap();
+        assert_eq!(out, [ApplyOutcome::Duplicate], "{url}");
         assert_eq!(payments(&store).await.len(), 1);
     }
 }
