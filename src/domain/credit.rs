@@ -103,13 +103,7 @@ pub(super) fn plan_credit(
     let total = prior
         .iter()
         .try_fold(t.amount, |acc, p| acc.checked_add(p.amount));
-    let (c, Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
-        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-        f.detail = format!("{}; nothing credited", super::cover::SumOverflow);
-        plan.findings.push(f);
-        return Credited::Short;
-    };
-    let Ok(c) = c else {
+    let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
         let mut f = finding(obs, t, row, GapKind::AmountMismatch);
         f.detail = format!("{}; nothing credited", super::cover::SumOverflow);
         plan.findings.push(f);

@@ -196,6 +196,28 @@ pub(super) fn insert_matched(
     }
 }
 
+/// Binds a credit's values in the order both dialects number them (1 order id, 2 chain,
+/// 3 tx hash, 4 log index, 5 amount, 6 block number, 7 block hash, 8 state, 9 source,
+/// 10 provider, 11 run id, 12 now, 13 amount before, 14 block time as `$bt`).
+macro_rules! bind_credit {
+    ($q:expr, $order_id:expr, $p:expr, $ctx:expr, $now:expr, $bt:expr) => {
+        $q.bind($order_id)
+            .bind(&$p.key.chain)
+            .bind($p.key.tx_hash.as_str())
+            .bind($p.key.log_index)
+            .bind($p.amount.to_string())
+            .bind(i64::try_from($p.block.number).unwrap_or(i64::MAX))
+            .bind(&$p.block.hash)
+            .bind($p.state.as_str())
+            .bind($ctx.source.as_str())
+            .bind(&$ctx.provider)
+            .bind($ctx.run_id_or_null())
+            .bind($now)
+            .bind($p.paid_before.map(|a| a.to_string()))
+            .bind($bt)
+    };
+}
+
 /// Credits `p` to order `order_id` when the order has no payment key and its `amount_paid`
 /// is still `p.paid_before`: one INSERT guarded by both (a payment credits one order, ever).
 /// The payment's id; `None` when nothing was written (the key is credited already, or the
@@ -207,7 +229,7 @@ pub(super) async fn sqlite_credit(
     ctx: &ApplyContext,
     now: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar(
+    let q = sqlx::query_scalar(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
          block_time) \
@@ -216,21 +238,15 @@ pub(super) async fn sqlite_credit(
          AND amount_paid IS ?13) AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?2 \
          AND o2.tx_hash = ?3 AND o2.log_index = ?4) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
+    );
+    bind_credit!(
+        q,
+        order_id,
+        p,
+        ctx,
+        now,
+        p.block_time.map(super::rows::sqlite_ts)
     )
-    .bind(order_id)
-    .bind(&p.key.chain)
-    .bind(p.key.tx_hash.as_str())
-    .bind(p.key.log_index)
-    .bind(p.amount.to_string())
-    .bind(i64::try_from(p.block.number).unwrap_or(i64::MAX))
-    .bind(&p.block.hash)
-    .bind(p.state.as_str())
-    .bind(ctx.source.as_str())
-    .bind(&ctx.provider)
-    .bind(ctx.run_id_or_null())
-    .bind(now)
-    .bind(p.paid_before.map(|a| a.to_string()))
-    .bind(p.block_time.map(super::rows::sqlite_ts))
     .fetch_optional(counted(&mut **sp))
     .await
 }
@@ -242,7 +258,7 @@ pub(super) async fn pg_credit(
     ctx: &ApplyContext,
     now: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar(
+    let q = sqlx::query_scalar(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
          block_time) \
@@ -252,21 +268,15 @@ pub(super) async fn pg_credit(
          AND amount_paid IS NOT DISTINCT FROM $13::numeric) AND NOT EXISTS (SELECT 1 FROM \
          orders o2 WHERE o2.chain = $2 AND o2.tx_hash = $3 AND o2.log_index = $4) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
+    );
+    bind_credit!(
+        q,
+        order_id,
+        p,
+        ctx,
+        now,
+        p.block_time.map(|t| t.to_string())
     )
-    .bind(order_id)
-    .bind(&p.key.chain)
-    .bind(p.key.tx_hash.as_str())
-    .bind(p.key.log_index)
-    .bind(p.amount.to_string())
-    .bind(i64::try_from(p.block.number).unwrap_or(i64::MAX))
-    .bind(&p.block.hash)
-    .bind(p.state.as_str())
-    .bind(ctx.source.as_str())
-    .bind(&ctx.provider)
-    .bind(ctx.run_id_or_null())
-    .bind(now)
-    .bind(p.paid_before.map(|a| a.to_string()))
-    .bind(p.block_time.map(|t| t.to_string()))
     .fetch_optional(counted(&mut **sp))
     .await
 }

@@ -7,8 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{fingerprint, gone, receipt, reorged, Sweep};
-use crate::chain::TransferQuery;
+use super::{gone, receipt, reorged, Sweep};
 use crate::domain::{moved_detail, place, Action, LedgerRow, Outcome, PaymentKey, Placement};
 use crate::engine::error::PartError;
 use crate::store::{Rekey, RekeyOutcome, StoreError};
@@ -58,18 +57,10 @@ impl Sweep<'_> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut held = Vec::with_capacity(rows.len());
         for (id, row) in rows {
-            let Some(key) = row.key.clone() else { continue };
-            if !client.settings().kind.owns_tx_hash(&key.tx_hash) {
-                continue;
+            if let Some(q) = self.placing_query(chain, client, &row) {
+                queries.push(q);
+                held.push((id, row));
             }
-            e.mark_checked(&mut self.acc, chain, fingerprint(&key));
-            queries.push(TransferQuery {
-                tx_hash: key.tx_hash.clone(),
-                asset: Some(row.asset.clone()),
-                to: None,
-                log_index: None,
-            });
-            held.push((id, row));
         }
         let lookups = client.lookup(head, &queries).await?;
         let mut taken: HashSet<PaymentKey> =

@@ -149,24 +149,10 @@ impl Sweep<'_> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut swept = Vec::with_capacity(rows.len());
         for row in rows {
-            let Some(key) = row.key.clone() else {
-                continue; // the sweep pages hold keyed rows only
-            };
-            if !client.settings().kind.owns_tx_hash(&key.tx_hash) {
-                tracing::warn!(chain, order_ref = %row.order_ref, tx_hash = %key.tx_hash,
-                    "Ledger row's transaction id is not spelled as this chain's kind spells it; not swept.");
-                continue;
+            if let Some(q) = self.placing_query(chain, client, &row) {
+                queries.push(q);
+                swept.push(row);
             }
-            e.mark_checked(&mut self.acc, chain, fingerprint(&key));
-            // Every transfer of the asset in the receipt: after a reorg the same payment may
-            // sit at another log index.
-            queries.push(TransferQuery {
-                tx_hash: key.tx_hash.clone(),
-                asset: Some(row.asset.clone()),
-                to: None,
-                log_index: None,
-            });
-            swept.push(row);
         }
         if let Some(pb) = &self.ctx.progress {
             pb.inc(swept.len() as u64);
@@ -219,6 +205,32 @@ impl Sweep<'_> {
         }
         self.record_blocks(unrecorded_blocks).await?;
         self.settle(&observations, &view, reorged).await
+    }
+
+    /// The receipt query that places a keyed row (or a held payment) on chain, counted as
+    /// checked: every transfer of its asset in the receipt, since after a reorg the same
+    /// payment may sit at another log index. `None` for a row without a key, or whose
+    /// transaction id this chain's kind does not spell (logged).
+    fn placing_query(
+        &mut self,
+        chain: &str,
+        client: &crate::chain::ChainClient,
+        row: &LedgerRow,
+    ) -> Option<TransferQuery> {
+        let key = row.key.as_ref()?;
+        if !client.settings().kind.owns_tx_hash(&key.tx_hash) {
+            tracing::warn!(chain, order_ref = %row.order_ref, tx_hash = %key.tx_hash,
+                "Ledger row's transaction id is not spelled as this chain's kind spells it; not swept.");
+            return None;
+        }
+        self.engine
+            .mark_checked(&mut self.acc, chain, fingerprint(key));
+        Some(TransferQuery {
+            tx_hash: key.tx_hash.clone(),
+            asset: Some(row.asset.clone()),
+            to: None,
+            log_index: None,
+        })
     }
 
     /// Settles what the sweep (or the scan) observed, like any batch.
