@@ -82,6 +82,9 @@ pub struct Running {
     pub child: Child,
     pub stderr: Arc<Mutex<String>>,
     pub stdout: Arc<Mutex<String>>,
+    /// The tasks reading the child's streams: `wait` lets them reach the end of what the
+    /// child wrote before it exited.
+    readers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Running {
@@ -89,12 +92,15 @@ impl Running {
         let mut child = cmd.spawn().expect("spawn payrecon");
         let stderr = Arc::new(Mutex::new(String::new()));
         let stdout = Arc::new(Mutex::new(String::new()));
-        collect(child.stderr.take().expect("piped stderr"), stderr.clone());
-        collect(child.stdout.take().expect("piped stdout"), stdout.clone());
+        let readers = vec![
+            collect(child.stderr.take().expect("piped stderr"), stderr.clone()),
+            collect(child.stdout.take().expect("piped stdout"), stdout.clone()),
+        ];
         Running {
             child,
             stderr,
             stdout,
+            readers,
         }
     }
     pub fn pid(&self) -> u32 {
@@ -127,11 +133,19 @@ impl Running {
                 )
             })
             .expect("wait for payrecon");
-        (st.code(), t0.elapsed())
+        let took = t0.elapsed();
+        // The child has exited: its last lines may still be in the pipes.
+        for r in std::mem::take(&mut self.readers) {
+            let _ = tokio::time::timeout(Duration::from_secs(2), r).await;
+        }
+        (st.code(), took)
     }
 }
 
-fn collect<R: tokio::io::AsyncRead + Unpin + Send + 'static>(mut r: R, into: Arc<Mutex<String>>) {
+fn collect<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
+    mut r: R,
+    into: Arc<Mutex<String>>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = [0u8; 8192];
         loop {
@@ -143,7 +157,7 @@ fn collect<R: tokio::io::AsyncRead + Unpin + Send + 'static>(mut r: R, into: Arc
                     .push_str(&String::from_utf8_lossy(&buf[..n])),
             }
         }
-    });
+    })
 }
 
 pub fn addr(n: u32) -> Address {
