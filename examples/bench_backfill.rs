@@ -89,6 +89,10 @@ struct Args {
     /// at once), so the apply path is what differs from a run without.
     #[arg(long)]
     events: bool,
+    /// Then a second run over the same window, with nothing new (in-process only): its wall
+    /// time, CPU, JSON-RPC requests and SQL statements are printed after the first's.
+    #[arg(long)]
+    second_run: bool,
 }
 
 /// What one run measured.
@@ -292,6 +296,9 @@ async fn bench_on(
         let cpu_sandbox = procstat::threads_cpu("sandbox").saturating_sub(sandbox0);
         let rss_peak = procstat::peak_rss_mib();
         let statements = statements_issued() - stmts0;
+        if args.second_run {
+            second_run(&app, chain, &opts).await?;
+        }
         if let Store::Postgres(pool) = &app.engine.store {
             pool.close().await;
         }
@@ -350,6 +357,29 @@ async fn bench_on(
         floor_requests,
         report,
     })
+}
+
+/// A second run over the same window, nothing new since the first: what it costs.
+async fn second_run(app: &App, chain: &SandboxChain, opts: &RunOptions) -> anyhow::Result<()> {
+    let (req0, calls0, stmts0) = (chain.requests(), chain.calls(), statements_issued());
+    let (cpu0, sandbox0) = (procstat::process_cpu(), procstat::threads_cpu("sandbox"));
+    let t0 = Instant::now();
+    let report = app.engine.run(opts).await?;
+    let wall = t0.elapsed();
+    let cpu = procstat::process_cpu().saturating_sub(cpu0);
+    let cpu = cpu.saturating_sub(procstat::threads_cpu("sandbox").saturating_sub(sandbox0));
+    println!(
+        "second run      wall {:.2} s, CPU {:.2} s (payrecon), {} JSON-RPC requests / {} calls, \
+         {} SQL statements, applied {}, gaps {}",
+        wall.as_secs_f64(),
+        cpu.as_secs_f64(),
+        chain.requests() - req0,
+        chain.calls() - calls0,
+        statements_issued() - stmts0,
+        report.totals.applied,
+        report.totals.gaps,
+    );
+    Ok(())
 }
 
 fn print_figures(args: &Args, ds: &seed::Dataset, f: &Figures) {

@@ -40,6 +40,7 @@ fn order(id: i64, pay_to: &str, state: State) -> LedgerRow {
         state,
         credits: Vec::new(),
         expires_at: None,
+        merchant_key: false,
     }
 }
 

@@ -10,7 +10,7 @@ use super::findings::finding;
 use super::model::{GapKind, State, U256};
 use super::plan::{
     Action, Attach, ChainTransfer, CreditedPayment, Finding, LedgerRow, LedgerView, NewPayment,
-    Observation, Outcome, Plan, PlannedTransition,
+    Observation, Outcome, Plan, PlannedTransition, Refusal,
 };
 
 /// Payments a plan has credited so far, per order (held ones: the order can take more).
@@ -119,6 +119,7 @@ pub(super) fn plan_credit(
         amount_due: row.amount_due,
         block_time: t.block_time,
         held_late,
+        merchant: false,
     };
     let attach = c
         .completing
@@ -185,6 +186,108 @@ pub(super) fn plan_credit(
         plan.findings.push(f);
     }
     Credited::Covered
+}
+
+/// A keyed row read on chain at its own key, when the key has no payment row (the merchant's
+/// own code wrote it: the payment gets its row, source `merchant`, with the chain's amount,
+/// state and block) or the order is still unpaid (the payment must cover it, and a late one
+/// is held). The order moves as the chain says, an unpaid one only when covered.
+pub(super) fn plan_keyed_credit(
+    plan: &mut Plan,
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    ledger: &LedgerView,
+) {
+    let unpaid = row.state == State::Unpaid;
+    if unpaid && row.expires_at.is_some() && t.block_time.is_none() {
+        return; // judged by its block time, which the engine could not read: it waits
+    }
+    let accept_late = ledger.policy.accept_late;
+    let held_late = unpaid && row.is_late(t.block_time) && !accept_late;
+    let mut to = row.state.max(t.state);
+    let mut amounts = None;
+    if unpaid {
+        let mut parts = Vec::new();
+        if !held_late {
+            parts.push(Credit {
+                amount: t.amount,
+                state: t.state,
+                block: t.block.number,
+                index: t.key.log_index,
+            });
+        }
+        let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+        let Ok(c) = cover(row.amount_due, tolerance, &parts) else {
+            return;
+        };
+        if c.completing.is_none() {
+            to = State::Unpaid;
+        }
+        amounts = Some(c);
+    }
+    if t.state < row.state {
+        plan.refused_backwards.push(Refusal {
+            order_ref: row.order_ref.clone(),
+            local: row.state,
+            observed: t.state,
+        });
+    }
+    let held_short = |c: &Option<Cover>| c.as_ref().map(|c| held(obs, t, row, c));
+    if to == row.state && !row.merchant_key {
+        // Nothing to write: a keyed order held short, or late, seen again.
+        plan.findings.extend(match held_late {
+            true => Some(late(obs, t, row, false, 0)),
+            false => held_short(&amounts),
+        });
+        return;
+    }
+    let credit = row.merchant_key.then(|| NewPayment {
+        key: t.key.clone(),
+        amount: t.amount,
+        block: t.block.clone(),
+        state: t.state,
+        paid_before: row.amount_paid,
+        paid_after: t.amount,
+        amount_due: row.amount_due,
+        block_time: t.block_time,
+        held_late,
+        merchant: true,
+    });
+    // The order keeps its key and takes the chain's amount and block with it.
+    let attach = (to > State::Unpaid).then(|| Attach {
+        key: t.key.clone(),
+        amount: t.amount,
+        block: t.block.clone(),
+    });
+    plan.transitions.push(PlannedTransition {
+        order_id: row.id,
+        order_ref: row.order_ref.clone(),
+        from: row.state,
+        to,
+        attach,
+        credit,
+    });
+    let idx = plan.transitions.len() - 1;
+    if unpaid && row.is_late(t.block_time) {
+        plan.findings.push(late(obs, t, row, accept_late, idx));
+    }
+    if to == row.state {
+        if unpaid && !held_late {
+            plan.findings.extend(held_short(&amounts));
+        }
+        return;
+    }
+    let mut f = finding(obs, t, row, GapKind::Lagging);
+    f.outcome = Outcome::Transition(idx);
+    f.detail = format!("ledger has {}, chain shows {}", row.state, t.state);
+    plan.findings.push(f);
+    if let Some(c) = amounts.filter(|c| c.paid != row.amount_due) {
+        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
+        f.outcome = Outcome::Transition(idx);
+        f.detail = amounts_detail(&c, row.amount_due);
+        plan.findings.push(f);
+    }
 }
 
 /// A `reorged` finding when `row` holds `t`'s transaction, credited in another block: the

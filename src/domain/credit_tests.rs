@@ -319,3 +319,101 @@ fn a_held_payment_moved_by_a_reorg_is_not_credited_again_by_its_order_ref() {
     assert!(plan.transitions.is_empty(), "{plan:?}");
     assert_eq!(kinds(&plan), ["reorged"]);
 }
+
+/// A key the merchant's own code wrote into `orders` (no payment row yet).
+fn merchant_keyed(due: u64, state: State, t: &ChainTransfer) -> LedgerRow {
+    let mut row = order(1, due, state, Some(t));
+    row.merchant_key = true;
+    row.amount_paid = None;
+    row
+}
+
+#[test]
+fn a_merchant_written_key_gets_its_payment_row_from_the_chain() {
+    // Written `pending`, final on chain: moved, and credited with the chain's amount.
+    let t = transfer(1, 0, 25, State::Final);
+    let plan = reconcile(
+        &[seen(&t)],
+        &view(vec![merchant_keyed(25, State::Pending, &t)]),
+    );
+    assert_eq!(kinds(&plan), ["lagging"]);
+    let tr = &plan.transitions[0];
+    assert_eq!((tr.from, tr.to), (State::Pending, State::Final));
+    let c = tr.credit.as_ref().unwrap();
+    assert!(c.merchant);
+    assert_eq!(
+        (c.amount, c.state, c.paid_before),
+        (U256::from(25), State::Final, None)
+    );
+    let a = tr.attach.as_ref().unwrap();
+    assert_eq!((&a.key, a.amount), (&t.key, U256::from(25)));
+
+    // Written `final` and final on chain: a step that moves nothing, only the payment row.
+    let plan = reconcile(
+        &[seen(&t)],
+        &view(vec![merchant_keyed(25, State::Final, &t)]),
+    );
+    assert!(plan.findings.is_empty(), "{:?}", plan.findings);
+    let tr = &plan.transitions[0];
+    assert_eq!((tr.from, tr.to), (State::Final, State::Final));
+    assert!(tr.credit.as_ref().unwrap().merchant);
+
+    // Written `final`, pending on chain: refused backwards, and the row still recorded.
+    let p = transfer(1, 0, 25, State::Pending);
+    let plan = reconcile(
+        &[seen(&p)],
+        &view(vec![merchant_keyed(25, State::Final, &t)]),
+    );
+    assert_eq!(plan.refused_backwards.len(), 1);
+    let tr = &plan.transitions[0];
+    assert_eq!(tr.to, State::Final);
+    assert_eq!(tr.credit.as_ref().unwrap().state, State::Pending);
+
+    // Once recorded (`merchant_key` false), the same sighting plans nothing.
+    let mut row = merchant_keyed(25, State::Final, &t);
+    row.merchant_key = false;
+    assert_eq!(reconcile(&[seen(&t)], &view(vec![row])), Plan::default());
+}
+
+#[test]
+fn a_merchant_written_key_left_unpaid_follows_the_cover_rule() {
+    let short = transfer(1, 0, 20, State::Final);
+    let plan = reconcile(
+        &[seen(&short)],
+        &view(vec![merchant_keyed(25, State::Unpaid, &short)]),
+    );
+    assert_eq!(kinds(&plan), ["amount_mismatch"]);
+    assert_eq!(plan.findings[0].outcome, Outcome::Decided(Action::Held));
+    let tr = &plan.transitions[0];
+    assert_eq!((tr.to, tr.attach.is_none()), (State::Unpaid, true));
+    assert_eq!(tr.credit.as_ref().unwrap().paid_after, U256::from(20));
+
+    let full = transfer(1, 0, 25, State::Confirmed);
+    let plan = reconcile(
+        &[seen(&full)],
+        &view(vec![merchant_keyed(25, State::Unpaid, &full)]),
+    );
+    assert_eq!(plan.transitions[0].to, State::Confirmed);
+    assert!(plan.transitions[0].credit.as_ref().unwrap().merchant);
+}
+
+#[test]
+fn a_late_payment_on_a_keyed_unpaid_row_is_held() {
+    let late = timed(1, 25, 60);
+    for merchant in [true, false] {
+        let mut row = order(1, 25, State::Unpaid, Some(&late));
+        row.merchant_key = merchant;
+        row.expires_at = Some(at(0));
+        let plan = reconcile(&[seen(&late)], &view(vec![row.clone()]));
+        assert_eq!(kinds(&plan), ["late_payment"], "merchant key: {merchant}");
+        assert_eq!(plan.findings[0].outcome, Outcome::Decided(Action::Held));
+        assert!(plan.transitions.iter().all(|t| t.to == State::Unpaid));
+        assert_eq!(plan.transitions.len(), usize::from(merchant));
+        // Accepted: it counts.
+        let mut ledger = view(vec![row]);
+        ledger.policy.accept_late = true;
+        let plan = reconcile(&[seen(&late)], &ledger);
+        assert_eq!(plan.transitions[0].to, State::Final);
+        assert_eq!(plan.findings[0].outcome, Outcome::Transition(0));
+    }
+}

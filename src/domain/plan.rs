@@ -75,6 +75,9 @@ pub struct LedgerRow {
     /// When the order stops taking payments (`orders.expires_at`): a payment in a later
     /// block is late (SPEC §14).
     pub expires_at: Option<jiff::Timestamp>,
+    /// The order's key has no payment row: the merchant's own code wrote it. The next step
+    /// that reads it on chain gives it one (source `merchant`, SPEC §14).
+    pub merchant_key: bool,
 }
 
 impl LedgerRow {
@@ -188,6 +191,9 @@ pub struct NewPayment {
     pub block_time: Option<jiff::Timestamp>,
     /// In a block after the order expired, and held for it (`late_payments = "hold"`).
     pub held_late: bool,
+    /// The key the merchant's own code wrote into the order, given its payment row (source
+    /// `merchant`, no `order.payment_received`: payrecon did not credit it).
+    pub merchant: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -4,8 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
-use super::cover::{cover, Credit};
-use super::credit::{amounts_detail, held, held_again, moved_held, plan_credit, Credited, InPlan};
+use super::credit::{held_again, moved_held, plan_credit, plan_keyed_credit, Credited, InPlan};
 use super::findings::{finding, infer_failed, push_failed};
 use super::model::{GapKind, PaymentKey, State, U256};
 use super::plan::{
@@ -222,6 +221,12 @@ fn plan_keyed(
         plan.findings.push(f);
         return;
     }
+    // A key payrecon never credited (the merchant's own code wrote it), or an order still
+    // unpaid: the payment is judged by the cover rule (and given its payment row).
+    if row.merchant_key || row.state == State::Unpaid {
+        plan_keyed_credit(plan, obs, t, row, ledger);
+        return;
+    }
     if t.state < row.state {
         plan.refused_backwards.push(Refusal {
             order_ref: row.order_ref.clone(),
@@ -232,25 +237,6 @@ fn plan_keyed(
     }
     if t.state == row.state {
         return;
-    }
-    // An order keyed by the merchant's own code but left unpaid: the payment must cover it.
-    let mut amounts = None;
-    if row.state == State::Unpaid {
-        let part = Credit {
-            amount: t.amount,
-            state: t.state,
-            block: t.block.number,
-            index: t.key.log_index,
-        };
-        let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-        let Ok(c) = cover(row.amount_due, tolerance, &[part]) else {
-            return;
-        };
-        if c.completing.is_none() {
-            plan.findings.push(held(obs, t, row, &c));
-            return;
-        }
-        amounts = Some(c);
     }
     plan.transitions.push(PlannedTransition {
         order_id: row.id,
@@ -265,12 +251,6 @@ fn plan_keyed(
     f.outcome = Outcome::Transition(idx);
     f.detail = format!("ledger has {}, chain shows {}", row.state, t.state);
     plan.findings.push(f);
-    if let Some(c) = amounts.filter(|c| c.paid != row.amount_due) {
-        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = amounts_detail(&c, row.amount_due);
-        plan.findings.push(f);
-    }
 }
 
 fn plan_unkeyed(

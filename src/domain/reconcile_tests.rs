@@ -60,6 +60,7 @@ pub(super) fn order(id: i64, due: u64, state: State, key: Option<&ChainTransfer>
         state,
         credits: Vec::new(),
         expires_at: None,
+        merchant_key: false,
     }
 }
 

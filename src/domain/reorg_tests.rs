@@ -44,6 +44,7 @@ fn row(t: &ChainTransfer, b: Option<BlockRef>) -> LedgerRow {
         state: State::Confirmed,
         credits: Vec::new(),
         expires_at: None,
+        merchant_key: false,
     }
 }
 

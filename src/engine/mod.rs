@@ -127,6 +127,10 @@ pub(crate) struct RunCtx {
     /// `reconcile` for runs, `webhook` for deliveries (audit rows; no findings are recorded
     /// for deliveries: they are the webhook path working, not gaps).
     pub source: Source,
+    /// Payments a provider's part read on chain in this run at the key and block its ledger
+    /// row holds (fingerprints, `placed_fingerprint`): the sweep does not read their receipts
+    /// again (a receipt at most once per run).
+    pub placed: std::sync::Mutex<seen::SeenSet>,
 }
 
 impl Engine {
@@ -190,6 +194,7 @@ impl Engine {
             heads: self.read_heads().await,
             progress: opts.progress.then(progress_bar),
             source: Source::Reconcile,
+            placed: Default::default(),
         };
         tracing::info!(run_id = %run_id, since = %opts.since, until = %opts.until, dry_run = opts.dry_run, "Run started.");
         // Deliveries stored but not applied (a process stopped in between, a chain that could

@@ -8,7 +8,7 @@ use super::batch::{BatchInput, PartTally, Resender};
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};
 use crate::domain::{
-    pick_transfer, ChainHead, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
+    pick_transfer, ChainHead, ChainTransfer, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
 };
 use crate::providers::ProviderRecord;
 
@@ -179,7 +179,9 @@ impl Engine {
                     continue;
                 }
             };
-            let lookups = lookup(client, &head, &records).await?;
+            let lookups = self
+                .lookup_unsettled(ctx, client, &head, &chain, &records)
+                .await?;
             out.records.extend(records);
             out.lookups.extend(lookups);
         }
@@ -199,13 +201,85 @@ pub(super) struct Resolved {
     infer: bool,
 }
 
-async fn lookup(
+impl Engine {
+    /// Each record's answer, in order: a payment the ledger holds as `final` since before the
+    /// chain's `recheck_final` window is taken as recorded (a final payment is re-read only
+    /// inside that window, by the sweep); the others' receipts in JSON-RPC batches. One
+    /// ledger query per batch.
+    async fn lookup_unsettled(
+        &self,
+        ctx: &RunCtx,
+        client: &ChainClient,
+        head: &ChainHead,
+        chain: &str,
+        records: &[ProviderRecord],
+    ) -> Result<Vec<Lookup>, PartError> {
+        let recheck = jiff::SignedDuration::try_from(client.settings().recheck_final)
+            .unwrap_or(jiff::SignedDuration::MAX);
+        let before = ctx
+            .started
+            .checked_sub(recheck)
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let mut txs: Vec<&str> = records
+            .iter()
+            .filter_map(|r| Some(r.tx_hash.as_ref()?.as_str()))
+            .collect();
+        txs.sort_unstable();
+        txs.dedup();
+        let known = self.store.settled_payments(chain, &txs, before).await?;
+        let settled: Vec<Option<ChainTransfer>> =
+            records.iter().map(|r| settled_match(r, &known)).collect();
+        let ask = records
+            .iter()
+            .zip(&settled)
+            .filter(|(_, s)| s.is_none())
+            .map(|(r, _)| r);
+        let asked = lookup(client, head, ask).await?;
+        // What the chain showed, where it showed it: the sweep need not read it again.
+        {
+            let mut set = ctx.placed.lock().unwrap_or_else(|e| e.into_inner());
+            for l in &asked {
+                if let Lookup::Found(ts) = l {
+                    for t in ts {
+                        set.insert(super::seen::placed_fingerprint(&t.key, &t.block.hash));
+                    }
+                }
+            }
+        }
+        let mut asked = asked.into_iter();
+        let mut out = Vec::with_capacity(records.len());
+        for (r, s) in records.iter().zip(settled) {
+            match s {
+                Some(t) => out.push(Lookup::Found(vec![t])),
+                None if r.tx_hash.is_some() => out.extend(asked.next()),
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The one settled payment `r` names (its transaction, and its log index, asset, address and
+/// amount where the record gives them); `None` when none or several do.
+fn settled_match(r: &ProviderRecord, known: &[ChainTransfer]) -> Option<ChainTransfer> {
+    let tx = r.tx_hash.as_ref()?;
+    let mut hits = known.iter().filter(|t| {
+        t.key.tx_hash == *tx
+            && r.log_index.is_none_or(|li| li == t.key.log_index)
+            && r.asset.as_ref().is_none_or(|a| *a == t.asset)
+            && r.to.as_ref().is_none_or(|to| *to == t.to)
+            && r.amount_hint.is_none_or(|a| a == t.amount)
+    });
+    let hit = hits.next()?;
+    hits.next().is_none().then(|| hit.clone())
+}
+
+async fn lookup<'a>(
     client: &ChainClient,
     head: &ChainHead,
-    records: &[ProviderRecord],
+    records: impl Iterator<Item = &'a ProviderRecord>,
 ) -> Result<Vec<Lookup>, PartError> {
     let queries: Vec<TransferQuery> = records
-        .iter()
         .filter_map(|r| {
             Some(TransferQuery {
                 tx_hash: r.tx_hash.clone()?,

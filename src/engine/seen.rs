@@ -28,6 +28,11 @@ impl SeenSet {
         true
     }
 
+    /// Whether `fingerprint` is there.
+    pub(crate) fn contains(&self, fingerprint: u64) -> bool {
+        self.sorted.binary_search(&fingerprint).is_ok() || self.recent.contains(&fingerprint)
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.sorted.len() + self.recent.len()
@@ -53,6 +58,34 @@ impl SeenSet {
             }
         }
     }
+}
+
+/// The fingerprint of a payment read on chain at `key` in the block of `block_hash` (the
+/// run's `placed` set: the sweep skips a row a provider's part read there in the same run).
+pub(crate) fn placed_fingerprint(key: &crate::domain::PaymentKey, block_hash: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    block_hash.hash(&mut h);
+    h.finish()
+}
+
+/// Whether `row`'s payment was read on chain in this run where the row holds it.
+pub(crate) fn was_placed(
+    placed: &std::sync::Mutex<SeenSet>,
+    row: &crate::domain::LedgerRow,
+) -> bool {
+    let (Some(key), Some(block)) = (&row.key, &row.block) else {
+        return false;
+    };
+    if block.hash.is_empty() {
+        return false;
+    }
+    let fp = placed_fingerprint(key, &block.hash);
+    placed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(fp)
 }
 
 #[cfg(test)]

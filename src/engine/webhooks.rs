@@ -193,6 +193,7 @@ impl Engine {
             heads: self.read_heads().await,
             progress: None,
             source: Source::Webhook,
+            placed: Default::default(),
         }
     }
 }

@@ -235,7 +235,8 @@ async fn credit<DB: ApplySql>(
             ApplyOutcome::Stale
         }));
     };
-    if ctx.events {
+    // A key the merchant's own code wrote is recorded, not credited: no event.
+    if ctx.events && !p.merchant {
         let event = outbox::payment_event(payment_id, t, p, ctx, now);
         DB::insert_event(sp, &event, now).await?;
     }

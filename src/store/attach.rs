@@ -52,7 +52,8 @@ async fn pg_by_ref(pool: &PgPool, refs: &[String]) -> Result<Vec<LedgerRow>, Sto
     Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
 }
 
-/// Writes the payment columns of an order that has none, when no other order holds the key.
+/// Writes the payment columns of an order that has none (or its own key again, with the
+/// chain's amount and block), when no other order holds the key.
 pub(super) async fn sqlite_attach_only(
     tx: &mut Transaction<'_, sqlx::Sqlite>,
     order_id: i64,
@@ -60,7 +61,8 @@ pub(super) async fn sqlite_attach_only(
 ) -> Result<ApplyOutcome, sqlx::Error> {
     let q = sqlx::query(
         "UPDATE orders SET tx_hash = ?2, log_index = ?3, amount_paid = ?4, block_number = ?5, \
-         block_hash = ?6 WHERE id = ?1 AND tx_hash IS NULL AND chain = ?7 \
+         block_hash = ?6 WHERE id = ?1 AND chain = ?7 \
+         AND (tx_hash IS NULL OR (tx_hash = ?2 AND log_index = ?3)) \
          AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?7 \
          AND o2.tx_hash = ?2 AND o2.log_index = ?3 AND o2.id <> ?1)",
     )
@@ -76,7 +78,8 @@ pub(super) async fn pg_attach_only(
 ) -> Result<ApplyOutcome, sqlx::Error> {
     let q = sqlx::query(
         "UPDATE orders SET tx_hash = $2, log_index = $3, amount_paid = $4::numeric, \
-         block_number = $5, block_hash = $6 WHERE id = $1 AND tx_hash IS NULL AND chain = $7 \
+         block_number = $5, block_hash = $6 WHERE id = $1 AND chain = $7 \
+         AND (tx_hash IS NULL OR (tx_hash = $2 AND log_index = $3)) \
          AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $7 \
          AND o2.tx_hash = $2 AND o2.log_index = $3 AND o2.id <> $1)",
     )

@@ -245,6 +245,18 @@ impl Store {
         }
     }
 
+    /// The `final` payments of these transactions on `chain` unchanged since before
+    /// `settled_before` (outside the chain's `recheck_final`), as the transfers they were:
+    /// a record naming one needs no receipt (one query per 5,000 transactions).
+    pub async fn settled_payments(
+        &self,
+        chain: &str,
+        txs: &[&str],
+        settled_before: Timestamp,
+    ) -> Result<Vec<crate::domain::ChainTransfer>, StoreError> {
+        payments::settled(self, chain, txs, settled_before).await
+    }
+
     /// Which of `keys` some order already holds (one query per 5,000 keys).
     pub async fn attached_keys(
         &self,

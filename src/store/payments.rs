@@ -159,8 +159,9 @@ macro_rules! insert_by_key {
         use sqlx::Row as _;
         let mut matched = Vec::new();
         let raws = $rows.iter().map(|r| {
-            let key: Result<(String, i64), sqlx::Error> =
-                r.try_get(13).and_then(|t| Ok((t, r.try_get(14)?)));
+            let key: Result<(String, i64), sqlx::Error> = r
+                .try_get($crate::store::rows::ROW_COLUMN_COUNT)
+                .and_then(|t| Ok((t, r.try_get($crate::store::rows::ROW_COLUMN_COUNT + 1)?)));
             matched.push(key.ok());
             $crate::store::rows::decode_raw_row!(r)
         });
@@ -209,7 +210,7 @@ macro_rules! bind_credit {
             .bind(i64::try_from($p.block.number).unwrap_or(i64::MAX))
             .bind(&$p.block.hash)
             .bind($p.state.as_str())
-            .bind($ctx.source.as_str())
+            .bind(payment_source($p, $ctx))
             .bind(&$ctx.provider)
             .bind($ctx.run_id_or_null())
             .bind($now)
@@ -218,8 +219,19 @@ macro_rules! bind_credit {
     };
 }
 
+/// The `source` of a payment row: `merchant` for a key the merchant's own code wrote into
+/// its order, else the step's (`reconcile`, `webhook`).
+pub(super) fn payment_source<'a>(p: &NewPayment, ctx: &'a ApplyContext) -> &'a str {
+    if p.merchant {
+        "merchant"
+    } else {
+        ctx.source.as_str()
+    }
+}
+
 /// Credits `p` to order `order_id` when the order has no payment key and its `amount_paid`
-/// is still `p.paid_before`: one INSERT guarded by both (a payment credits one order, ever).
+/// is still `p.paid_before`, or when the order's own key is `p`'s (written by the merchant's
+/// code): one INSERT guarded by that (a payment credits one order, ever).
 /// The payment's id; `None` when nothing was written (the key is credited already, or the
 /// order moved).
 pub(super) async fn sqlite_credit(
@@ -234,9 +246,10 @@ pub(super) async fn sqlite_credit(
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
          block_time) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?14 \
-         WHERE EXISTS (SELECT 1 FROM orders WHERE id = ?1 AND tx_hash IS NULL \
-         AND amount_paid IS ?13) AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?2 \
-         AND o2.tx_hash = ?3 AND o2.log_index = ?4) \
+         WHERE EXISTS (SELECT 1 FROM orders WHERE id = ?1 AND ((tx_hash IS NULL \
+         AND amount_paid IS ?13) OR (chain = ?2 AND tx_hash = ?3 AND log_index = ?4))) \
+         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?2 AND o2.tx_hash = ?3 \
+         AND o2.log_index = ?4 AND o2.id <> ?1) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
     );
     bind_credit!(
@@ -264,9 +277,10 @@ pub(super) async fn pg_credit(
          block_time) \
          SELECT $1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, $10, $11, $12::timestamptz, \
          $12::timestamptz, $14::timestamptz \
-         WHERE EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tx_hash IS NULL \
-         AND amount_paid IS NOT DISTINCT FROM $13::numeric) AND NOT EXISTS (SELECT 1 FROM \
-         orders o2 WHERE o2.chain = $2 AND o2.tx_hash = $3 AND o2.log_index = $4) \
+         WHERE EXISTS (SELECT 1 FROM orders WHERE id = $1 AND ((tx_hash IS NULL \
+         AND amount_paid IS NOT DISTINCT FROM $13::numeric) OR (chain = $2 AND tx_hash = $3 \
+         AND log_index = $4))) AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $2 \
+         AND o2.tx_hash = $3 AND o2.log_index = $4 AND o2.id <> $1) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
     );
     bind_credit!(
@@ -287,11 +301,14 @@ pub(super) async fn sqlite_set_paid(
     order_id: i64,
     p: &NewPayment,
 ) -> Result<bool, sqlx::Error> {
-    let res = sqlx::query("UPDATE orders SET amount_paid = ?2 WHERE id = ?1 AND tx_hash IS NULL")
-        .bind(order_id)
-        .bind(p.paid_after.to_string())
-        .execute(counted(&mut **sp))
-        .await?;
+    let res = sqlx::query(
+        "UPDATE orders SET amount_paid = ?2 WHERE id = ?1 AND (tx_hash IS NULL OR tx_hash = ?3)",
+    )
+    .bind(order_id)
+    .bind(p.paid_after.to_string())
+    .bind(p.key.tx_hash.as_str())
+    .execute(counted(&mut **sp))
+    .await?;
     Ok(res.rows_affected() == 1)
 }
 
@@ -301,10 +318,12 @@ pub(super) async fn pg_set_paid(
     p: &NewPayment,
 ) -> Result<bool, sqlx::Error> {
     let res = sqlx::query(
-        "UPDATE orders SET amount_paid = $2::numeric WHERE id = $1 AND tx_hash IS NULL",
+        "UPDATE orders SET amount_paid = $2::numeric WHERE id = $1 \
+         AND (tx_hash IS NULL OR tx_hash = $3)",
     )
     .bind(order_id)
     .bind(p.paid_after.to_string())
+    .bind(p.key.tx_hash.as_str())
     .execute(counted(&mut **sp))
     .await?;
     Ok(res.rows_affected() == 1)
@@ -397,9 +416,10 @@ pub(super) async fn pg_follow_rekey(
 }
 
 /// The columns of a held payment as a ledger row: the order's, with the payment's key,
-/// amount and block (`LedgerRow` read by `decode_raw_row`), then the payment's id.
+/// amount and block (`LedgerRow` read by `decode_raw_row`; the key is a payment row's), then
+/// the payment's id.
 const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
-     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, p.id";
+     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id";
 
 /// A keyset page (by payment id) of the payments credited to orders still short (`unpaid`,
 /// no key): the sweep places them on chain like keyed rows. Returns each payment's id with
@@ -415,7 +435,8 @@ pub(super) async fn held_page(
             let cols = HELD_COLUMNS
                 .replace("{due}", "CAST(o.amount_due AS TEXT)")
                 .replace("{amount}", "CAST(p.amount AS TEXT)")
-                .replace("{expires}", &super::rows::sqlite_ms("o.expires_at"));
+                .replace("{expires}", &super::rows::sqlite_ms("o.expires_at"))
+                .replace("{one}", "1");
             let sql = format!(
                 "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
                  WHERE p.id > ?1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
@@ -433,7 +454,8 @@ pub(super) async fn held_page(
             let cols = HELD_COLUMNS
                 .replace("{due}", "o.amount_due::text")
                 .replace("{amount}", "p.amount::text")
-                .replace("{expires}", &super::rows::pg_ms("o.expires_at"));
+                .replace("{expires}", &super::rows::pg_ms("o.expires_at"))
+                .replace("{one}", "1::bigint");
             let sql = format!(
                 "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
                  WHERE p.id > $1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
@@ -465,7 +487,7 @@ where
     let mut out = Vec::new();
     let mut ids = Vec::new();
     for r in &rows {
-        let Ok(id) = r.try_get::<i64, _>(13) else {
+        let Ok(id) = r.try_get::<i64, _>(super::rows::ROW_COLUMN_COUNT) else {
             continue;
         };
         ids.push(id);
@@ -537,4 +559,90 @@ pub(super) async fn rekey_held(
         Err(e) if super::is_unique_violation(&e) => Ok(super::RekeyOutcome::Collision),
         Err(e) => Err(db_error("re-key a held payment", e)),
     }
+}
+
+/// A payment the ledger holds as `final` since before `settled_before`, as its transfer:
+/// what the chain said when it became final (the caller reads no receipt for it).
+type SettledRow = (
+    String,
+    i64,
+    String,
+    i64,
+    String,
+    String,
+    String,
+    Option<i64>,
+);
+
+/// The `final` payments of these transactions on `chain` whose state has not changed since
+/// before `settled_before` (one query per 5,000 transactions; rows that cannot be read are
+/// left out, so their records are read on chain).
+pub(super) async fn settled(
+    store: &super::Store,
+    chain: &str,
+    txs: &[&str],
+    settled_before: jiff::Timestamp,
+) -> Result<Vec<crate::domain::ChainTransfer>, StoreError> {
+    let mut out = Vec::new();
+    for chunk in txs.chunks(LOOKUP_CHUNK) {
+        let rows: Vec<SettledRow> = match store {
+            super::Store::Sqlite(p) => {
+                let sql = format!(
+                    "SELECT p.tx_hash, p.log_index, CAST(p.amount AS TEXT), p.block_number, \
+                     p.block_hash, o.pay_to, o.asset, {bt} FROM payrecon_payments p \
+                     JOIN orders o ON o.id = p.order_id WHERE p.chain = ?1 \
+                     AND p.tx_hash IN (SELECT value FROM json_each(?2)) AND p.state = 'final' \
+                     AND julianday(p.state_changed_at) < julianday(?3) \
+                     AND p.block_number IS NOT NULL AND p.block_hash <> ''",
+                    bt = super::rows::sqlite_ms("p.block_time")
+                );
+                sqlx::query_as(&sql)
+                    .bind(chain)
+                    .bind(json!(chunk).to_string())
+                    .bind(super::rows::sqlite_ts(settled_before))
+                    .fetch_all(counted(p))
+                    .await
+            }
+            super::Store::Postgres(p) => {
+                let sql = format!(
+                    "SELECT p.tx_hash, p.log_index, p.amount::text, p.block_number, \
+                     p.block_hash, o.pay_to, o.asset, {bt} FROM payrecon_payments p \
+                     JOIN orders o ON o.id = p.order_id WHERE p.chain = $1 \
+                     AND p.tx_hash = ANY($2) AND p.state = 'final' \
+                     AND p.state_changed_at < $3::timestamptz \
+                     AND p.block_number IS NOT NULL AND p.block_hash <> ''",
+                    bt = super::rows::pg_ms("p.block_time")
+                );
+                sqlx::query_as(&sql)
+                    .bind(chain)
+                    .bind(chunk)
+                    .bind(settled_before.to_string())
+                    .fetch_all(counted(p))
+                    .await
+            }
+        }
+        .map_err(|e| db_error("read the settled payments of a batch", e))?;
+        out.extend(rows.into_iter().filter_map(|r| settled_transfer(chain, r)));
+    }
+    Ok(out)
+}
+
+fn settled_transfer(chain: &str, r: SettledRow) -> Option<crate::domain::ChainTransfer> {
+    let (tx, log_index, amount, number, hash, pay_to, asset, bt) = r;
+    Some(crate::domain::ChainTransfer {
+        key: PaymentKey {
+            chain: chain.to_string(),
+            tx_hash: ledger_tx_hash(&tx).ok()?,
+            log_index,
+        },
+        to: crate::domain::ledger_address(&pay_to).ok()?,
+        asset: crate::domain::ledger_asset(&asset).ok()?,
+        amount: parse_base_units(&amount).ok()?,
+        block: BlockRef {
+            number: u64::try_from(number).ok()?,
+            hash,
+        },
+        state: State::Final,
+        block_time: bt.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()),
+    })
 }

@@ -37,11 +37,11 @@ pub(super) async fn try_apply(
     now: &str,
     current: &HashMap<i64, String>,
 ) -> Result<Option<Vec<ApplyOutcome>>, sqlx::Error> {
-    let Some(from) = all_forward(batch, current) else {
+    let Some(steps) = classify(batch, current) else {
         return Ok(None);
     };
     let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    let went_through = match write(&mut sp, batch, &from, ctx, now).await {
+    let went_through = match write_all(&mut sp, batch, &steps, ctx, now).await {
         Ok(all) => all,
         // Two transitions of the batch attaching one key, or a key another row holds.
         Err(e) if is_unique_violation(&e) => false,
@@ -53,10 +53,118 @@ pub(super) async fn try_apply(
     }
     counted(sp).commit().await?;
     Ok(Some(
-        from.into_iter()
-            .map(|from| ApplyOutcome::Applied { from })
+        steps
+            .into_iter()
+            .map(|step| match step {
+                Step::Forward(from) => ApplyOutcome::Applied { from },
+                Step::Adopt => ApplyOutcome::Attached,
+            })
             .collect(),
     ))
+}
+
+/// What one step of a set-wise batch does.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Moves the order forward from this (locked) state.
+    Forward(State),
+    /// Records the key the merchant's code wrote (its payment row, the chain's amount and
+    /// block on the order); the state stays.
+    Adopt,
+}
+
+/// The credits, then the forward steps (`write`) and the adoptions (`adopt`); true when every
+/// step went through.
+async fn write_all(
+    sp: &mut Transaction<'_, Postgres>,
+    batch: &[PlannedTransition],
+    steps: &[Step],
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<bool, sqlx::Error> {
+    // Credits first: each is guarded by the order's amount_paid and missing key, as read (or
+    // by the order's own key, for an adoption).
+    let credits: Vec<(i64, &NewPayment)> = batch
+        .iter()
+        .filter_map(|t| Some((t.order_id, t.credit.as_ref()?)))
+        .collect();
+    if !credits.is_empty() {
+        let ids = credit_all(sp, &credits, ctx, now).await?;
+        if ids.len() != credits.len() {
+            return Ok(false);
+        }
+        if ctx.events {
+            // Each payment's event before its order's transition event; none for a key the
+            // merchant's code wrote (recorded, not credited).
+            let events: Vec<NewEvent> = batch
+                .iter()
+                .filter_map(|t| {
+                    let p = t.credit.as_ref().filter(|p| !p.merchant)?;
+                    let id = ids.get(&t.order_id)?;
+                    Some(outbox::payment_event(*id, t, p, ctx, now))
+                })
+                .collect();
+            outbox::pg_insert(sp, &events, now).await?;
+        }
+    }
+    let mut forward = Vec::new();
+    let mut from = Vec::new();
+    let mut adopted = Vec::new();
+    for (t, step) in batch.iter().zip(steps) {
+        match step {
+            Step::Forward(s) => {
+                forward.push(t.clone());
+                from.push(*s);
+            }
+            Step::Adopt => adopted.push(t),
+        }
+    }
+    if !adopted.is_empty() && !adopt(sp, &adopted).await? {
+        return Ok(false);
+    }
+    Ok(forward.is_empty() || write(sp, &forward, &from, ctx, now).await?)
+}
+
+/// Writes the chain's amount and block on the orders whose key the merchant's code wrote, in
+/// one `UPDATE ... FROM UNNEST` guarded by that key; true when it took every one.
+async fn adopt(
+    sp: &mut Transaction<'_, Postgres>,
+    adopted: &[&PlannedTransition],
+) -> Result<bool, sqlx::Error> {
+    let attaches: Vec<(i64, &Attach)> = adopted
+        .iter()
+        .filter_map(|t| Some((t.order_id, t.attach.as_ref()?)))
+        .collect();
+    if attaches.len() != adopted.len() {
+        return Ok(false);
+    }
+    let col =
+        |f: fn(&Attach) -> String| -> Vec<String> { attaches.iter().map(|(_, a)| f(a)).collect() };
+    let ids: Vec<i64> = attaches.iter().map(|(id, _)| *id).collect();
+    let log_indexes: Vec<i64> = attaches.iter().map(|(_, a)| a.key.log_index).collect();
+    let blocks: Vec<i64> = attaches
+        .iter()
+        .map(|(_, a)| i64::try_from(a.block.number).unwrap_or(i64::MAX))
+        .collect();
+    let res = sqlx::query(
+        "UPDATE orders o SET amount_paid = v.amount::numeric, block_number = v.block_number, \
+         block_hash = v.block_hash \
+         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], \
+         $6::bigint[], $7::text[]) \
+         AS v(id, chain, tx_hash, log_index, amount, block_number, block_hash) \
+         WHERE o.id = v.id AND o.chain = v.chain AND o.tx_hash = v.tx_hash \
+         AND o.log_index = v.log_index",
+    )
+    .bind(&ids)
+    .bind(col(|a| a.key.chain.clone()))
+    .bind(col(|a| a.key.tx_hash.as_str().to_string()))
+    .bind(&log_indexes)
+    .bind(col(|a| a.amount.to_string()))
+    .bind(&blocks)
+    .bind(col(|a| a.block.hash.clone()))
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(res.rows_affected() == adopted.len() as u64)
 }
 
 /// The UPDATE and the audit INSERT; true when both took every row of the batch (otherwise
@@ -89,29 +197,6 @@ async fn write(
                 .map(|a| i64::try_from(a.block.number).unwrap_or(i64::MAX))
         })
         .collect();
-    // Credits first: each is guarded by the order's amount_paid and missing key, as read.
-    let credits: Vec<(i64, &NewPayment)> = batch
-        .iter()
-        .filter_map(|t| Some((t.order_id, t.credit.as_ref()?)))
-        .collect();
-    if !credits.is_empty() {
-        let ids = credit_all(sp, &credits, ctx, now).await?;
-        if ids.len() != credits.len() {
-            return Ok(false);
-        }
-        if ctx.events {
-            // Each payment's event before its order's transition event.
-            let events: Vec<NewEvent> = batch
-                .iter()
-                .filter_map(|t| {
-                    let p = t.credit.as_ref()?;
-                    let id = ids.get(&t.order_id)?;
-                    Some(outbox::payment_event(*id, t, p, ctx, now))
-                })
-                .collect();
-            outbox::pg_insert(sp, &events, now).await?;
-        }
-    }
     let rank = rank_sql("o.state");
     let cols = PG_RETURNING;
     let updated = sqlx::query_as::<_, IdAndOrder>(&format!(
@@ -236,16 +321,17 @@ async fn credit_all(
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
          block_time) \
          SELECT c.id, c.chain, c.tx_hash, c.log_index, c.amount::numeric, c.block_number, \
-         c.block_hash, c.state, $10, $11, $12, $13::timestamptz, $13::timestamptz, \
+         c.block_hash, c.state, c.source, $11, $12, $13::timestamptz, $13::timestamptz, \
          c.block_time::timestamptz \
          FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], \
-         $6::bigint[], $7::text[], $8::text[], $9::text[], $14::text[]) \
+         $6::bigint[], $7::text[], $8::text[], $9::text[], $14::text[], $10::text[]) \
          AS c(id, chain, tx_hash, log_index, amount, block_number, block_hash, state, before, \
-         block_time) \
-         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = c.id AND o.tx_hash IS NULL \
-         AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) AND NOT EXISTS (SELECT 1 \
+         block_time, source) \
+         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = c.id AND ((o.tx_hash IS NULL \
+         AND o.amount_paid IS NOT DISTINCT FROM c.before::numeric) OR (o.chain = c.chain \
+         AND o.tx_hash = c.tx_hash AND o.log_index = c.log_index))) AND NOT EXISTS (SELECT 1 \
          FROM orders o2 WHERE o2.chain = c.chain AND o2.tx_hash = c.tx_hash \
-         AND o2.log_index = c.log_index) \
+         AND o2.log_index = c.log_index AND o2.id <> c.id) \
          ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING order_id, id",
     )
     .bind(&ids)
@@ -257,7 +343,12 @@ async fn credit_all(
     .bind(col(|p| p.block.hash.clone()))
     .bind(col(|p| p.state.as_str().to_string()))
     .bind(&before)
-    .bind(ctx.source.as_str())
+    .bind(
+        credits
+            .iter()
+            .map(|(_, p)| super::payments::payment_source(p, ctx))
+            .collect::<Vec<&str>>(),
+    )
     .bind(&ctx.provider)
     .bind(ctx.run_id_or_null())
     .bind(now)
@@ -267,23 +358,35 @@ async fn credit_all(
     Ok(written.into_iter().collect())
 }
 
-/// The locked state of each order when every transition moves a distinct order forward and
-/// none is an attach-only one; `None` otherwise (the row-by-row path decides those).
-fn all_forward(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> Option<Vec<State>> {
+/// Each step of the batch when every one moves a distinct order forward, or records a key the
+/// merchant's code wrote into an order that stays where it is (an adoption); `None` otherwise
+/// (the row-by-row path decides those).
+fn classify(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> Option<Vec<Step>> {
     if batch.len() < 2 {
         return None;
     }
     let mut ids = HashSet::with_capacity(batch.len());
-    let mut from = Vec::with_capacity(batch.len());
+    let mut steps = Vec::with_capacity(batch.len());
     for t in batch {
-        if !ids.insert(t.order_id) || (t.attach.is_some() && t.from == t.to) {
+        if !ids.insert(t.order_id) {
             return None;
         }
         let s = State::parse(current.get(&t.order_id)?).ok()?;
+        if t.from == t.to {
+            let adoption = match (&t.credit, &t.attach) {
+                (Some(p), Some(a)) => p.merchant && p.key == a.key,
+                _ => false,
+            };
+            if !adoption || s != t.to {
+                return None;
+            }
+            steps.push(Step::Adopt);
+            continue;
+        }
         if s >= t.to {
             return None;
         }
-        from.push(s);
+        steps.push(Step::Forward(s));
     }
-    Some(from)
+    Some(steps)
 }

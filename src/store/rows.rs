@@ -64,11 +64,20 @@ pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 pub(crate) const SQLITE_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
      CAST(o.amount_due AS TEXT), o.tx_hash, o.log_index, CAST(o.amount_paid AS TEXT), \
      o.block_number, o.block_hash, o.state, \
-     CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER)";
+     CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER), \
+     CASE WHEN o.tx_hash IS NULL OR EXISTS (SELECT 1 FROM payrecon_payments kp \
+     WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index) \
+     THEN 1 ELSE 0 END";
 pub(crate) const PG_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
      o.amount_due::text, o.tx_hash, o.log_index, o.amount_paid::text, \
      o.block_number, o.block_hash, o.state, CASE WHEN isfinite(o.expires_at) \
-     THEN (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint END";
+     THEN (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint END, \
+     CASE WHEN o.tx_hash IS NULL OR EXISTS (SELECT 1 FROM payrecon_payments kp \
+     WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index) \
+     THEN 1::bigint ELSE 0::bigint END";
+
+/// How many columns `*_ROW_COLUMNS` select: a query's own columns follow from this index.
+pub(crate) const ROW_COLUMN_COUNT: usize = 14;
 
 /// A timestamp column as milliseconds since the epoch, `None` for NULL (`julianday` reads the
 /// merchant's spellings too: `2026-11-01 10:00:00`, `…T…Z`).
@@ -96,6 +105,8 @@ pub(crate) struct RawRow {
     pub state: String,
     /// `orders.expires_at` in milliseconds since the epoch.
     pub expires_at_ms: Option<i64>,
+    /// 1: no key, or a payment row holds it; 0: the merchant's own code wrote the key.
+    pub key_credited: i64,
 }
 
 /// Decodes a row selected with `*_ROW_COLUMNS`; works for both backends' row types.
@@ -118,6 +129,7 @@ macro_rules! decode_raw_row {
                 block_hash: r.try_get(10)?,
                 state: r.try_get(11)?,
                 expires_at_ms: r.try_get(12)?,
+                key_credited: r.try_get(13)?,
             })
         })()
         .map_err(|e| {
@@ -192,6 +204,7 @@ impl RawRow {
                     })
                 })
                 .transpose()?,
+            merchant_key: self.key_credited == 0,
         })
     }
 }

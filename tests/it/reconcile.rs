@@ -22,7 +22,9 @@ mod gaps;
 mod invariants;
 mod late;
 mod long_list;
+mod merchant;
 mod onchain;
+mod receipts;
 mod scan;
 mod window;
 

@@ -5,7 +5,7 @@
 mod apply;
 mod batches;
 mod blocks;
-mod payments;
+pub(crate) mod payments;
 mod plans;
 mod records;
 

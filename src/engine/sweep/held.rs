@@ -57,6 +57,9 @@ impl Sweep<'_> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut held = Vec::with_capacity(rows.len());
         for (id, row) in rows {
+            if crate::engine::seen::was_placed(&self.ctx.placed, &row) {
+                continue;
+            }
             if let Some(q) = self.placing_query(chain, client, &row) {
                 queries.push(q);
                 held.push((id, row));

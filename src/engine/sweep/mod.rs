@@ -149,6 +149,10 @@ impl Sweep<'_> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut swept = Vec::with_capacity(rows.len());
         for row in rows {
+            // Read on chain by a provider's part of this run, where the row holds it.
+            if super::seen::was_placed(&self.ctx.placed, &row) {
+                continue;
+            }
             if let Some(q) = self.placing_query(chain, client, &row) {
                 queries.push(q);
                 swept.push(row);

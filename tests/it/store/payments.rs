@@ -39,6 +39,7 @@ fn credit(n: u64, amount: u64, before: Option<u64>, after: u64) -> NewPayment {
         amount_due: U256::from(25),
         block_time: None,
         held_late: false,
+        merchant: false,
     }
 }
 
