@@ -85,7 +85,7 @@ pub(super) fn plan_credit(
     let mut parts: Vec<Credit> = Vec::new();
     let mut which: Vec<Option<usize>> = Vec::new();
     for (i, p) in prior.iter().enumerate() {
-        if accept_late || !row.is_late(p.block_time) {
+        if !p.gone && (accept_late || !row.is_late(p.block_time)) {
             parts.push(as_credit(p));
             which.push(Some(i));
         }
@@ -100,8 +100,10 @@ pub(super) fn plan_credit(
         which.push(None);
     }
     let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+    // `amount_paid` after it: the payments on chain (a gone one counts toward nothing).
     let total = prior
         .iter()
+        .filter(|p| !p.gone)
         .try_fold(t.amount, |acc, p| acc.checked_add(p.amount));
     let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
         let mut f = finding(obs, t, row, GapKind::AmountMismatch);
@@ -154,6 +156,7 @@ pub(super) fn plan_credit(
             state: t.state,
             block: Some(t.block.clone()),
             block_time: t.block_time,
+            gone: false,
         },
     );
     if row.is_late(t.block_time) {
@@ -360,7 +363,7 @@ pub(super) fn held_again(
     }
     let parts: Vec<Credit> = credits
         .iter()
-        .filter(|c| accept_late || !row.is_late(c.block_time))
+        .filter(|c| !c.gone && (accept_late || !row.is_late(c.block_time)))
         .map(as_credit)
         .collect();
     let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
@@ -369,8 +372,67 @@ pub(super) fn held_again(
     // The detail names what was paid, the held late payments included.
     c.paid = credits
         .iter()
+        .filter(|p| !p.gone)
         .fold(U256::ZERO, |a, p| a.saturating_add(p.amount));
     c.completing.is_none().then(|| held(obs, t, row, &c))
+}
+
+/// An unpaid order without a key whose credited payments (on chain, and not held late) cover
+/// it, seen through one of them (`t`): it moves to the state they reached, keyed by the one
+/// that completed the cover. This happens when a payment that had left the chain is back, or
+/// when the tolerance or `late_payments` changed. False (nothing planned) otherwise.
+pub(super) fn plan_covered(
+    plan: &mut Plan,
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    credits: &[CreditedPayment],
+    ledger: &LedgerView,
+) -> bool {
+    let accept_late = ledger.policy.accept_late;
+    let counted: Vec<&CreditedPayment> = credits
+        .iter()
+        .filter(|c| !c.gone && (accept_late || !row.is_late(c.block_time)))
+        .collect();
+    let parts: Vec<Credit> = counted.iter().map(|c| as_credit(c)).collect();
+    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+    let Ok(c) = cover(row.amount_due, tolerance, &parts) else {
+        return false;
+    };
+    let Some(p) = c.completing.and_then(|i| counted.get(i)) else {
+        return false;
+    };
+    let Some(block) = p.block.clone() else {
+        return false;
+    };
+    let paid = credits
+        .iter()
+        .filter(|c| !c.gone)
+        .try_fold(U256::ZERO, |a, c| a.checked_add(c.amount));
+    let Some(paid) = paid else {
+        return false;
+    };
+    plan.transitions.push(PlannedTransition {
+        order_id: row.id,
+        order_ref: row.order_ref.clone(),
+        from: row.state,
+        to: c.state,
+        attach: Some(Attach {
+            key: p.key.clone(),
+            amount: paid,
+            block,
+        }),
+        credit: None,
+    });
+    let idx = plan.transitions.len() - 1;
+    let mut f = finding(obs, t, row, GapKind::Lagging);
+    f.outcome = Outcome::Transition(idx);
+    f.detail = format!(
+        "ledger has {} with payments that cover it (paid {paid} of {}), chain shows {}",
+        row.state, row.amount_due, c.state
+    );
+    plan.findings.push(f);
+    true
 }
 
 /// The finding of a payment credited to an order that is still short: `held`.

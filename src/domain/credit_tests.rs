@@ -15,6 +15,7 @@ fn credited(t: &ChainTransfer) -> CreditedPayment {
         state: t.state,
         block: Some(t.block.clone()),
         block_time: None,
+        gone: false,
     }
 }
 
@@ -416,4 +417,46 @@ fn a_late_payment_on_a_keyed_unpaid_row_is_held() {
         assert_eq!(plan.transitions[0].to, State::Final);
         assert_eq!(plan.findings[0].outcome, Outcome::Transition(0));
     }
+}
+
+#[test]
+fn a_payment_gone_from_the_chain_counts_toward_nothing_until_it_is_back() {
+    let first = transfer(1, 0, 20, State::Final);
+    let mut row = partly_paid(1, 25, &[&first]);
+    row.credits[0].gone = true;
+    row.amount_paid = Some(U256::ZERO);
+    // A top-up of the rest: short without the gone part, held.
+    let mut top = transfer(2, 0, 5, State::Final);
+    top.block.number = 101;
+    let plan = reconcile(&[seen(&top)], &view(vec![row.clone()]));
+    assert_eq!(kinds(&plan), ["amount_mismatch"]);
+    let tr = &plan.transitions[0];
+    assert_eq!(tr.to, State::Unpaid);
+    let c = tr.credit.as_ref().unwrap();
+    assert_eq!(
+        (c.paid_before, c.paid_after),
+        (Some(U256::ZERO), U256::from(5))
+    );
+
+    // Back on chain (the sweep cleared the flag): both credited, seen again through either,
+    // the order moves, keyed by the later one.
+    let mut back = partly_paid(1, 25, &[&first, &top]);
+    back.credits[1].block = Some(top.block.clone());
+    let mut ledger = view(vec![]);
+    ledger.insert_credited(first.key.clone(), back.clone());
+    let plan = reconcile(&[seen(&first)], &ledger);
+    assert_eq!(kinds(&plan), ["lagging"]);
+    let tr = &plan.transitions[0];
+    assert_eq!((tr.from, tr.to), (State::Unpaid, State::Final));
+    let a = tr.attach.as_ref().unwrap();
+    assert_eq!((&a.key, a.amount), (&top.key, U256::from(25)));
+    assert!(tr.credit.is_none());
+
+    // Still gone: held again, nothing moves.
+    back.credits[0].gone = true;
+    let mut ledger = view(vec![]);
+    ledger.insert_credited(top.key.clone(), back);
+    let plan = reconcile(&[seen(&top)], &ledger);
+    assert!(plan.transitions.is_empty());
+    assert_eq!(kinds(&plan), ["amount_mismatch"]);
 }

@@ -97,6 +97,9 @@ pub struct CreditedPayment {
     /// `None` for a payment whose block was never recorded (written by the merchant).
     pub block: Option<BlockRef>,
     pub block_time: Option<jiff::Timestamp>,
+    /// The chain sweep found it gone from the chain (`payrecon_payments.reorged_at`): it
+    /// counts toward nothing until the chain has it again.
+    pub gone: bool,
 }
 
 /// The merchant's rules for amounts (SPEC §14): how short an order may be paid and still

@@ -4,7 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
-use super::credit::{held_again, moved_held, plan_credit, plan_keyed_credit, Credited, InPlan};
+use super::credit::{
+    held_again, moved_held, plan_covered, plan_credit, plan_keyed_credit, Credited, InPlan,
+};
 use super::findings::{finding, infer_failed, push_failed};
 use super::model::{GapKind, PaymentKey, State, U256};
 use super::plan::{
@@ -201,6 +203,11 @@ fn plan_keyed(
         // a top-up in this plan may still complete the order.)
         if row.state == State::Unpaid && !claimed.contains(&row.id) {
             let credits = in_plan.credits(row);
+            // Its payments cover it now (one came back on chain, or the rules changed).
+            if plan_covered(plan, obs, t, row, &credits, ledger) {
+                claimed.insert(row.id);
+                return;
+            }
             plan.findings
                 .extend(held_again(obs, t, row, &credits, ledger));
         }

@@ -69,6 +69,7 @@ pub(super) fn remember(
                 state: p.state,
                 block: Some(p.block.clone()),
                 block_time: p.block_time,
+                gone: false,
             });
         }
         if let Some(a) = &t.attach {

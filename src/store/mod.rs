@@ -39,6 +39,7 @@ pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use lease::Fence;
 pub use list_reads::{ListRead, ListReadRow};
 pub use outbox::event_type;
+pub use payments::HeldPayment;
 pub use status::{
     LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,
 };
@@ -376,15 +377,29 @@ impl Store {
         }
     }
 
-    /// A keyset page (by payment id, after `after`) of the payments credited to orders still
-    /// short: each payment's id and its order as a row keyed by that payment. Also the last
-    /// id read (`None`: the end).
+    /// A keyset page (by payment id, after `after`) of the payments the sweep follows beside
+    /// the keyed rows: those of orders still short, and the earlier parts of paid orders (not
+    /// final, final since `recent_since`, or flagged gone); each with its order as a row keyed
+    /// by that payment. Also the last id read (`None`: the end).
     pub async fn held_page(
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<(Vec<(i64, LedgerRow)>, Option<i64>), StoreError> {
-        payments::held_page(self, after, limit).await
+        recent_since: Option<Timestamp>,
+    ) -> Result<(Vec<HeldPayment>, Option<i64>), StoreError> {
+        payments::held_page(self, after, limit, recent_since).await
+    }
+
+    /// Moves payments forward to the states the chain shows, never back (one statement).
+    pub async fn advance_payment_states(&self, moves: &[(i64, State)]) -> Result<u64, StoreError> {
+        payments::advance_states(self, moves).await
+    }
+
+    /// Flags held payment `payment_id` gone from the chain (`gone`) or on it again, and
+    /// writes its order's `amount_paid` as the sum of its payments on chain (an order still
+    /// short only), in one transaction. False when the flag was already so.
+    pub async fn set_payment_gone(&self, payment_id: i64, gone: bool) -> Result<bool, StoreError> {
+        payments::set_gone(self, payment_id, gone).await
     }
 
     /// Orders held now (SPEC §14): unpaid, no key, part of their amount credited; as

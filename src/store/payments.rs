@@ -17,7 +17,7 @@ use crate::domain::{
 /// The columns of a credited payment, in `decode_credit` order (`{bt}`: the block time in
 /// milliseconds, per backend).
 const CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, {amount}, p.state, \
-     p.block_number, p.block_hash, {bt}";
+     p.block_number, p.block_hash, {bt}, CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END";
 
 type CreditRow = (
     i64,
@@ -29,10 +29,11 @@ type CreditRow = (
     Option<i64>,
     Option<String>,
     Option<i64>,
+    i64,
 );
 
 fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
-    let (order_id, chain, tx, log_index, amount, state, number, hash, bt) = r;
+    let (order_id, chain, tx, log_index, amount, state, number, hash, bt, gone) = r;
     let parsed = (|| {
         Ok::<_, crate::domain::InputError>(CreditedPayment {
             key: PaymentKey {
@@ -50,6 +51,7 @@ fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
                 _ => None,
             },
             block_time: bt.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()),
+            gone: gone != 0,
         })
     })();
     match parsed {
@@ -99,7 +101,9 @@ pub(super) async fn load_credits(
 async fn sqlite_credits(pool: &SqlitePool, ids: &[i64]) -> Result<Vec<CreditRow>, StoreError> {
     let cols = CREDIT_COLUMNS
         .replace("{amount}", "CAST(p.amount AS TEXT)")
-        .replace("{bt}", &super::rows::sqlite_ms("p.block_time"));
+        .replace("{bt}", &super::rows::sqlite_ms("p.block_time"))
+        .replace("{zero}", "0")
+        .replace("{one}", "1");
     let sql = format!(
         "SELECT {cols} FROM payrecon_payments p \
          WHERE p.order_id IN (SELECT value FROM json_each(?1)) \
@@ -115,7 +119,9 @@ async fn sqlite_credits(pool: &SqlitePool, ids: &[i64]) -> Result<Vec<CreditRow>
 async fn pg_credits(pool: &PgPool, ids: &[i64]) -> Result<Vec<CreditRow>, StoreError> {
     let cols = CREDIT_COLUMNS
         .replace("{amount}", "p.amount::text")
-        .replace("{bt}", &super::rows::pg_ms("p.block_time"));
+        .replace("{bt}", &super::rows::pg_ms("p.block_time"))
+        .replace("{zero}", "0::bigint")
+        .replace("{one}", "1::bigint");
     let sql = format!(
         "SELECT {cols} FROM payrecon_payments p WHERE p.order_id = ANY($1) \
          ORDER BY p.order_id, p.block_number, p.log_index"
@@ -419,7 +425,16 @@ pub(super) async fn pg_follow_rekey(
 /// amount and block (`LedgerRow` read by `decode_raw_row`; the key is a payment row's), then
 /// the payment's id.
 const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
-     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id";
+     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id, \
+     CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END, p.state";
+
+/// The payments the sweep follows beside the keyed rows: those of orders still short
+/// (`unpaid`, no key), and the earlier parts of orders a later payment completed (the key
+/// names that one) while they are not `final`, final since `{recent}` (`recheck_final`), or
+/// flagged gone.
+const HELD_WHERE: &str = "((o.state = 'unpaid' AND o.tx_hash IS NULL) OR (o.tx_hash IS NOT NULL \
+     AND o.state <> 'unpaid' AND NOT (p.tx_hash = o.tx_hash AND p.log_index = o.log_index) \
+     AND (p.state <> 'final' OR p.reorged_at IS NOT NULL OR {recent})))";
 
 /// A keyset page (by payment id) of the payments credited to orders still short (`unpaid`,
 /// no key): the sweep places them on chain like keyed rows. Returns each payment's id with
@@ -428,7 +443,8 @@ pub(super) async fn held_page(
     store: &super::Store,
     after: i64,
     limit: i64,
-) -> Result<(Vec<(i64, LedgerRow)>, Option<i64>), StoreError> {
+    recent_since: Option<jiff::Timestamp>,
+) -> Result<(Vec<HeldPayment>, Option<i64>), StoreError> {
     let doing = "read a page of held payments";
     let (rows, ids): (Vec<_>, Vec<i64>) = match store {
         super::Store::Sqlite(pool) => {
@@ -436,10 +452,21 @@ pub(super) async fn held_page(
                 .replace("{due}", "CAST(o.amount_due AS TEXT)")
                 .replace("{amount}", "CAST(p.amount AS TEXT)")
                 .replace("{expires}", &super::rows::sqlite_ms("o.expires_at"))
-                .replace("{one}", "1");
+                .replace("{one}", "1")
+                .replace("{zero}", "0");
+            let held = HELD_WHERE.replace(
+                "{recent}",
+                &match recent_since {
+                    Some(t) => format!(
+                        "julianday(p.state_changed_at) >= julianday('{}')",
+                        super::rows::sqlite_ts(t)
+                    ),
+                    None => "0".into(),
+                },
+            );
             let sql = format!(
                 "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-                 WHERE p.id > ?1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
+                 WHERE p.id > ?1 AND {held} \
                  ORDER BY p.id LIMIT ?2"
             );
             let rows = sqlx::query(&sql)
@@ -455,10 +482,18 @@ pub(super) async fn held_page(
                 .replace("{due}", "o.amount_due::text")
                 .replace("{amount}", "p.amount::text")
                 .replace("{expires}", &super::rows::pg_ms("o.expires_at"))
-                .replace("{one}", "1::bigint");
+                .replace("{one}", "1::bigint")
+                .replace("{zero}", "0::bigint");
+            let held = HELD_WHERE.replace(
+                "{recent}",
+                &match recent_since {
+                    Some(t) => format!("p.state_changed_at >= '{t}'::timestamptz"),
+                    None => "false".into(),
+                },
+            );
             let sql = format!(
                 "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-                 WHERE p.id > $1 AND o.state = 'unpaid' AND o.tx_hash IS NULL \
+                 WHERE p.id > $1 AND {held} \
                  ORDER BY p.id LIMIT $2"
             );
             let rows = sqlx::query(&sql)
@@ -474,9 +509,21 @@ pub(super) async fn held_page(
     Ok((rows, last))
 }
 
-/// Decodes `HELD_COLUMNS` rows: the valid ones with their payment ids, and every id read.
+/// A payment the sweep follows beside the keyed rows (`held_page`).
+#[derive(Debug, Clone)]
+pub struct HeldPayment {
+    pub id: i64,
+    /// Its order, as a row keyed by this payment (its key, amount and block).
+    pub row: LedgerRow,
+    /// Flagged gone from the chain (`reorged_at`).
+    pub gone: bool,
+    /// The payment's own state.
+    pub state: State,
+}
+
+/// Decodes `HELD_COLUMNS` rows: the valid ones, and every id read.
 #[allow(unused_imports)] // `decode_raw_row!` imports `sqlx::Row`, which `R`'s bound brings
-fn held_rows<R: sqlx::Row>(rows: Vec<R>) -> (Vec<(i64, LedgerRow)>, Vec<i64>)
+fn held_rows<R: sqlx::Row>(rows: Vec<R>) -> (Vec<HeldPayment>, Vec<i64>)
 where
     for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
@@ -491,8 +538,23 @@ where
             continue;
         };
         ids.push(id);
+        let gone = r
+            .try_get::<i64, _>(super::rows::ROW_COLUMN_COUNT + 1)
+            .is_ok_and(|g| g != 0);
+        let state = r
+            .try_get::<String, _>(super::rows::ROW_COLUMN_COUNT + 2)
+            .ok()
+            .and_then(|s| State::parse(&s).ok());
+        let Some(state) = state else {
+            continue;
+        };
         if let Some(row) = valid_rows([super::rows::decode_raw_row!(r)]).pop() {
-            out.push((id, row));
+            out.push(HeldPayment {
+                id,
+                row,
+                gone,
+                state,
+            });
         }
     }
     (out, ids)
@@ -645,4 +707,129 @@ fn settled_transfer(chain: &str, r: SettledRow) -> Option<crate::domain::ChainTr
         state: State::Final,
         block_time: bt.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()),
     })
+}
+
+/// Flags a held payment gone from the chain (`gone`), or on it again, and writes its order's
+/// `amount_paid` as the sum of its payments on chain, in one transaction (a reorg is rare:
+/// a few statements each). Only an order still short is written: a covered order keeps what
+/// it has. False when the flag was already so.
+pub(super) async fn set_gone(
+    store: &super::Store,
+    payment_id: i64,
+    gone: bool,
+) -> Result<bool, StoreError> {
+    let doing = "flag a held payment gone from the chain";
+    let now = super::rows::sqlite_ts(jiff::Timestamp::now());
+    macro_rules! set_gone_in {
+        ($pool:expr, $flag:expr, $read:expr, $write:expr) => {{
+            let mut tx = counted($pool)
+                .begin()
+                .await
+                .map_err(|e| db_error(doing, e))?;
+            let order: Option<i64> = sqlx::query_scalar($flag)
+                .bind(payment_id)
+                .bind(gone.then_some(now.as_str()))
+                .fetch_optional(counted(&mut *tx))
+                .await
+                .map_err(|e| db_error(doing, e))?;
+            let Some(order_id) = order else {
+                return Ok(false);
+            };
+            let parts: Vec<(String, i64)> = sqlx::query_as($read)
+                .bind(order_id)
+                .fetch_all(counted(&mut *tx))
+                .await
+                .map_err(|e| db_error(doing, e))?;
+            let paid = parts
+                .iter()
+                .filter(|(_, g)| *g == 0)
+                .filter_map(|(a, _)| parse_base_units(a).ok())
+                .try_fold(crate::domain::U256::ZERO, |acc, a| acc.checked_add(a));
+            if let Some(paid) = paid {
+                sqlx::query($write)
+                    .bind(order_id)
+                    .bind(paid.to_string())
+                    .execute(counted(&mut *tx))
+                    .await
+                    .map_err(|e| db_error(doing, e))?;
+            }
+            counted(tx).commit().await.map_err(|e| db_error(doing, e))?;
+            Ok(true)
+        }};
+    }
+    match store {
+        super::Store::Sqlite(p) => set_gone_in!(
+            p,
+            "UPDATE payrecon_payments SET reorged_at = ?2 WHERE id = ?1 \
+             AND (reorged_at IS NULL) = (?2 IS NOT NULL) RETURNING order_id",
+            "SELECT CAST(amount AS TEXT), CASE WHEN reorged_at IS NULL THEN 0 ELSE 1 END \
+             FROM payrecon_payments WHERE order_id = ?1",
+            "UPDATE orders SET amount_paid = ?2 WHERE id = ?1 AND state = 'unpaid' \
+             AND tx_hash IS NULL"
+        ),
+        super::Store::Postgres(p) => set_gone_in!(
+            p,
+            "UPDATE payrecon_payments SET reorged_at = $2::timestamptz WHERE id = $1 \
+             AND (reorged_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING order_id",
+            "SELECT amount::text, CASE WHEN reorged_at IS NULL THEN 0::bigint ELSE 1::bigint \
+             END FROM payrecon_payments WHERE order_id = $1",
+            "UPDATE orders SET amount_paid = $2::numeric WHERE id = $1 AND state = 'unpaid' \
+             AND tx_hash IS NULL"
+        ),
+    }
+}
+
+/// Moves payments forward to the states the chain shows (`(payment id, state)`; never back):
+/// one statement for all.
+pub(super) async fn advance_states(
+    store: &super::Store,
+    moves: &[(i64, State)],
+) -> Result<u64, StoreError> {
+    if moves.is_empty() {
+        return Ok(0);
+    }
+    let now = super::rows::sqlite_ts(jiff::Timestamp::now());
+    let rank = |c: &str| super::rows::rank_sql(c);
+    let res = match store {
+        super::Store::Sqlite(p) => {
+            let v: Vec<serde_json::Value> = moves
+                .iter()
+                .map(|(id, s)| json!([id, s.as_str(), s.rank()]))
+                .collect();
+            let sql = format!(
+                "UPDATE payrecon_payments SET state = json_extract(v.value, '$[1]'), \
+                 state_changed_at = ?2 FROM json_each(?1) v \
+                 WHERE payrecon_payments.id = json_extract(v.value, '$[0]') \
+                 AND {} < json_extract(v.value, '$[2]')",
+                rank("payrecon_payments.state")
+            );
+            sqlx::query(&sql)
+                .bind(serde_json::Value::Array(v).to_string())
+                .bind(&now)
+                .execute(counted(p))
+                .await
+                .map(|r| r.rows_affected())
+        }
+        super::Store::Postgres(p) => {
+            let ids: Vec<i64> = moves.iter().map(|(id, _)| *id).collect();
+            let states: Vec<&str> = moves.iter().map(|(_, s)| s.as_str()).collect();
+            let ranks: Vec<i64> = moves.iter().map(|(_, s)| s.rank()).collect();
+            let sql = format!(
+                "UPDATE payrecon_payments p SET state = v.state, \
+                 state_changed_at = $4::timestamptz \
+                 FROM UNNEST($1::bigint[], $2::text[], $3::bigint[]) AS v(id, state, rank) \
+                 WHERE p.id = v.id AND {} < v.rank",
+                rank("p.state")
+            );
+            sqlx::query(&sql)
+                .bind(ids)
+                .bind(states)
+                .bind(ranks)
+                .bind(&now)
+                .execute(counted(p))
+                .await
+                .map(|r| r.rows_affected())
+        }
+    };
+    res.map_err(|e| db_error("move payments to the chain's state", e))
 }

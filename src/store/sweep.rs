@@ -39,6 +39,20 @@ pub enum RekeyOutcome {
 /// Rows with a payment key to check on chain, `id > after`, by id: `pending`/`confirmed`,
 /// and `final` rows on a chain of `recent_final` that became final at or after its timestamp.
 /// Returns the valid rows, the last id read and how many rows were read.
+/// The row columns with `amount_paid` read as the amount of the payment the key names (for
+/// an order paid in parts it is their sum), so that the sweep places that payment; the
+/// order's own `amount_paid` for a key without a payment row.
+fn key_amount(columns: &str, amount_paid: &str, text: &str) -> String {
+    columns.replace(
+        amount_paid,
+        &format!(
+            "COALESCE((SELECT CAST(kp.amount AS {text}) FROM payrecon_payments kp \
+             WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index), \
+             {amount_paid})"
+        ),
+    )
+}
+
 pub(super) async fn sqlite_page(
     pool: &SqlitePool,
     after_id: i64,
@@ -49,9 +63,10 @@ pub(super) async fn sqlite_page(
         .iter()
         .map(|(c, since, before)| json!([c, sqlite_ts(*since), sqlite_ts(*before)]))
         .collect();
+    let cols = key_amount(SQLITE_ROW_COLUMNS, "CAST(o.amount_paid AS TEXT)", "TEXT");
     // julianday() reads the handler's spellings too ("2026-11-01 10:00:00", "...T...Z").
     let sql = format!(
-        "SELECT {SQLITE_ROW_COLUMNS} FROM orders o WHERE o.tx_hash IS NOT NULL AND o.id > ?1 \
+        "SELECT {cols} FROM orders o WHERE o.tx_hash IS NOT NULL AND o.id > ?1 \
          AND (o.state IN ('pending', 'confirmed') OR (o.state = 'final' AND EXISTS (\
          SELECT 1 FROM json_each(?3) f WHERE json_extract(f.value, '$[0]') = o.chain \
          AND julianday(o.state_changed_at) >= julianday(json_extract(f.value, '$[1]')) \
@@ -83,8 +98,9 @@ pub(super) async fn pg_page(
     let chains: Vec<&str> = recent_final.iter().map(|(c, _, _)| c.as_str()).collect();
     let since: Vec<String> = recent_final.iter().map(|(_, t, _)| t.to_string()).collect();
     let before: Vec<String> = recent_final.iter().map(|(_, _, t)| t.to_string()).collect();
+    let cols = key_amount(PG_ROW_COLUMNS, "o.amount_paid::text", "text");
     let sql = format!(
-        "SELECT {PG_ROW_COLUMNS} FROM orders o WHERE o.tx_hash IS NOT NULL AND o.id > $1 \
+        "SELECT {cols} FROM orders o WHERE o.tx_hash IS NOT NULL AND o.id > $1 \
          AND (o.state IN ('pending', 'confirmed') OR (o.state = 'final' AND EXISTS (\
          SELECT 1 FROM UNNEST($3::text[], $4::text[], $5::text[]) AS f(chain, since, before) \
          WHERE f.chain = o.chain AND o.state_changed_at >= f.since::timestamptz \

@@ -24,7 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::world::{opts, Backend};
-use world::{pay, pay_stray, start, AWorld, Order};
+use world::{pay, pay_stray, start, top_up, AWorld, Order};
 
 const SEEDS: u64 = 24;
 const PG_SEEDS: u64 = 4;
@@ -58,6 +58,10 @@ pub struct Count {
     pub runs: Tally,
     pub during_run: Tally,
     pub failed_during_reorg: Tally,
+    /// Top-ups sent (an order paid in two transfers).
+    pub top_ups: Tally,
+    /// Orders paid in two transfers with one of them moved or gone at the end.
+    pub split_reorged: Tally,
 }
 
 static COUNT: Count = Count {
@@ -71,6 +75,8 @@ static COUNT: Count = Count {
     runs: tally(),
     during_run: tally(),
     failed_during_reorg: tally(),
+    top_ups: tally(),
+    split_reorged: tally(),
 };
 
 fn replay(seed: u64, backend: Backend) -> String {
@@ -98,7 +104,8 @@ pub async fn run_slice() {
     eprintln!(
         "anvil slice: {n_jobs} seed runs ({} seeds) in {:.1?}; runs={} reorgs={} (rollbacks={}, \
          during a run={}) txs dropped={} re-included={} replaced={}; reorged findings: \
-         re-keyed={} flagged gone={}; runs failed during a reorg={}",
+         re-keyed={} flagged gone={}; runs failed during a reorg={}; top-ups={} (one of the two \
+         payments re-included elsewhere or gone: {})",
         seeds.len(),
         t0.elapsed(),
         c.runs.get(),
@@ -111,6 +118,8 @@ pub async fn run_slice() {
         c.rekeyed.get(),
         c.flagged_gone.get(),
         c.failed_during_reorg.get(),
+        c.top_ups.get(),
+        c.split_reorged.get(),
     );
     assert!(
         failures.is_empty(),
@@ -124,6 +133,10 @@ pub async fn run_slice() {
             "no payment was re-keyed"
         );
         assert!(c.flagged_gone.get() > 0, "no held payment left the chain");
+        assert!(
+            c.split_reorged.get() > 0,
+            "no order paid in two transfers saw one of them reorged"
+        );
     }
 }
 
@@ -211,6 +224,7 @@ async fn run_seed(seed: u64, backend: Backend, bin: String) -> Result<(), String
             native,
             due,
             pay: None,
+            top_up: None,
         });
     }
     let rows: Vec<NewOrder> = w
@@ -241,7 +255,18 @@ async fn run_seed(seed: u64, backend: Backend, bin: String) -> Result<(), String
             let unpaid: Vec<usize> = (0..w.orders.len())
                 .filter(|&i| w.orders[i].pay.is_none())
                 .collect();
-            if rng.gen_bool(0.15) || unpaid.is_empty() {
+            let short: Vec<usize> = (0..w.orders.len())
+                .filter(|&i| {
+                    let o = &w.orders[i];
+                    o.top_up.is_none() && o.pay.is_some_and(|p| w.pays[p].amount < o.due)
+                })
+                .collect();
+            if !short.is_empty() && rng.gen_bool(0.3) {
+                // A top-up: two payments to one order, either of which a reorg may move.
+                let o = short[rng.gen_range(0..short.len())];
+                top_up(&mut w, &mut rng, o, &mut next_id).await;
+                COUNT.top_ups.add(1);
+            } else if rng.gen_bool(0.15) || unpaid.is_empty() {
                 pay_stray(&mut w, &mut rng, &mut next_id).await;
             } else {
                 let o = unpaid[rng.gen_range(0..unpaid.len())];

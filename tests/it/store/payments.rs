@@ -421,3 +421,59 @@ async fn the_events_migration_keeps_every_event_in_transition_order() {
         assert!(refused, "{url}: an event needs exactly one cause");
     }
 }
+
+#[tokio::test]
+async fn a_held_payment_gone_from_the_chain_counts_toward_nothing_until_it_is_back() {
+    let (_dir, urls) = support::backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("G-1", 1, 25)])
+            .await
+            .unwrap();
+        for (n, amount, before, after) in [(1, 10, None, 10), (2, 5, Some(10), 15)] {
+            let mut c = credit(n, amount, before, after);
+            c.state = State::Pending;
+            let held = step(&store, "G-1", State::Unpaid, c, None).await;
+            let out = store.apply(&[held], &ctx()).await.unwrap();
+            assert_eq!(out, [ApplyOutcome::Credited], "{url}");
+        }
+        let (page, _) = store.held_page(0, 100, None).await.unwrap();
+        assert_eq!(page.len(), 2, "{url}");
+        assert!(page.iter().all(|p| !p.gone && p.state == State::Pending));
+        let paid = || async {
+            let o = store.order_by_ref("G-1").await.unwrap().unwrap();
+            o.amount_paid
+        };
+        // The first leaves the chain: flagged, and the order holds only the second.
+        assert!(store.set_payment_gone(page[0].id, true).await.unwrap());
+        assert_eq!(paid().await.as_deref(), Some("5"), "{url}");
+        assert!(
+            !store.set_payment_gone(page[0].id, true).await.unwrap(),
+            "once"
+        );
+        let (again, _) = store.held_page(0, 100, None).await.unwrap();
+        assert_eq!(
+            again.iter().map(|p| p.gone).collect::<Vec<_>>(),
+            [true, false]
+        );
+        let view: LedgerView = store.load_view(&[key(2, 0)], &[]).await.unwrap();
+        let gone: Vec<bool> = view.by_key[&key(2, 0)]
+            .credits
+            .iter()
+            .map(|c| c.gone)
+            .collect();
+        assert_eq!(gone, [true, false], "{url}");
+        // Back: it counts again.
+        assert!(store.set_payment_gone(page[0].id, false).await.unwrap());
+        assert_eq!(paid().await.as_deref(), Some("15"), "{url}");
+        // States follow the chain forward, never back.
+        let moves = [(page[0].id, State::Final), (page[1].id, State::Confirmed)];
+        assert_eq!(store.advance_payment_states(&moves).await.unwrap(), 2);
+        let back = [(page[0].id, State::Pending)];
+        assert_eq!(store.advance_payment_states(&back).await.unwrap(), 0);
+        let rows = payments(&store).await;
+        let states: Vec<&str> = rows.iter().map(|r| r.4.as_str()).collect();
+        assert_eq!(states, ["final", "confirmed"], "{url}");
+    }
+}

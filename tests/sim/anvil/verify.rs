@@ -74,6 +74,23 @@ pub async fn converged(w: &AWorld, last: &Report) -> Result<u64, String> {
             None => None,
         };
         let mine = credited.get(&o.order_ref).map(Vec::as_slice).unwrap_or(&[]);
+        if let (Some(first), Some(second)) = (o.pay, o.top_up) {
+            let parts = [&w.pays[first], &w.pays[second]];
+            let mut at = Vec::new();
+            for p in parts {
+                at.push(w.anvil.placed(&p.tx).await.filter(|p| p.3));
+            }
+            let two = Two {
+                o,
+                row: &row,
+                parts,
+                at: [at[0].clone(), at[1].clone()],
+                mine,
+                last,
+            };
+            gone += two.check(head, w.confs, w.final_depth)?;
+            continue;
+        }
         if let Some(p) = pay.filter(|p| p.amount < o.due) {
             gone += held_short(o, &row, p, mine, placed.as_ref(), last)?;
             continue;
@@ -211,5 +228,142 @@ fn held_short(
             Ok(1)
         }
         (_, many) => Err(format!("{r}: one payment, credited as {many:?}")),
+    }
+}
+
+/// An order paid in two transfers (a short payment and its top-up, summing to its amount),
+/// either of which reorgs may have moved or dropped, checked after the final runs.
+struct Two<'a> {
+    o: &'a super::world::Order,
+    row: &'a OrderSnapshot,
+    parts: [&'a super::world::Pay; 2],
+    /// Where the canonical chain has each (block, hash, log index), `None`: gone.
+    at: [Option<(u64, String, i64, bool)>; 2],
+    mine: &'a [crate::Credited],
+    last: &'a Report,
+}
+
+impl Two<'_> {
+    /// The last run's findings about this order.
+    fn said(&self) -> Vec<String> {
+        let r = self.o.order_ref.as_str();
+        self.last
+            .findings
+            .iter()
+            .filter(|f| f.order_ref.as_deref() == Some(r))
+            .map(|f| format!("{} {} {}: {}", f.provider, f.kind, f.action, f.detail))
+            .collect()
+    }
+
+    /// Returns how many of its credited payments are gone (each flagged `reorged` by the last
+    /// run and counted in `payrecon_reorged_open`).
+    fn check(&self, head: u64, confs: u64, final_depth: u64) -> Result<u64, String> {
+        let (r, row) = (&self.o.order_ref, self.row);
+        let mut gone = 0;
+        let mut on_chain: u128 = 0;
+        let mut credited_live: u128 = 0;
+        for c in self.mine {
+            let Some(i) = self.parts.iter().position(|p| p.tx == c.tx) else {
+                return Err(format!(
+                    "{r}: credited {c:?}, which is none of its payments"
+                ));
+            };
+            match &self.at[i] {
+                Some((block, hash, li, _)) => {
+                    let pos = (c.block_number, c.block_hash.as_deref(), c.log_index);
+                    if pos != (Some(*block as i64), Some(hash.as_str()), *li) {
+                        return Err(format!(
+                            "{r}: credited {c:?}, the canonical chain has it in block {block} \
+                             ({hash}) at log index {li}; {row:?}; the last run said {:?}",
+                            self.said()
+                        ));
+                    }
+                    credited_live += c.amount;
+                }
+                None => {
+                    gone += 1;
+                    let flagged = self.last.findings.iter().any(|f| {
+                        f.kind == "reorged"
+                            && f.provider == "chain"
+                            && f.order_ref.as_deref() == Some(r.as_str())
+                            && f.tx_hash.as_deref() == Some(c.tx.as_str())
+                    });
+                    if !flagged {
+                        return Err(format!(
+                            "{r}: its payment {} left the chain, and the last run did not flag \
+                             it: {}",
+                            c.tx,
+                            self.last.to_json()
+                        ));
+                    }
+                }
+            }
+        }
+        for (p, at) in self.parts.iter().zip(&self.at) {
+            if at.is_some() {
+                on_chain += p.amount;
+            }
+        }
+        if gone > 0 || self.at.iter().any(Option::is_none) {
+            super::COUNT.split_reorged.add(1);
+        }
+        let found = |i: usize| self.parts[i].notified || !self.parts[i].native;
+        match row.tx_hash.as_deref() {
+            None => {
+                // Still short: never paid with money that is not on the chain.
+                if row.state != State::Unpaid {
+                    return Err(format!("{r}: a state without a payment key: {row:?}"));
+                }
+                let want = (!self.mine.is_empty()).then(|| credited_live.to_string());
+                if row.amount_paid != want {
+                    return Err(format!(
+                        "{r}: amount_paid {:?}, its credited payments on chain sum to \
+                         {credited_live} ({:?})",
+                        row.amount_paid, self.mine
+                    ));
+                }
+                if on_chain >= self.o.due && found(0) && found(1) {
+                    return Err(format!(
+                        "{r} did not converge: both payments on chain ({on_chain} of {}), \
+                         found, yet {row:?}; credited {:?}; payments {:?}; the last run said {:?}",
+                        self.o.due,
+                        self.mine,
+                        self.parts
+                            .iter()
+                            .map(|p| (&p.tx, p.amount, p.notified))
+                            .collect::<Vec<_>>(),
+                        self.said()
+                    ));
+                }
+            }
+            Some(tx) => {
+                // Paid: the key is one of its credited payments, which covered it when it moved.
+                let key = self
+                    .mine
+                    .iter()
+                    .find(|c| c.tx == tx && Some(c.log_index) == row.log_index)
+                    .ok_or_else(|| format!("{r}: its key {tx} is none of {:?}", self.mine))?;
+                let total: u128 = self.mine.iter().map(|c| c.amount).sum();
+                if total < self.o.due || self.mine.len() != 2 {
+                    return Err(format!(
+                        "{r}: paid with {:?} ({total} of {})",
+                        self.mine, self.o.due
+                    ));
+                }
+                let i = self.parts.iter().position(|p| p.tx == key.tx).unwrap_or(0);
+                if let Some((block, _, _, _)) = &self.at[i] {
+                    let want = implied(*block, head, confs, final_depth);
+                    // Both parts on chain: the later one decides (the key names it).
+                    if gone == 0 && row.state < want {
+                        return Err(format!(
+                            "{r}: {:?}, its completing payment in block {block} at head \
+                             {head} implies {want:?}",
+                            row.state
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(gone)
     }
 }

@@ -19,8 +19,10 @@ pub struct Order {
     pub pay_to: String,
     pub native: bool,
     pub due: u128,
-    /// Its payment in `pays` (each order is paid at most once).
+    /// Its payment in `pays`.
     pub pay: Option<usize>,
+    /// Its top-up in `pays`: the rest of a short payment, to the same address (SPEC §14).
+    pub top_up: Option<usize>,
 }
 
 pub struct Pay {
@@ -159,21 +161,48 @@ pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
 
 /// Pays order `o` (exact, under- or overpaid) from a random account; lists it sometimes.
 pub async fn pay(w: &mut AWorld, rng: &mut StdRng, o: usize, next_id: &mut u64) {
-    let (to, native, due) = {
-        let o = &w.orders[o];
-        (o.pay_to.clone(), o.native, o.due)
-    };
+    let due = w.orders[o].due;
     let amount = match rng.gen_range(0..4) {
         0 => due / 2,
         1 => due + due / 10 + 1,
         _ => due,
+    };
+    let i = send(w, rng, o, amount, 2, next_id).await;
+    w.orders[o].pay = Some(i);
+}
+
+/// Tops up order `o`, paid short: the rest of its amount, in a transfer of its own.
+pub async fn top_up(w: &mut AWorld, rng: &mut StdRng, o: usize, next_id: &mut u64) {
+    let Some(first) = w.orders[o].pay else {
+        return;
+    };
+    let rest = w.orders[o].due.saturating_sub(w.pays[first].amount);
+    // Another fee: a top-up of the same amount from the same account at a nonce a reorg
+    // freed would otherwise be the very transaction the reorg dropped.
+    let i = send(w, rng, o, rest, 3, next_id).await;
+    w.orders[o].top_up = Some(i);
+}
+
+/// Sends `amount` to order `o`'s address from a random account at `gwei`, lists it
+/// sometimes; its index in `pays`.
+async fn send(
+    w: &mut AWorld,
+    rng: &mut StdRng,
+    o: usize,
+    amount: u128,
+    gwei: u64,
+    next_id: &mut u64,
+) -> usize {
+    let (to, native) = {
+        let o = &w.orders[o];
+        (o.pay_to.clone(), o.native)
     };
     let from = w.accounts[rng.gen_range(0..w.accounts.len())].clone();
     let nonce = w.anvil.nonce(&from).await;
     let token = (!native).then_some(w.token.as_str());
     let tx = w
         .anvil
-        .send(&request(&from, nonce, 2, &to, amount, token))
+        .send(&request(&from, nonce, gwei, &to, amount, token))
         .await;
     let notified = rng.gen_bool(0.8);
     if notified {
@@ -200,7 +229,7 @@ pub async fn pay(w: &mut AWorld, rng: &mut StdRng, o: usize, next_id: &mut u64) 
         amount,
         notified,
     });
-    w.orders[o].pay = Some(w.pays.len() - 1);
+    w.pays.len() - 1
 }
 
 /// A token transfer to a stray address, listed half the time (an `unknown_payment`).
