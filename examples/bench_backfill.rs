@@ -93,6 +93,10 @@ struct Args {
     /// time, CPU, JSON-RPC requests and SQL statements are printed after the first's.
     #[arg(long)]
     second_run: bool,
+    /// `chains.ethereum.recheck_final` (default payrecon's, 1h); with `0s` the second run's
+    /// payments, final since before it, are settled: no receipt is read for them.
+    #[arg(long)]
+    recheck_final: Option<String>,
 }
 
 /// What one run measured.
@@ -236,10 +240,17 @@ async fn bench_on(
         );
     }
     let toml = config_toml(db_url, cg.base_url(), rpc_url, &extra);
-    let env = [(
+    let mut env = vec![(
         "PAYRECON_PROVIDERS__SANDBOX__MAX_CONCURRENCY".to_string(),
         args.concurrency.to_string(),
     )];
+    if let Some(r) = &args.recheck_final {
+        let key = format!(
+            "PAYRECON_CHAINS__{}__RECHECK_FINAL",
+            seed::CHAIN.to_uppercase()
+        );
+        env.push((key, r.clone()));
+    }
     let config = Config::from_toml(&toml, env.clone().into_iter())?;
     let app = App::build(config).await?;
     let seeded = seed::seed_ledger(&app.engine.store, ds).await?;
@@ -252,6 +263,8 @@ async fn bench_on(
     cg.reset_counters();
     let (rpc_req0, rpc_calls0) = (chain.requests(), chain.calls());
     let child = !args.in_process;
+    // The first run's request counts, taken before a second run adds its own.
+    let mut first_counts: Option<(u64, u64, u64)> = None;
     let (report, wall, cpu_total, cpu_sandbox, rss_before, rss_peak, statements) = if child {
         // The child is the only client of the ledger while it runs.
         match &app.engine.store {
@@ -297,6 +310,7 @@ async fn bench_on(
         let rss_peak = procstat::peak_rss_mib();
         let statements = statements_issued() - stmts0;
         if args.second_run {
+            first_counts = Some((cg.requests(), chain.requests(), chain.calls()));
             second_run(&app, chain, &opts).await?;
         }
         if let Store::Postgres(pool) = &app.engine.store {
@@ -313,9 +327,11 @@ async fn bench_on(
             statements,
         )
     };
-    let provider_requests = cg.requests();
-    let rpc_requests = chain.requests() - rpc_req0;
-    let rpc_calls = chain.calls() - rpc_calls0;
+    let (cg_now, rpc_now, calls_now) =
+        first_counts.unwrap_or_else(|| (cg.requests(), chain.requests(), chain.calls()));
+    let provider_requests = cg_now;
+    let rpc_requests = rpc_now - rpc_req0;
+    let rpc_calls = calls_now - rpc_calls0;
 
     cg.reset_counters();
     let floor = floor::floor_a(

@@ -243,6 +243,16 @@ async fn credit<DB: ApplySql>(
     Ok(None)
 }
 
+/// Whether `t` records a key the merchant's code wrote into an order that stays where it is
+/// (`state`, as read): its payment row and the chain's amount and block on the order.
+pub(super) fn is_adoption(t: &PlannedTransition, state: &str) -> bool {
+    let recorded = match (&t.credit, &t.attach) {
+        (Some(p), Some(a)) => p.merchant && p.key == a.key,
+        _ => false,
+    };
+    recorded && t.from == t.to && state == t.to.as_str()
+}
+
 /// Whether an applied transition must move the order's other payments too: it credits none
 /// (the sweep, a lagging row), or the payment that completed the cover is not the new one.
 pub(super) fn needs_follow(t: &PlannedTransition) -> bool {

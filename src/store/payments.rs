@@ -833,3 +833,95 @@ pub(super) async fn advance_states(
     };
     res.map_err(|e| db_error("move payments to the chain's state", e))
 }
+
+/// SQLite: records every key of `batch` the merchant's code wrote into an order that stays
+/// where it is (`apply::is_adoption`; orders named once in the batch), in two statements: the
+/// payment rows (guarded like `sqlite_credit`), then the chain's amount and block on the
+/// orders whose row was written. The ids of those orders; the others go row by row.
+pub(super) async fn sqlite_adopt_all(
+    tx: &mut Transaction<'_, Sqlite>,
+    batch: &[crate::domain::PlannedTransition],
+    ctx: &ApplyContext,
+    now: &str,
+    current: &HashMap<i64, String>,
+) -> Result<std::collections::HashSet<i64>, sqlx::Error> {
+    let mut seen: HashMap<i64, usize> = HashMap::new();
+    for t in batch {
+        *seen.entry(t.order_id).or_default() += 1;
+    }
+    let rows: Vec<serde_json::Value> = batch
+        .iter()
+        .filter(|t| seen.get(&t.order_id) == Some(&1))
+        .filter(|t| {
+            current
+                .get(&t.order_id)
+                .is_some_and(|s| super::apply::is_adoption(t, s))
+        })
+        .filter_map(|t| {
+            let p = t.credit.as_ref()?;
+            Some(json!([
+                t.order_id,
+                p.key.chain,
+                p.key.tx_hash.as_str(),
+                p.key.log_index,
+                p.amount.to_string(),
+                i64::try_from(p.block.number).unwrap_or(i64::MAX),
+                p.block.hash,
+                p.state.as_str(),
+                p.block_time.map(super::rows::sqlite_ts),
+            ]))
+        })
+        .collect();
+    if rows.len() < 2 {
+        return Ok(Default::default());
+    }
+    let rows = serde_json::Value::Array(rows).to_string();
+    let v = |i: usize| format!("json_extract(v.value, '$[{i}]')");
+    let written: Vec<i64> = sqlx::query_scalar(&format!(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, state, source, provider, run_id, created_at, \
+         state_changed_at, block_time) \
+         SELECT {id}, {chain}, {tx}, {li}, {amount}, {bn}, {bh}, {state}, 'merchant', ?2, ?3, \
+         ?4, ?4, {bt} FROM json_each(?1) v \
+         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = {id} AND o.chain = {chain} \
+         AND o.tx_hash = {tx} AND o.log_index = {li}) \
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING order_id",
+        id = v(0),
+        chain = v(1),
+        tx = v(2),
+        li = v(3),
+        amount = v(4),
+        bn = v(5),
+        bh = v(6),
+        state = v(7),
+        bt = v(8),
+    ))
+    .bind(&rows)
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .fetch_all(counted(&mut **tx))
+    .await?;
+    if written.is_empty() {
+        return Ok(Default::default());
+    }
+    // Driven by the rows (each finds its order by id), not by the orders.
+    let e = |i: usize| format!("json_extract(value, '$[{i}]')");
+    sqlx::query(&format!(
+        "UPDATE orders SET amount_paid = v.amount, block_number = v.bn, block_hash = v.bh \
+         FROM (SELECT {id} AS id, {tx} AS tx, {li} AS li, {amount} AS amount, {bn} AS bn, \
+         {bh} AS bh FROM json_each(?1) WHERE {id} IN (SELECT value FROM json_each(?2))) v \
+         WHERE orders.id = v.id AND orders.tx_hash = v.tx AND orders.log_index = v.li",
+        id = e(0),
+        tx = e(2),
+        li = e(3),
+        amount = e(4),
+        bn = e(5),
+        bh = e(6),
+    ))
+    .bind(&rows)
+    .bind(json!(written).to_string())
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(written.into_iter().collect())
+}

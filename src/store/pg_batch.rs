@@ -371,13 +371,10 @@ fn classify(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> Opti
         if !ids.insert(t.order_id) {
             return None;
         }
-        let s = State::parse(current.get(&t.order_id)?).ok()?;
+        let current = current.get(&t.order_id)?;
+        let s = State::parse(current).ok()?;
         if t.from == t.to {
-            let adoption = match (&t.credit, &t.attach) {
-                (Some(p), Some(a)) => p.merchant && p.key == a.key,
-                _ => false,
-            };
-            if !adoption || s != t.to {
+            if !super::apply::is_adoption(t, current) {
                 return None;
             }
             steps.push(Step::Adopt);

@@ -183,8 +183,15 @@ pub(super) async fn apply(
     .fetch_all(counted(&mut *tx))
     .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
+    // Keys the merchant's code wrote, recorded together (two statements); what they miss
+    // goes row by row like the rest.
+    let adopted = super::payments::sqlite_adopt_all(&mut tx, batch, ctx, &now, &current).await?;
     let mut out = Vec::with_capacity(batch.len());
     for t in batch {
+        if adopted.contains(&t.order_id) {
+            out.push(ApplyOutcome::Attached);
+            continue;
+        }
         out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
     }
     counted(tx).commit().await?;

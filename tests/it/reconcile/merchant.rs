@@ -16,10 +16,20 @@ async fn a_key_the_merchant_wrote_gets_its_payment_row_at_the_next_run() {
         w.orders(&[
             ("M-PAID", &payee(1), usdt(25)),
             ("M-SHORT", &payee(2), usdt(25)),
+            ("M-F1", &payee(3), usdt(7)),
+            ("M-F2", &payee(4), usdt(8)),
         ])
         .await;
         let paid = w.pay(&payee(1), usdt(25)).await;
         let short = w.pay(&payee(2), usdt(20)).await;
+        // Two the handler already made final (the sweep rechecks them: both recorded in one
+        // set-wise step, on both backends).
+        for (r, n, amount) in [("M-F1", 3, 7), ("M-F2", 4, 8)] {
+            let tx = w.pay(&payee(n), usdt(amount)).await;
+            let (_, _, li) = w.where_is(&tx).await;
+            // The handler wrote an amount of its own: the chain's replaces it.
+            w.seed(r, &tx, li, usdt(amount - 1), State::Final).await;
+        }
         // The merchant's handler wrote both keys: one `pending` (amount left out), one it
         // left `unpaid`; payrecon never credited either.
         let (_, _, li_paid) = w.where_is(&paid).await;
@@ -43,6 +53,8 @@ async fn a_key_the_merchant_wrote_gets_its_payment_row_at_the_next_run() {
         assert_eq!(
             rows,
             [
+                ("M-F1", "7000000", "final", "merchant"),
+                ("M-F2", "8000000", "final", "merchant"),
                 ("M-PAID", "25000000", "final", "merchant"),
                 ("M-SHORT", "20000000", "final", "merchant"),
             ],
@@ -55,6 +67,14 @@ async fn a_key_the_merchant_wrote_gets_its_payment_row_at_the_next_run() {
             (State::Final, Some("25000000")),
             "{url}: the chain's amount, not the handler's"
         );
+        for (r, paid) in [("M-F1", "7000000"), ("M-F2", "8000000")] {
+            let o = w.order(r).await;
+            assert_eq!(
+                (o.state, o.amount_paid.as_deref()),
+                (State::Final, Some(paid)),
+                "{url}"
+            );
+        }
         let s = w.order("M-SHORT").await;
         assert_eq!(
             (s.state, s.amount_paid.as_deref()),
@@ -66,7 +86,7 @@ async fn a_key_the_merchant_wrote_gets_its_payment_row_at_the_next_run() {
 
         // The next run records nothing again, and the short order stays held.
         let again = w.run().await;
-        assert_eq!(payments(w.store()).await.len(), 2, "{url}");
+        assert_eq!(payments(w.store()).await.len(), 4, "{url}");
         assert_eq!(w.order("M-SHORT").await.state, State::Unpaid);
         assert_eq!(again.totals.applied, 0, "{}", again.to_json());
     })
