@@ -425,20 +425,32 @@ pub(super) async fn pg_follow_rekey(
 /// amount and block (`LedgerRow` read by `decode_raw_row`; the key is a payment row's), then
 /// the payment's id.
 const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
-     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id, \
+     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id AS payment_id, \
      CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END, p.state";
 
-/// The payments the sweep follows beside the keyed rows: those of orders still short
-/// (`unpaid`, no key), and the earlier parts of orders a later payment completed (the key
-/// names that one) while they are not `final`, final since `{recent}` (`recheck_final`), or
-/// flagged gone.
-const HELD_WHERE: &str = "((o.state = 'unpaid' AND o.tx_hash IS NULL) OR (o.tx_hash IS NOT NULL \
-     AND o.state <> 'unpaid' AND NOT (p.tx_hash = o.tx_hash AND p.log_index = o.log_index) \
-     AND (p.state <> 'final' OR p.reorged_at IS NOT NULL OR {recent})))";
+/// The payments the sweep follows beside the keyed rows, in keyset order (`{after}`,
+/// `{limit}` the binds): those of orders still short (`unpaid`, no key, part of the amount
+/// credited; `orders_unpaid_scan`), and the earlier parts of orders a later payment completed (the
+/// key names that one) while they are not `final` or are flagged gone
+/// (`payrecon_payments_open`), or became final since `{recent}` (`recheck_final`). Each branch
+/// reads what its partial index holds, never the whole history.
+const HELD_SQL: &str = "SELECT * FROM (\
+     SELECT {cols} FROM orders o JOIN payrecon_payments p ON p.order_id = o.id \
+     WHERE o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL \
+     AND p.id > {after} \
+     UNION ALL SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+     WHERE p.id > {after} AND (p.state <> 'final' OR p.reorged_at IS NOT NULL) AND {part} \
+     UNION ALL SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+     WHERE p.id > {after} AND p.state = 'final' AND p.reorged_at IS NULL AND {recent} \
+     AND {part}) h ORDER BY payment_id LIMIT {limit}";
 
-/// A keyset page (by payment id) of the payments credited to orders still short (`unpaid`,
-/// no key): the sweep places them on chain like keyed rows. Returns each payment's id with
-/// its row, and the last id read.
+/// An earlier part of a paid order: not the payment its key names.
+const PART: &str = "o.tx_hash IS NOT NULL AND o.state <> 'unpaid' \
+     AND NOT (p.tx_hash = o.tx_hash AND p.log_index = o.log_index)";
+
+/// A keyset page (by payment id) of the payments the sweep follows beside the keyed rows
+/// (`HELD_SQL`): the sweep places them on chain like keyed rows. Returns each with its row,
+/// and the last id read.
 pub(super) async fn held_page(
     store: &super::Store,
     after: i64,
@@ -454,21 +466,19 @@ pub(super) async fn held_page(
                 .replace("{expires}", &super::rows::sqlite_ms("o.expires_at"))
                 .replace("{one}", "1")
                 .replace("{zero}", "0");
-            let held = HELD_WHERE.replace(
-                "{recent}",
-                &match recent_since {
-                    Some(t) => format!(
-                        "julianday(p.state_changed_at) >= julianday('{}')",
-                        super::rows::sqlite_ts(t)
-                    ),
-                    None => "0".into(),
-                },
-            );
-            let sql = format!(
-                "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-                 WHERE p.id > ?1 AND {held} \
-                 ORDER BY p.id LIMIT ?2"
-            );
+            let recent = match recent_since {
+                Some(t) => format!(
+                    "julianday(p.state_changed_at) >= julianday('{}')",
+                    super::rows::sqlite_ts(t)
+                ),
+                None => "0".into(),
+            };
+            let sql = HELD_SQL
+                .replace("{cols}", &cols)
+                .replace("{part}", PART)
+                .replace("{recent}", &recent)
+                .replace("{after}", "?1")
+                .replace("{limit}", "?2");
             let rows = sqlx::query(&sql)
                 .bind(after)
                 .bind(limit)
@@ -484,18 +494,16 @@ pub(super) async fn held_page(
                 .replace("{expires}", &super::rows::pg_ms("o.expires_at"))
                 .replace("{one}", "1::bigint")
                 .replace("{zero}", "0::bigint");
-            let held = HELD_WHERE.replace(
-                "{recent}",
-                &match recent_since {
-                    Some(t) => format!("p.state_changed_at >= '{t}'::timestamptz"),
-                    None => "false".into(),
-                },
-            );
-            let sql = format!(
-                "SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-                 WHERE p.id > $1 AND {held} \
-                 ORDER BY p.id LIMIT $2"
-            );
+            let recent = match recent_since {
+                Some(t) => format!("p.state_changed_at >= '{t}'::timestamptz"),
+                None => "false".into(),
+            };
+            let sql = HELD_SQL
+                .replace("{cols}", &cols)
+                .replace("{part}", PART)
+                .replace("{recent}", &recent)
+                .replace("{after}", "$1")
+                .replace("{limit}", "$2");
             let rows = sqlx::query(&sql)
                 .bind(after)
                 .bind(limit)

@@ -110,3 +110,77 @@ async fn the_slot_lookup_uses_the_slot_index_without_statistics() {
          (index scans: orders_unpaid_slot {slot_scans}, orders_unpaid_scan {scan_scans})"
     );
 }
+
+#[tokio::test]
+async fn the_held_payments_page_reads_its_partial_indexes_not_the_history() {
+    let Some(url) = support::pg_url().await else {
+        return;
+    };
+    let store = open(&url).await;
+    exec(
+        &store,
+        "ALTER TABLE orders SET (autovacuum_enabled = false)",
+    )
+    .await;
+    exec(
+        &store,
+        "ALTER TABLE payrecon_payments SET (autovacuum_enabled = false)",
+    )
+    .await;
+    // 20,000 orders paid long ago, each with its final payment; every 1,000th is still short
+    // (unpaid, no key, its payment held).
+    exec(
+        &store,
+        &format!(
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, tx_hash, log_index, \
+             amount_paid, state) SELECT 'H-' || g, 'ethereum', '0x' || lpad(to_hex(g), 40, '0'), \
+             '{USDT}', 1000, CASE WHEN g % 1000 = 0 THEN NULL ELSE '0x' || lpad(to_hex(g), 64, '0') \
+             END, CASE WHEN g % 1000 = 0 THEN NULL ELSE 0 END, \
+             CASE WHEN g % 1000 = 0 THEN 500 ELSE 1000 END, \
+             CASE WHEN g % 1000 = 0 THEN 'unpaid' ELSE 'final' END \
+             FROM generate_series(1, 20000) g"
+        ),
+    )
+    .await;
+    exec(
+        &store,
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, state, \
+         source, created_at, state_changed_at) SELECT o.id, 'ethereum', \
+         '0x' || lpad(to_hex(o.id), 64, '0'), 0, o.amount_paid, 'final', 'reconcile', \
+         '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z' FROM orders o",
+    )
+    .await;
+    let since = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1);
+    let (page, _) = store.held_page(0, 500, Some(since)).await.unwrap();
+    let mut refs: Vec<String> = page.iter().map(|p| p.row.order_ref.clone()).collect();
+    refs.sort();
+    let mut want: Vec<String> = (1..=20).map(|i| format!("H-{}", i * 1_000)).collect();
+    want.sort();
+    assert_eq!(refs, want, "the held payments, and nothing else");
+
+    let Store::Postgres(pool) = &store else {
+        panic!("a PostgreSQL url opened another store");
+    };
+    pool.close().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The short orders through an index of unpaid orders (the deposit scan's, or the slot
+    // lookup's), the parts through the index of open payments: neither reads the history.
+    let unpaid = || async {
+        index_scans(&url, "orders_unpaid_scan").await
+            + index_scans(&url, "orders_unpaid_slot").await
+    };
+    let held = loop {
+        let n = unpaid().await;
+        if n > 0 || Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let open_scans = index_scans(&url, "payrecon_payments_open").await;
+    assert!(
+        held > 0 && open_scans > 0,
+        "the page must read an index of unpaid orders and payrecon_payments_open, not scan \
+         the orders or the payments (index scans: unpaid orders {held}, \
+         payrecon_payments_open {open_scans})"
+    );
+}
