@@ -25,6 +25,12 @@ _payrecon() {
             payrecon,events)
                 cmd="payrecon__subcmd__events"
                 ;;
+            payrecon,exceptions)
+                cmd="payrecon__subcmd__exceptions"
+                ;;
+            payrecon,export)
+                cmd="payrecon__subcmd__export"
+                ;;
             payrecon,help)
                 cmd="payrecon__subcmd__help"
                 ;;
@@ -52,6 +58,36 @@ _payrecon() {
             payrecon__subcmd__events__subcmd__help,replay)
                 cmd="payrecon__subcmd__events__subcmd__help__subcmd__replay"
                 ;;
+            payrecon__subcmd__exceptions,accept)
+                cmd="payrecon__subcmd__exceptions__subcmd__accept"
+                ;;
+            payrecon__subcmd__exceptions,attach)
+                cmd="payrecon__subcmd__exceptions__subcmd__attach"
+                ;;
+            payrecon__subcmd__exceptions,dismiss)
+                cmd="payrecon__subcmd__exceptions__subcmd__dismiss"
+                ;;
+            payrecon__subcmd__exceptions,help)
+                cmd="payrecon__subcmd__exceptions__subcmd__help"
+                ;;
+            payrecon__subcmd__exceptions,show)
+                cmd="payrecon__subcmd__exceptions__subcmd__show"
+                ;;
+            payrecon__subcmd__exceptions__subcmd__help,accept)
+                cmd="payrecon__subcmd__exceptions__subcmd__help__subcmd__accept"
+                ;;
+            payrecon__subcmd__exceptions__subcmd__help,attach)
+                cmd="payrecon__subcmd__exceptions__subcmd__help__subcmd__attach"
+                ;;
+            payrecon__subcmd__exceptions__subcmd__help,dismiss)
+                cmd="payrecon__subcmd__exceptions__subcmd__help__subcmd__dismiss"
+                ;;
+            payrecon__subcmd__exceptions__subcmd__help,help)
+                cmd="payrecon__subcmd__exceptions__subcmd__help__subcmd__help"
+                ;;
+            payrecon__subcmd__exceptions__subcmd__help,show)
+                cmd="payrecon__subcmd__exceptions__subcmd__help__subcmd__show"
+                ;;
             payrecon__subcmd__help,check)
                 cmd="payrecon__subcmd__help__subcmd__check"
                 ;;
@@ -60,6 +96,12 @@ _payrecon() {
                 ;;
             payrecon__subcmd__help,events)
                 cmd="payrecon__subcmd__help__subcmd__events"
+                ;;
+            payrecon__subcmd__help,exceptions)
+                cmd="payrecon__subcmd__help__subcmd__exceptions"
+                ;;
+            payrecon__subcmd__help,export)
+                cmd="payrecon__subcmd__help__subcmd__export"
                 ;;
             payrecon__subcmd__help,help)
                 cmd="payrecon__subcmd__help__subcmd__help"
@@ -79,6 +121,18 @@ _payrecon() {
             payrecon__subcmd__help__subcmd__events,replay)
                 cmd="payrecon__subcmd__help__subcmd__events__subcmd__replay"
                 ;;
+            payrecon__subcmd__help__subcmd__exceptions,accept)
+                cmd="payrecon__subcmd__help__subcmd__exceptions__subcmd__accept"
+                ;;
+            payrecon__subcmd__help__subcmd__exceptions,attach)
+                cmd="payrecon__subcmd__help__subcmd__exceptions__subcmd__attach"
+                ;;
+            payrecon__subcmd__help__subcmd__exceptions,dismiss)
+                cmd="payrecon__subcmd__help__subcmd__exceptions__subcmd__dismiss"
+                ;;
+            payrecon__subcmd__help__subcmd__exceptions,show)
+                cmd="payrecon__subcmd__help__subcmd__exceptions__subcmd__show"
+                ;;
             *)
                 ;;
         esac
@@ -86,7 +140,7 @@ _payrecon() {
 
     case "${cmd}" in
         payrecon)
-            opts="-h -V --config --help --version serve run migrate check demo status events help"
+            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -249,8 +303,268 @@ _payrecon() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        payrecon__subcmd__exceptions)
+            opts="-h --status --kind --order --limit --format --config --help show accept attach dismiss help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --status)
+                    COMPREPLY=($(compgen -W "open resolved all" -- "${cur}"))
+                    return 0
+                    ;;
+                --kind)
+                    COMPREPLY=($(compgen -W "amount_mismatch late_payment unknown_payment reorged" -- "${cur}"))
+                    return 0
+                    ;;
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__accept)
+            opts="-h --reason --by --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__attach)
+            opts="-h --order --reason --by --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__dismiss)
+            opts="-h --reason --by --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__help)
+            opts="show accept attach dismiss help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__help__subcmd__accept)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__help__subcmd__attach)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__help__subcmd__dismiss)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__exceptions__subcmd__show)
+            opts="-h --format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__export)
+            opts="-h --since --until --format --output --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "csv json" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         payrecon__subcmd__help)
-            opts="serve run migrate check demo status events help"
+            opts="serve run migrate check demo status events exceptions export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,6 +622,90 @@ _payrecon() {
         payrecon__subcmd__help__subcmd__events__subcmd__replay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__exceptions)
+            opts="show accept attach dismiss"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__exceptions__subcmd__accept)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__exceptions__subcmd__attach)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__exceptions__subcmd__dismiss)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__exceptions__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

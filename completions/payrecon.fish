@@ -34,6 +34,8 @@ complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "check" -d 'Valida
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "exceptions" -d 'Exceptions waiting for a person: list, show, accept, attach or dismiss them'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "export" -d 'Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only)'
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand serve" -l config -d 'Configuration file' -r -F
 complete -c payrecon -n "__fish_payrecon_using_subcommand serve" -s h -l help -d 'Print help'
@@ -76,12 +78,65 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_see
 complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from replay" -s h -l help -d 'Print help'
 complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from help" -f -a "replay" -d 'Put delivered or dead events back in the queue, ids unchanged'
 complete -c payrecon -n "__fish_payrecon_using_subcommand events; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "serve" -d 'Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "run" -d 'One reconciliation pass (a backfill with --since), then exit'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "migrate" -d 'Create or upgrade the schema, then exit'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "check" -d 'Validate config, reach database, providers and chain RPCs; report each'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l status -d 'Which exceptions' -r -f -a "open\t''
+resolved\t''
+all\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l kind -d 'Only exceptions of this kind' -r -f -a "amount_mismatch\t''
+late_payment\t''
+unknown_payment\t''
+reorged\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l order -d 'Only the exceptions of this order (its order_ref)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l limit -d 'At most this many (the newest)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -f -a "show" -d 'One exception in full'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -f -a "accept" -d 'A held order (amount_mismatch, late_payment): advance it to the state its payments have'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -f -a "attach" -d 'A payment to no order (unknown_payment): credit it to an order; the chain decides its state'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -f -a "dismiss" -d 'Close it with the ledger unchanged (refunded elsewhere, a test payment)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from show" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from show" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from accept" -l reason -d 'Why (kept on the exception, with who and when)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from accept" -l by -d 'Who decides. Default: $SUDO_USER, then $USER' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from accept" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from accept" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from attach" -l order -d 'The order to credit the payment to (its order_ref)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from attach" -l reason -d 'Why (kept on the exception, with who and when)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from attach" -l by -d 'Who decides. Default: $SUDO_USER, then $USER' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from attach" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from attach" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from dismiss" -l reason -d 'Why (kept on the exception, with who and when)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from dismiss" -l by -d 'Who decides. Default: $SUDO_USER, then $USER' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from dismiss" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from dismiss" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from help" -f -a "show" -d 'One exception in full'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from help" -f -a "accept" -d 'A held order (amount_mismatch, late_payment): advance it to the state its payments have'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from help" -f -a "attach" -d 'A payment to no order (unknown_payment): credit it to an order; the chain decides its state'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from help" -f -a "dismiss" -d 'Close it with the ledger unchanged (refunded elsewhere, a test payment)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand export" -l since -d 'Payments in blocks at or after T: RFC 3339, a date (2026-11-01) or a duration back (7d). Default: the beginning' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand export" -l until -d 'Payments in blocks before T (same forms). Default: now' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand export" -l format -r -f -a "csv\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand export" -l output -d 'Write here (created or truncated before anything is read). Default: standard output' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand export" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand export" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "serve" -d 'Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "run" -d 'One reconciliation pass (a backfill with --since), then exit'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "migrate" -d 'Create or upgrade the schema, then exit'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "check" -d 'Validate config, reach database, providers and chain RPCs; report each'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "exceptions" -d 'Exceptions waiting for a person: list, show, accept, attach or dismiss them'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "export" -d 'Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from events" -f -a "replay" -d 'Put delivered or dead events back in the queue, ids unchanged'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "show" -d 'One exception in full'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "accept" -d 'A held order (amount_mismatch, late_payment): advance it to the state its payments have'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "attach" -d 'A payment to no order (unknown_payment): credit it to an order; the chain decides its state'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "dismiss" -d 'Close it with the ledger unchanged (refunded elsewhere, a test payment)'

@@ -45,6 +45,113 @@ pub enum Command {
     },
     /// Events to your application: list them (read-only), or replay delivered/dead ones.
     Events(EventsArgs),
+    /// Exceptions waiting for a person: list, show, accept, attach or dismiss them.
+    Exceptions(ExceptionsArgs),
+    /// Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only).
+    Export(ExportArgs),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ExceptionsArgs {
+    #[command(subcommand)]
+    pub action: Option<ExceptionsAction>,
+    /// Which exceptions.
+    #[arg(long, value_enum, default_value = "open")]
+    pub status: ExceptionStatus,
+    /// Only exceptions of this kind.
+    #[arg(long, value_enum)]
+    pub kind: Option<ExceptionKind>,
+    /// Only the exceptions of this order (its order_ref).
+    #[arg(long)]
+    pub order: Option<String>,
+    /// At most this many (the newest).
+    #[arg(long, default_value_t = 100)]
+    pub limit: i64,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Subcommand)]
+pub enum ExceptionsAction {
+    /// One exception in full.
+    Show {
+        /// The exception's id.
+        id: i64,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// A held order (amount_mismatch, late_payment): advance it to the state its payments have.
+    Accept(DecideArgs),
+    /// A payment to no order (unknown_payment): credit it to an order; the chain decides its state.
+    Attach(AttachArgs),
+    /// Close it with the ledger unchanged (refunded elsewhere, a test payment).
+    Dismiss(DecideArgs),
+}
+
+#[derive(clap::Args)]
+pub struct DecideArgs {
+    /// The exception's id.
+    pub id: i64,
+    /// Why (kept on the exception, with who and when).
+    #[arg(long)]
+    pub reason: String,
+    /// Who decides. Default: $SUDO_USER, then $USER.
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct AttachArgs {
+    /// The exception's id.
+    pub id: i64,
+    /// The order to credit the payment to (its order_ref).
+    #[arg(long)]
+    pub order: String,
+    /// Why (kept on the exception, with who and when).
+    #[arg(long)]
+    pub reason: String,
+    /// Who decides. Default: $SUDO_USER, then $USER.
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExceptionStatus {
+    Open,
+    Resolved,
+    All,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ExceptionKind {
+    AmountMismatch,
+    LatePayment,
+    UnknownPayment,
+    Reorged,
+}
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    /// Payments in blocks at or after T: RFC 3339, a date (2026-11-01) or a duration back (7d).
+    /// Default: the beginning.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Payments in blocks before T (same forms). Default: now.
+    #[arg(long)]
+    pub until: Option<String>,
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: ExportFormat,
+    /// Write here (created or truncated before anything is read). Default: standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
 }
 
 #[derive(clap::Args)]

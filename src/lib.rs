@@ -28,6 +28,8 @@ pub mod demo;
 pub mod domain;
 pub mod engine;
 pub mod events;
+pub mod exceptions;
+pub mod export;
 pub mod http;
 pub mod metrics;
 pub mod providers;

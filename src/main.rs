@@ -99,6 +99,8 @@ async fn dispatch(cli: Cli) -> ExitCode {
             Err(e) => fail(&e.to_string()),
         },
         Command::Events(args) => events(&config, args).await,
+        Command::Exceptions(args) => payrecon::exceptions::command(config, args).await,
+        Command::Export(args) => payrecon::export::command(config, args).await,
         Command::Serve => {
             // Before anything else, so that no signal finds the default handlers.
             let shutdown = shutdown_signal();

@@ -33,6 +33,12 @@ pub struct HeldL {
     pub reason: HeldReason,
 }
 
+/// An exception's kind (SPEC §15): one of `store::EXCEPTION_KINDS`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExceptionL {
+    pub kind: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum Kind {
@@ -255,6 +261,10 @@ pub struct Metrics {
     pub list_full_scans: Family<ProviderL, Counter>,
     /// Orders held now, by reason (SPEC §14), as of the last chain sweep.
     pub orders_held: Family<HeldL, Gauge>,
+    /// Exceptions open now, by kind (SPEC §15), as of the last run's end.
+    pub exceptions_open: Family<ExceptionL, Gauge>,
+    /// Age of the oldest open exception of each kind (0 when none), as of the last run's end.
+    pub exceptions_oldest: Family<ExceptionL, FloatGauge>,
 }
 
 impl Metrics {
@@ -283,6 +293,8 @@ impl Metrics {
             events_dead: Gauge::default(),
             list_full_scans: Family::default(),
             orders_held: Family::default(),
+            exceptions_open: Family::default(),
+            exceptions_oldest: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -383,6 +395,21 @@ impl Metrics {
         for reason in [HeldReason::underpaid, HeldReason::late] {
             let _ = m.orders_held.get_or_create(&HeldL { reason });
         }
+        r.register(
+            "exceptions_open",
+            "Exceptions waiting for a person, by kind",
+            m.exceptions_open.clone(),
+        );
+        r.register(
+            "exceptions_oldest_open_seconds",
+            "Age of the oldest open exception of each kind (0 when none)",
+            m.exceptions_oldest.clone(),
+        );
+        for kind in crate::store::EXCEPTION_KINDS {
+            let l = ExceptionL { kind: kind.into() };
+            let _ = m.exceptions_open.get_or_create(&l);
+            let _ = m.exceptions_oldest.get_or_create(&l);
+        }
         for outcome in [
             EventOutcome::delivered,
             EventOutcome::failed,
@@ -401,6 +428,20 @@ impl Metrics {
             let _ = m.reorged_open.get_or_create(&ChainL { chain: c.clone() });
         }
         m
+    }
+
+    /// The exception gauges from the open counts per kind, ages as of `now`.
+    pub fn set_exceptions(&self, open: &[crate::store::OpenExceptions], now: jiff::Timestamp) {
+        for o in open {
+            let l = ExceptionL {
+                kind: o.kind.clone(),
+            };
+            self.exceptions_open.get_or_create(&l).set(o.open);
+            let age = o.oldest.map_or(0.0, |t| {
+                (now.as_millisecond() - t.as_millisecond()).max(0) as f64 / 1000.0
+            });
+            self.exceptions_oldest.get_or_create(&l).set(age);
+        }
     }
 
     fn init_provider(&self, p: &str, chains: &[String], http: bool) {

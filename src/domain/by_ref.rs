@@ -80,6 +80,7 @@ pub fn reconcile_claims(claims: &[Claim], ledger: &LedgerView) -> Plan {
                     "provider reports notification {} as undelivered",
                     c.notification_id.as_deref().unwrap_or("?")
                 ),
+                amount: None,
             };
             push_failed(&mut plan, f, c.notification_id.as_deref(), c.record_time);
         }
@@ -98,6 +99,7 @@ pub fn reconcile_claims(claims: &[Claim], ledger: &LedgerView) -> Plan {
                     "the provider reports order {:?}, which the ledger does not have",
                     c.order_ref
                 ),
+                amount: None,
             });
             continue;
         };
@@ -143,6 +145,7 @@ pub fn reconcile_claims(claims: &[Claim], ledger: &LedgerView) -> Plan {
                 "the provider reports {} for the order and names no transaction: its status applies",
                 c.state
             ),
+            amount: None,
         });
         if c.infer_failed && !c.failed {
             let src = FailedSource {

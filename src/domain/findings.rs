@@ -83,6 +83,7 @@ pub(super) fn infer_failed_from(plan: &mut Plan, planned: usize, src: FailedSour
              did not arrive",
             t.from
         ),
+        amount: None,
     };
     push_failed(plan, f, src.notification_id, src.record_time);
 }
@@ -104,5 +105,6 @@ pub(super) fn finding(
         observed_state: Some(t.state),
         outcome: Outcome::Nothing,
         detail: String::new(),
+        amount: Some(t.amount),
     }
 }

@@ -10,6 +10,7 @@ mod findings;
 mod kind;
 pub mod list_cover;
 mod model;
+mod operator;
 pub mod page_search;
 mod plan;
 mod reconcile;
@@ -34,6 +35,7 @@ pub use model::{
     parse_base_units, Address, Asset, BlockRef, ChainHead, GapKind, InputError, PaymentKey, State,
     TxHash, U256,
 };
+pub use operator::{plan_accept, plan_attach, Refused, OPERATOR};
 pub use plan::{
     Action, AmountPolicy, Attach, ChainTransfer, ChainVerdict, CreditedPayment, Finding, LedgerRow,
     LedgerView, NewPayment, Observation, Outcome, Plan, PlannedTransition, Refusal, ResendRequest,

@@ -250,6 +250,9 @@ pub struct Finding {
     pub observed_state: Option<State>,
     pub outcome: Outcome,
     pub detail: String,
+    /// The payment's amount in base units, where the finding is about one transfer read on
+    /// chain (an exception records it, SPEC §15).
+    pub amount: Option<U256>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -45,6 +45,7 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
                     "provider reports notification {} as undelivered",
                     obs.notification_id.as_deref().unwrap_or("?")
                 ),
+                amount: None,
             };
             push_failed(
                 &mut plan,
@@ -161,6 +162,7 @@ fn reorged(obs: &Observation, row: &LedgerRow, why: String) -> Finding {
         observed_state: None,
         outcome: Outcome::Nothing,
         detail: format!("the ledger holds this payment, but {why}"),
+        amount: None,
     }
 }
 
@@ -185,6 +187,7 @@ fn unknown(obs: &Observation, t: Option<&ChainTransfer>, detail: String) -> Find
         observed_state: t.map(|t| t.state),
         outcome: Outcome::Nothing,
         detail,
+        amount: t.map(|t| t.amount),
     }
 }
 

@@ -94,6 +94,7 @@ impl Engine {
             observations: timed.as_deref().unwrap_or(seen.observations),
             claims: seen.claims,
         };
+        ctx.exceptions.observe(seen.observations);
         let plan = plan_batch(ctx, acc, seen, view, extra);
         let outcomes = self.apply_plan(ctx, acc, &plan).await?;
         let resend_actions = self
@@ -490,5 +491,6 @@ fn finding_row(f: &Finding, action: Action, note: Option<&str>) -> FindingRow {
             Some(n) => format!("{}; {n}", f.detail),
             None => f.detail.clone(),
         },
+        amount: f.amount.map(|a| a.to_string()),
     }
 }

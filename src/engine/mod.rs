@@ -6,6 +6,7 @@ mod batch;
 mod error;
 mod lease;
 mod lists;
+pub mod operator;
 mod part;
 mod resolve;
 mod retry_window;
@@ -131,6 +132,43 @@ pub(crate) struct RunCtx {
     /// row holds (fingerprints, `placed_fingerprint`): the sweep does not read their receipts
     /// again (a receipt at most once per run).
     pub placed: std::sync::Mutex<seen::SeenSet>,
+    /// Transactions of open `reorged` exceptions (read when the run starts), and where this
+    /// run saw them at final depth: their exceptions clear when the ledger holds them there.
+    pub exceptions: RunExceptions,
+}
+
+/// What a run tracks for its exceptions (SPEC §15).
+#[derive(Default)]
+pub(crate) struct RunExceptions {
+    pub reorged: std::collections::HashSet<(String, String)>,
+    pub finals: std::sync::Mutex<std::collections::BTreeSet<crate::store::FinalSeen>>,
+}
+
+impl RunExceptions {
+    /// Notes the transfers of `observations` at final depth whose transaction has an open
+    /// `reorged` exception.
+    pub(crate) fn observe(&self, observations: &[crate::domain::Observation]) {
+        if self.reorged.is_empty() {
+            return;
+        }
+        for o in observations {
+            let crate::domain::ChainVerdict::Transfer(t) = &o.verdict else {
+                continue;
+            };
+            let tx = t.key.tx_hash.as_str().to_string();
+            if t.state == crate::domain::State::Final
+                && self.reorged.contains(&(t.key.chain.clone(), tx.clone()))
+            {
+                if let Ok(mut f) = self.finals.lock() {
+                    f.insert(crate::store::FinalSeen {
+                        chain: t.key.chain.clone(),
+                        tx_hash: tx,
+                        block_hash: t.block.hash.clone(),
+                    });
+                }
+            }
+        }
+    }
 }
 
 impl Engine {
@@ -195,6 +233,7 @@ impl Engine {
             progress: opts.progress.then(progress_bar),
             source: Source::Reconcile,
             placed: Default::default(),
+            exceptions: self.run_exceptions(opts.dry_run).await,
         };
         tracing::info!(run_id = %run_id, since = %opts.since, until = %opts.until, dry_run = opts.dry_run, "Run started.");
         // Deliveries stored but not applied (a process stopped in between, a chain that could
@@ -299,6 +338,9 @@ impl Engine {
             .collect();
         let failed = !errors.is_empty();
         if !opts.dry_run {
+            self.settle_exceptions(ctx, finished).await;
+        }
+        if !opts.dry_run {
             let run_totals = RunTotals {
                 status: if failed { "failed" } else { "ok" }.into(),
                 checked: totals.checked as i64,
@@ -335,6 +377,62 @@ impl Engine {
             findings,
             findings_truncated: truncated,
         })
+    }
+
+    /// The open `reorged` exceptions' transactions, for `RunExceptions::observe` (none for a
+    /// dry run, which records no exceptions).
+    async fn run_exceptions(&self, dry_run: bool) -> RunExceptions {
+        let mut out = RunExceptions::default();
+        if dry_run {
+            return out;
+        }
+        let filter = crate::store::ExceptionFilter {
+            status: Some("open".into()),
+            kind: Some("reorged".into()),
+            limit: 100_000,
+            ..Default::default()
+        };
+        match self.store.list_exceptions(&filter).await {
+            Ok(rows) => {
+                out.reorged = rows
+                    .into_iter()
+                    .filter_map(|r| r.tx_hash.map(|t| (r.chain, t)))
+                    .collect()
+            }
+            Err(e) => {
+                tracing::warn!(error = %self.redact(&e), "Could not read the open reorged exceptions; they are cleared by a later run.")
+            }
+        }
+        out
+    }
+
+    /// Clears the exceptions whose condition this run found gone, then sets the exception
+    /// gauges. A failure is logged: the next run clears them.
+    async fn settle_exceptions(&self, ctx: &RunCtx, now: Timestamp) {
+        let finals: Vec<crate::store::FinalSeen> = ctx
+            .exceptions
+            .finals
+            .lock()
+            .map(|f| f.iter().cloned().collect())
+            .unwrap_or_default();
+        match self.store.open_held_exceptions(&ctx.run_id, now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(opened = n, "Exceptions opened for held orders."),
+            Err(e) => {
+                tracing::warn!(error = %self.redact(&e), "Could not open the exceptions of held orders; the next run does.")
+            }
+        }
+        match self.store.clear_exceptions(&finals, now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(cleared = n, "Exceptions cleared: their condition is gone."),
+            Err(e) => {
+                tracing::warn!(error = %self.redact(&e), "Could not clear exceptions; the next run does.")
+            }
+        }
+        match self.store.open_exceptions().await {
+            Ok(open) => self.metrics.set_exceptions(&open, now),
+            Err(e) => tracing::warn!(error = %self.redact(&e), "Could not count open exceptions."),
+        }
     }
 
     fn record_metrics(&self, acc: &PartTally, finished: Timestamp) {

@@ -194,6 +194,7 @@ impl Engine {
             progress: None,
             source: Source::Webhook,
             placed: Default::default(),
+            exceptions: Default::default(),
         }
     }
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 
 use super::{
-    EventsStatus, FindingItem, FindingList, Inbox, LastRun, Lease, ListStatus, OpenFindings,
-    ProviderStatus, RecentGaps, ResendItem, Resends, Status, KILLED_AFTER,
+    EventsStatus, ExceptionsStatus, Inbox, LastRun, Lease, ListStatus, OpenKind, ProviderStatus,
+    RecentGaps, ResendItem, Resends, Status, KILLED_AFTER,
 };
 use crate::domain::GapKind;
 use crate::report::Gaps;
@@ -31,7 +31,7 @@ pub fn build(
         database,
         providers: providers(&d, names, &all, now),
         gaps_24h: recent_gaps(&d, &all, since),
-        open_findings: open_findings(&d),
+        exceptions: exceptions(&d, now),
         resends: Resends {
             cooldown_seconds: cooldown.as_secs(),
             pending: d.pending_resends,
@@ -137,32 +137,31 @@ fn recent_gaps(d: &StatusData, all: &[&str], since: Timestamp) -> RecentGaps {
     }
 }
 
-/// The last finished run's findings that need an operator.
-fn open_findings(d: &StatusData) -> OpenFindings {
-    let list = |kind: &str| FindingList {
-        count: d
-            .open_counts
+/// Open exceptions: counts and the oldest per kind, the newest few.
+fn exceptions(d: &StatusData, now: Timestamp) -> ExceptionsStatus {
+    let Some((open, items)) = &d.exceptions else {
+        return ExceptionsStatus {
+            table: false,
+            open_total: 0,
+            open: BTreeMap::new(),
+            items: Vec::new(),
+        };
+    };
+    ExceptionsStatus {
+        table: true,
+        open_total: open.iter().map(|o| o.open).sum(),
+        open: open
             .iter()
-            .find(|(k, _)| k == kind)
-            .map_or(0, |(_, n)| *n),
-        items: d
-            .open_findings
-            .iter()
-            .filter(|f| f.kind == kind)
-            .map(|f| FindingItem {
-                provider: f.provider.clone(),
-                order_ref: f.order_ref.clone(),
-                chain: f.chain.clone(),
-                tx_hash: f.tx_hash.clone(),
-                log_index: f.log_index,
-                detail: f.detail.clone(),
+            .map(|o| {
+                let kind = OpenKind {
+                    open: o.open,
+                    oldest_first_seen_at: o.oldest_first_seen_at.clone(),
+                    oldest_age_seconds: o.oldest.map(|t| now.duration_since(t).as_secs().max(0)),
+                };
+                (o.kind.clone(), kind)
             })
             .collect(),
-    };
-    OpenFindings {
-        run_id: d.last_finished_run.as_ref().map(|r| r.id.clone()),
-        reorged: list("reorged"),
-        amount_mismatch: list("amount_mismatch"),
+        items: items.clone(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `payrecon status`: the operator's read-only view of the database: the last run per
-//! provider (and the chain sweep), gaps found in the last 24 h, the `reorged` and
-//! `amount_mismatch` findings of the last finished run, pending resends, the webhook inbox
-//! and the lease holders. Never migrates, never writes (see `Store::connect_read_only`).
+//! provider (and the chain sweep), gaps found in the last 24 h, the open exceptions (how
+//! many of each kind, the oldest, the newest few), pending resends, the webhook inbox and
+//! the lease holders. Never migrates, never writes (see `Store::connect_read_only`).
 //!
 //! `payrecon_runs` has one row per run; a provider's outcome in a run is derived from the
 //! run's `error` (`"cg: reason; qvard: reason"`): the provider failed when one of the
@@ -42,7 +42,8 @@ pub struct Status {
     pub database: &'static str,
     pub providers: Vec<ProviderStatus>,
     pub gaps_24h: RecentGaps,
-    pub open_findings: OpenFindings,
+    /// Exceptions waiting for a person (SPEC §15).
+    pub exceptions: ExceptionsStatus,
     pub resends: Resends,
     pub webhook_inbox: Inbox,
     /// Whether `payrecon_leases` exists; without it there is one instance and no lease.
@@ -112,28 +113,22 @@ pub struct RecentGaps {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct OpenFindings {
-    /// The last finished run, whose findings these are.
-    pub run_id: Option<String>,
-    pub reorged: FindingList,
-    pub amount_mismatch: FindingList,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct FindingList {
-    pub count: i64,
-    /// The first `STATUS_LIST_LIMIT`.
-    pub items: Vec<FindingItem>,
+pub struct ExceptionsStatus {
+    /// Whether `payrecon_exceptions` exists (an older schema: `payrecon migrate`).
+    pub table: bool,
+    pub open_total: i64,
+    /// Every kind (zeros included): how many are open, and the oldest.
+    pub open: BTreeMap<String, OpenKind>,
+    /// The newest open exceptions, up to `STATUS_LIST_LIMIT`.
+    pub items: Vec<crate::store::ExceptionRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct FindingItem {
-    pub provider: String,
-    pub order_ref: Option<String>,
-    pub chain: String,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    pub detail: String,
+pub struct OpenKind {
+    pub open: i64,
+    /// When the oldest open exception of the kind was first seen.
+    pub oldest_first_seen_at: Option<String>,
+    pub oldest_age_seconds: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

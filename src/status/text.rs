@@ -160,32 +160,50 @@ impl Status {
     }
 
     fn findings_text(&self, s: &mut String) {
-        let o = &self.open_findings;
-        let run = o.run_id.as_deref().unwrap_or("none");
-        let _ = writeln!(s, "\nopen findings of the last finished run ({run})");
-        for (kind, list) in [
-            ("reorged", &o.reorged),
-            ("amount_mismatch", &o.amount_mismatch),
-        ] {
-            let _ = writeln!(s, "  {kind}: {}", list.count);
-            for f in &list.items {
-                let key = match (&f.tx_hash, f.log_index) {
-                    (Some(h), Some(i)) => format!("{h}#{i}"),
-                    (Some(h), None) => h.clone(),
-                    _ => "-".into(),
-                };
-                let _ = writeln!(
-                    s,
-                    "    order {:<12} {:<10} {:<10} {key} {}",
-                    f.order_ref.as_deref().unwrap_or("-"),
-                    f.provider,
-                    f.chain,
-                    f.detail
-                );
-            }
-            if (list.items.len() as i64) < list.count {
-                let _ = writeln!(s, "    … {} more", list.count - list.items.len() as i64);
-            }
+        let x = &self.exceptions;
+        if !x.table {
+            let _ = writeln!(s, "\nexceptions: no table (run `payrecon migrate`)");
+            return;
         }
+        let _ = writeln!(s, "\nopen exceptions: {}", x.open_total);
+        for (kind, o) in &x.open {
+            let oldest = match (&o.oldest_first_seen_at, o.oldest_age_seconds) {
+                (Some(t), Some(age)) => format!(", oldest first seen {t} ({})", age_text(age)),
+                _ => String::new(),
+            };
+            let _ = writeln!(s, "  {kind}: {}{oldest}", o.open);
+        }
+        for e in &x.items {
+            let _ = writeln!(
+                s,
+                "    #{:<6} {:<15} order {:<12} seen {:>4}x  {}",
+                e.id,
+                e.kind,
+                e.order_ref.as_deref().unwrap_or("-"),
+                e.seen_count,
+                e.detail
+            );
+        }
+        if (x.items.len() as i64) < x.open_total {
+            let _ = writeln!(
+                s,
+                "    … {} more (payrecon exceptions)",
+                x.open_total - x.items.len() as i64
+            );
+        }
+    }
+}
+
+/// `3d 4h`, `5h 2m`, `40s`: an age for a person.
+fn age_text(secs: i64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3_600, secs % 3_600 / 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m")
+    } else {
+        format!("{secs}s")
     }
 }

@@ -30,6 +30,10 @@ pub enum StoreError {
     /// does not parse).
     #[error("database: {0}")]
     Invalid(String),
+    /// An operator's decision lost its exception to another (it was resolved meanwhile):
+    /// nothing of the decision was written.
+    #[error("database: exception {id} is no longer open: nothing applied")]
+    ExceptionTaken { id: i64 },
 }
 
 impl StoreError {
@@ -45,9 +49,10 @@ impl StoreError {
                     )
             }
             StoreError::Connect { .. } => true,
-            StoreError::LeaseLost { .. } | StoreError::Migrate { .. } | StoreError::Invalid(_) => {
-                false
-            }
+            StoreError::LeaseLost { .. }
+            | StoreError::Migrate { .. }
+            | StoreError::Invalid(_)
+            | StoreError::ExceptionTaken { .. } => false,
         }
     }
 }

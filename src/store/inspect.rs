@@ -187,6 +187,7 @@ impl Store {
                 observed_state: r[7].text(),
                 action: r[8].text().unwrap_or_default(),
                 detail: r[9].text().unwrap_or_default(),
+                amount: None,
             })
             .collect())
     }

@@ -7,6 +7,8 @@ mod attach;
 mod error;
 mod event_list;
 mod events;
+mod exceptions;
+mod export;
 mod inbox;
 #[cfg(feature = "demo")]
 mod inspect;
@@ -33,6 +35,10 @@ pub use error::StoreError;
 use error::{is_retryable, is_unique_violation};
 pub use event_list::{EventCounts, EventFilter, EventRow};
 pub use events::{Attempt, ClaimedEvent};
+pub use exceptions::{
+    ExceptionFilter, ExceptionRow, FinalSeen, OpenExceptions, Resolve, EXCEPTION_KINDS,
+};
+pub use export::ExportRow;
 pub use inbox::StoredEvent;
 #[cfg(feature = "demo")]
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
@@ -40,16 +46,26 @@ pub use lease::Fence;
 pub use list_reads::{ListRead, ListReadRow};
 pub use outbox::event_type;
 pub use payments::HeldPayment;
-pub use status::{
-    LeaseRow, OpenFinding, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT,
-};
+pub use status::{LeaseRow, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT};
 pub use sweep::{Rekey, RekeyOutcome};
+
+/// What a batch of transitions checks in its transaction before it writes anything.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Guard<'a> {
+    None,
+    /// The lease still holds (a scheduled run's part).
+    Lease(&'a Fence),
+    /// The exception is still open, and is now resolved by this decision.
+    Exception(&'a Resolve),
+}
 
 /// Who applies a transition (`payrecon_transitions.source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Reconcile,
     Webhook,
+    /// A person's decision on an exception (`payrecon exceptions accept|attach`).
+    Operator,
 }
 
 impl Source {
@@ -57,6 +73,7 @@ impl Source {
         match self {
             Source::Reconcile => "reconcile",
             Source::Webhook => "webhook",
+            Source::Operator => "operator",
         }
     }
 }
@@ -77,6 +94,11 @@ impl ApplyContext {
     fn run_id_or_null(&self) -> Option<&str> {
         Some(self.run_id.as_str()).filter(|s| !s.is_empty())
     }
+}
+
+/// RFC 3339 UTC with exactly three fractional digits (how payrecon spells stored times).
+pub fn rfc3339_ms(t: Timestamp) -> String {
+    rows::sqlite_ts(t)
 }
 
 /// The database file of a SQLite URL (`None`: PostgreSQL, in-memory, or not a URL we read).
@@ -122,6 +144,10 @@ pub struct FindingRow {
     pub observed_state: Option<String>,
     pub action: String,
     pub detail: String,
+    /// The payment's amount in base units, where the finding names one transfer (kept on its
+    /// exception, SPEC §15; not a column of `payrecon_findings`, not in the report).
+    #[serde(skip)]
+    pub amount: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -294,6 +320,29 @@ impl Store {
         ctx: &ApplyContext,
         fence: Option<&Fence>,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
+        let guard = fence.map_or(Guard::None, Guard::Lease);
+        self.apply_guarded(batch, ctx, guard).await
+    }
+
+    /// `apply` of an operator's decision on an exception (SPEC §15): the exception is
+    /// claimed (open → resolved) in the same transaction, so that of two people acting at
+    /// once one wins; the loser gets `ExceptionTaken` and nothing is written.
+    pub async fn apply_resolving(
+        &self,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        resolve: &Resolve,
+    ) -> Result<Vec<ApplyOutcome>, StoreError> {
+        self.apply_guarded(batch, ctx, Guard::Exception(resolve))
+            .await
+    }
+
+    async fn apply_guarded(
+        &self,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        guard: Guard<'_>,
+    ) -> Result<Vec<ApplyOutcome>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -305,8 +354,8 @@ impl Store {
         loop {
             attempt += 1;
             let res = match self {
-                Store::Sqlite(p) => sqlite::apply(p, &sorted, ctx, fence).await,
-                Store::Postgres(p) => postgres::apply(p, &sorted, ctx, fence).await,
+                Store::Sqlite(p) => sqlite::apply(p, &sorted, ctx, guard).await,
+                Store::Postgres(p) => postgres::apply(p, &sorted, ctx, guard).await,
             };
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
@@ -318,6 +367,16 @@ impl Store {
                     return Err(StoreError::LeaseLost {
                         provider: ctx.provider.clone(),
                     })
+                }
+                Err(sqlx::Error::Protocol(m)) if m == exceptions::TAKEN => {
+                    let id = match guard {
+                        Guard::Exception(r) => r.id,
+                        _ => 0,
+                    };
+                    return Err(StoreError::ExceptionTaken { id });
+                }
+                Err(sqlx::Error::Protocol(m)) if m == exceptions::UNCHANGED => {
+                    return Err(StoreError::Invalid(m));
                 }
                 other => {
                     let outcomes = other.map_err(|e| rows::db_error("apply transitions", e))?;

@@ -170,11 +170,11 @@ pub(super) async fn apply(
     pool: &PgPool,
     batch: &[PlannedTransition],
     ctx: &ApplyContext,
-    fence: Option<&super::Fence>,
+    guard: super::Guard<'_>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = super::rows::sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin().await?;
-    if let Some(f) = fence {
+    if let super::Guard::Lease(f) = guard {
         super::lease::pg_check(&mut tx, f).await?;
     }
     let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
@@ -184,13 +184,18 @@ pub(super) async fn apply(
             .fetch_all(counted(&mut *tx))
             .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
-    if let Some(out) = super::pg_batch::try_apply(&mut tx, batch, ctx, &now, &current).await? {
-        counted(tx).commit().await?;
-        return Ok(out);
-    }
-    let mut out = Vec::with_capacity(batch.len());
-    for t in batch {
-        out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
+    let out = match super::pg_batch::try_apply(&mut tx, batch, ctx, &now, &current).await? {
+        Some(out) => out,
+        None => {
+            let mut out = Vec::with_capacity(batch.len());
+            for t in batch {
+                out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
+            }
+            out
+        }
+    };
+    if let super::Guard::Exception(r) = guard {
+        super::exceptions::claim!(tx, true, r, &out)?;
     }
     counted(tx).commit().await?;
     Ok(out)
@@ -390,7 +395,8 @@ pub(super) async fn insert_findings(
         counted(pool).begin(),
         run_id,
         findings,
-        FINDINGS_CHUNK
+        FINDINGS_CHUNK,
+        "now()"
     )
 }
 

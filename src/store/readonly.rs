@@ -11,7 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 use super::rows::{connect_error, counted, db_error, sqlite_ts};
-use super::status::{LeaseRow, EVENTS, LEASES, LIST_READS, REQUIRED};
+use super::status::{LeaseRow, EVENTS, EXCEPTIONS, LEASES, LIST_READS, REQUIRED};
 use super::{Store, StoreError};
 
 impl Store {
@@ -64,7 +64,7 @@ impl Store {
     pub(super) async fn payrecon_tables(&self) -> Result<Vec<String>, StoreError> {
         let names: Vec<String> = REQUIRED
             .iter()
-            .chain([&LEASES, &EVENTS, &LIST_READS])
+            .chain([&LEASES, &EVENTS, &LIST_READS, &EXCEPTIONS])
             .map(|s| s.to_string())
             .collect();
         let rows = match self {

@@ -20,10 +20,11 @@ pub(crate) fn counted<T>(x: T) -> T {
     x
 }
 
-/// Records a run's findings in one transaction, `$chunk` rows per multi-row INSERT: the one
-/// spelling for both backends (`$db` the sqlx database, `$begin` the dialect's BEGIN).
+/// Records a run's findings in one transaction, `$chunk` rows per multi-row INSERT, and opens
+/// or touches their exceptions in the same transaction (SPEC §15): the one spelling for both
+/// backends (`$db` the sqlx database, `$begin` the dialect's BEGIN, `$now` its current time).
 macro_rules! insert_findings {
-    ($db:ty, $begin:expr, $run_id:expr, $findings:expr, $chunk:expr) => {{
+    ($db:ty, $begin:expr, $run_id:expr, $findings:expr, $chunk:expr, $now:expr) => {{
         use $crate::store::rows::{counted, db_error};
         let mut tx = $begin.await.map_err(|e| db_error("record findings", e))?;
         for chunk in $findings.chunks($chunk) {
@@ -49,6 +50,8 @@ macro_rules! insert_findings {
                 .await
                 .map_err(|e| db_error("record findings", e))?;
         }
+        $crate::store::exceptions::upsert!($db, tx, $run_id, $findings, $now)
+            .map_err(|e| db_error("open or touch exceptions", e))?;
         counted(tx)
             .commit()
             .await

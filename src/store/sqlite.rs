@@ -168,11 +168,11 @@ pub(super) async fn apply(
     pool: &SqlitePool,
     batch: &[PlannedTransition],
     ctx: &ApplyContext,
-    fence: Option<&super::Fence>,
+    guard: super::Guard<'_>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin_with("BEGIN IMMEDIATE").await?;
-    if let Some(f) = fence {
+    if let super::Guard::Lease(f) = guard {
         super::lease::sqlite_check(&mut tx, f).await?;
     }
     let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
@@ -193,6 +193,9 @@ pub(super) async fn apply(
             continue;
         }
         out.push(apply_one(&mut tx, t, ctx, &now, &mut current).await?);
+    }
+    if let super::Guard::Exception(r) = guard {
+        super::exceptions::claim!(tx, false, r, &out)?;
     }
     counted(tx).commit().await?;
     Ok(out)
@@ -391,7 +394,8 @@ pub(super) async fn insert_findings(
         counted(pool).begin_with("BEGIN IMMEDIATE"),
         run_id,
         findings,
-        INSERT_CHUNK
+        INSERT_CHUNK,
+        "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
     )
 }
 

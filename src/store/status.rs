@@ -23,6 +23,8 @@ pub(super) const LEASES: &str = "payrecon_leases";
 pub(super) const EVENTS: &str = "payrecon_events";
 /// What runs read of each provider list (SPEC §11; a later migration): read when it exists.
 pub(super) const LIST_READS: &str = "payrecon_list_reads";
+/// Exceptions (SPEC §15): read when the table exists.
+pub(super) const EXCEPTIONS: &str = "payrecon_exceptions";
 
 /// One `payrecon_runs` row as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,18 +36,6 @@ pub struct RunStatusRow {
     /// `running` | `ok` | `failed`.
     pub status: String,
     pub error: Option<String>,
-}
-
-/// A finding of a kind an operator must look at (`reorged`, `amount_mismatch`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenFinding {
-    pub provider: String,
-    pub kind: String,
-    pub chain: String,
-    pub order_ref: Option<String>,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    pub detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,10 +67,9 @@ pub struct StatusData {
     pub last_success: Vec<(String, Option<String>)>,
     /// `(provider, kind, count)` of findings created at or after the gap cutoff.
     pub gaps: Vec<(String, String, i64)>,
-    /// Findings of `reorged` / `amount_mismatch` of the last finished run: the first
-    /// `STATUS_LIST_LIMIT` of each kind (by id), and the count of each kind.
-    pub open_findings: Vec<OpenFinding>,
-    pub open_counts: Vec<(String, i64)>,
+    /// Open exceptions per kind, and the newest `STATUS_LIST_LIMIT` open ones (None when the
+    /// table does not exist).
+    pub exceptions: Option<(Vec<super::OpenExceptions>, Vec<super::ExceptionRow>)>,
     pub pending_resends: i64,
     pub resends: Vec<PendingResend>,
     pub inbox_unprocessed: i64,
@@ -108,16 +97,6 @@ type RunTuple = (
     Option<String>,
     String,
     Option<String>,
-);
-type FindingTuple = (
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    String,
-    i64,
 );
 
 fn run_row(t: RunTuple) -> RunStatusRow {
@@ -169,22 +148,16 @@ impl Store {
         }
         d.last_success = self.last_success(providers).await?;
         d.gaps = self.gaps_since(gaps_since).await?;
-        if let Some(run) = &d.last_finished_run {
-            let rows = self.open_findings(&run.id).await?;
-            for r in rows {
-                if !d.open_counts.iter().any(|(k, _)| *k == r.1) {
-                    d.open_counts.push((r.1.clone(), r.7));
-                }
-                d.open_findings.push(OpenFinding {
-                    provider: r.0,
-                    kind: r.1,
-                    chain: r.2,
-                    order_ref: r.3,
-                    tx_hash: r.4,
-                    log_index: r.5,
-                    detail: r.6,
-                });
-            }
+        if tables.iter().any(|t| t == EXCEPTIONS) {
+            let filter = super::ExceptionFilter {
+                status: Some("open".into()),
+                limit: STATUS_LIST_LIMIT,
+                ..Default::default()
+            };
+            d.exceptions = Some((
+                self.open_exceptions().await?,
+                self.list_exceptions(&filter).await?,
+            ));
         }
         self.read_resends(&mut d, cutoff(now, cooldown)).await?;
         self.read_inbox(&mut d).await?;
@@ -327,25 +300,6 @@ impl Store {
             &pg,
             "count the recent gaps",
             bound
-        ))
-    }
-
-    /// `reorged` and `amount_mismatch` findings of one run: the first of each kind, with
-    /// the kind's count on every row (one query).
-    async fn open_findings(&self, run_id: &str) -> Result<Vec<FindingTuple>, StoreError> {
-        let sql = "SELECT provider, kind, chain, order_ref, tx_hash, log_index, detail, n FROM (\
-             SELECT f.*, ROW_NUMBER() OVER (PARTITION BY f.kind ORDER BY f.id) AS rn, \
-             COUNT(*) OVER (PARTITION BY f.kind) AS n FROM payrecon_findings f \
-             WHERE f.run_id = $1 AND f.kind IN ('reorged', 'amount_mismatch')) x \
-             WHERE rn <= $2 ORDER BY kind DESC, id";
-        Ok(fetch!(
-            self,
-            FindingTuple,
-            sql,
-            sql,
-            "read the open findings",
-            run_id,
-            STATUS_LIST_LIMIT
         ))
     }
 

@@ -14,7 +14,7 @@ mod cli;
 mod delivery;
 mod ingest;
 mod outbox;
-mod receiver;
+pub(crate) mod receiver;
 mod reference;
 
 /// The events secret of these scenarios (also a secret that must never leak).

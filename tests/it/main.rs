@@ -9,6 +9,7 @@ mod cli_docs;
 mod depfaults;
 mod events;
 mod evm;
+mod exceptions;
 mod grafana;
 mod http_provider;
 mod ingest;

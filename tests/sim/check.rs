@@ -133,10 +133,71 @@ pub async fn audit(s: &payrecon::store::Store) -> Result<(), String> {
     Ok(())
 }
 
+/// SPEC §15: at most one open exception per problem, and every order held at the end (still
+/// `unpaid` with payments credited) has its open `amount_mismatch` or `late_payment`
+/// exception (nothing settles them in a simulation).
+pub async fn exceptions(w: &World) -> Result<(), String> {
+    let s = w.store();
+    let open = db(s
+        .list_exceptions(&payrecon::store::ExceptionFilter {
+            status: Some("open".into()),
+            limit: 1_000_000,
+            ..Default::default()
+        })
+        .await)?;
+    let mut problems: HashSet<(String, String, String)> = HashSet::new();
+    for x in &open {
+        let key = match x.kind.as_str() {
+            "amount_mismatch" | "late_payment" if x.order_ref.is_some() => (
+                x.kind.clone(),
+                x.order_ref.clone().unwrap_or_default(),
+                String::new(),
+            ),
+            "reorged" => (
+                x.kind.clone(),
+                x.order_ref.clone().unwrap_or_default(),
+                x.tx_hash.clone().unwrap_or_default(),
+            ),
+            _ => (
+                x.kind.clone(),
+                x.tx_hash.clone().unwrap_or_default(),
+                format!("{:?}", x.log_index),
+            ),
+        };
+        if !problems.insert(key) {
+            return Err(format!("two open exceptions for one problem: {x:?}"));
+        }
+    }
+    for o in &w.orders {
+        let snap = db(s.order_by_ref(&o.order_ref).await)?
+            .ok_or_else(|| format!("order {} vanished", o.order_ref))?;
+        let paid: u128 = snap
+            .amount_paid
+            .as_deref()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        if snap.state != State::Unpaid || paid == 0 {
+            continue;
+        }
+        let held = open.iter().any(|x| {
+            x.order_ref.as_deref() == Some(o.order_ref.as_str())
+                && (x.kind == "amount_mismatch" || x.kind == "late_payment")
+        });
+        if !held {
+            return Err(format!(
+                "{} is held (unpaid, {paid} paid) with no open exception; open: {open:?}",
+                o.order_ref
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Every check that needs the whole history: after the fault-free runs.
 pub async fn final_state(w: &World) -> Result<(), String> {
     let s = w.store();
     audit(s).await?;
+    exceptions(w).await?;
 
     // (3) convergence, (4) nothing stray or reverted credited, (5) amounts.
     let head = w.chain.head();

@@ -320,5 +320,6 @@ fn reorged(
         observed_state,
         outcome,
         detail,
+        amount: None,
     }
 }

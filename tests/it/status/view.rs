@@ -190,43 +190,67 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
         }
         assert!(gaps["total"]["missing"].as_u64().unwrap() >= 4, "{s}");
 
-        // Open findings: the second run's reorged and amount_mismatch findings.
-        let open = &s["open_findings"];
-        assert_eq!(open["run_id"], r2["run_id"]);
-        for kind in ["reorged", "amount_mismatch"] {
-            let found: Vec<&Value> = r2["findings"]
+        // Open exceptions: one per problem across both runs (SPEC §15). P-4 (held short) and
+        // P-5 (gone from the chain) were seen by both runs, P-7 by the second.
+        let x = &s["exceptions"];
+        assert_eq!(x["table"], true, "{url}: {s}");
+        let open = |kind: &str| x["open"][kind]["open"].as_i64();
+        assert_eq!(
+            (
+                open("amount_mismatch"),
+                open("reorged"),
+                open("late_payment"),
+                open("unknown_payment"),
+                x["open_total"].as_i64()
+            ),
+            (Some(2), Some(1), Some(0), Some(0), Some(3)),
+            "{url}: {s}"
+        );
+        assert!(x["open"]["late_payment"]["oldest_first_seen_at"].is_null());
+        let oldest = x["open"]["amount_mismatch"]["oldest_first_seen_at"]
+            .as_str()
+            .unwrap();
+        assert!(
+            oldest.parse::<Timestamp>().unwrap() <= Timestamp::now(),
+            "{oldest}"
+        );
+        assert_eq!(order_refs(&x["items"]), ["P-4", "P-5", "P-7"], "{url}: {s}");
+        let item = |r: &str| {
+            x["items"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|f| f["kind"] == kind)
-                .collect();
-            assert!(!found.is_empty(), "{url}: no {kind} in {r2}");
-            assert_eq!(
-                open[kind]["count"].as_u64(),
-                Some(found.len() as u64),
-                "{url} {kind}: {s}"
-            );
-            let mut want: Vec<String> = found
+                .find(|i| i["order_ref"] == r)
+                .unwrap()
+                .clone()
+        };
+        let seen = |r: &str| (item(r)["kind"].clone(), item(r)["seen_count"].as_i64());
+        assert_eq!(
+            seen("P-4"),
+            (Value::from("amount_mismatch"), Some(2)),
+            "{url}: {s}"
+        );
+        assert_eq!(seen("P-5"), (Value::from("reorged"), Some(2)), "{url}: {s}");
+        assert_eq!(
+            seen("P-7"),
+            (Value::from("amount_mismatch"), Some(1)),
+            "{url}: {s}"
+        );
+        // Each names its payment as the second run's finding does.
+        for r in ["P-4", "P-5", "P-7"] {
+            let f = r2["findings"]
+                .as_array()
+                .unwrap()
                 .iter()
-                .map(|f| f["order_ref"].as_str().unwrap().to_string())
-                .collect();
-            want.sort();
-            assert_eq!(order_refs(&open[kind]["items"]), want);
-            let item = &open[kind]["items"][0];
+                .find(|f| f["order_ref"] == r && f["kind"] == item(r)["kind"])
+                .unwrap_or_else(|| panic!("{url}: no finding of {r} in {r2}"));
             assert_eq!(
-                (&item["tx_hash"], &item["log_index"], &item["chain"]),
-                (
-                    &found[0]["tx_hash"],
-                    &found[0]["log_index"],
-                    &found[0]["chain"]
-                )
+                (&item(r)["tx_hash"], &item(r)["chain"], &item(r)["status"]),
+                (&f["tx_hash"], &f["chain"], &Value::from("open")),
+                "{url} {r}"
             );
         }
-        assert_eq!(order_refs(&open["reorged"]["items"]), ["P-5"]);
-        assert_eq!(
-            order_refs(&open["amount_mismatch"]["items"]),
-            ["P-4", "P-7"]
-        );
+        assert_eq!(item("P-4")["amount"], Value::from(usdt(25).to_string()));
 
         // Resends within the cooldown (not the one requested two hours ago); the inbox.
         assert_eq!(s["resends"]["pending"], 1, "{url}: {s}");

@@ -65,6 +65,7 @@ fn finding(n: usize) -> FindingRow {
         observed_state: n.is_multiple_of(2).then(|| "final".into()),
         action: "applied".into(),
         detail: format!("finding {n}"),
+        amount: None,
     }
 }
 

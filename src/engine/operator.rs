@@ -1,0 +1,224 @@
+//! An operator's decisions on exceptions (SPEC §15), carried out like a run's: planned by the
+//! domain (`plan_accept`, `plan_attach`), written through `Store::apply_resolving` (the
+//! transition or payment with source `operator`, its audit row, its event, and the claim on
+//! the exception, in one transaction), so that every invariant of a run holds for them too.
+
+use super::Engine;
+use crate::chain::{Lookup, TransferQuery};
+use crate::domain::{ledger_tx_hash, plan_accept, plan_attach, LedgerView, PaymentKey, OPERATOR};
+use crate::store::{ApplyContext, ApplyOutcome, ExceptionRow, Resolve, Source, StoreError};
+
+/// What became of a decision.
+#[derive(Debug)]
+pub enum Decision {
+    /// Written: what it did, in a sentence.
+    Done(String),
+    /// The exception was resolved already (by someone else, or by payrecon): the row says
+    /// who and when. Nothing was written.
+    Taken(Box<ExceptionRow>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// No exception has this id (exit 2).
+    #[error("no exception with id {0}")]
+    Unknown(i64),
+    /// The decision does not apply to this exception or order; nothing was written.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl Engine {
+    /// `payrecon exceptions accept`: a held order (amount_mismatch or late_payment) moves to
+    /// the state its payments have.
+    pub async fn accept_exception(&self, r: Resolve) -> Result<Decision, OperatorError> {
+        let ex = self.open_exception(r.id).await?;
+        let ex = match ex {
+            Ok(ex) => ex,
+            Err(taken) => return Ok(Decision::Taken(Box::new(taken))),
+        };
+        if ex.kind != "amount_mismatch" && ex.kind != "late_payment" {
+            return Err(OperatorError::Refused(format!(
+                "exception {} is {}: only a held order (amount_mismatch, late_payment) is \
+                 accepted; {}",
+                ex.id,
+                ex.kind,
+                if ex.kind == "unknown_payment" {
+                    "attach it to an order, or dismiss it"
+                } else {
+                    "dismiss it once settled"
+                }
+            )));
+        }
+        let row = self.order_of(&ex).await?;
+        let t = plan_accept(&row).map_err(|e| OperatorError::Refused(e.0))?;
+        let what = format!("order {} moved from {} to {}", t.order_ref, t.from, t.to);
+        self.decide(&[t], r, what).await
+    }
+
+    /// `payrecon exceptions attach`: a payment to no order is credited to `order_ref`; the
+    /// chain decides its state, the cover rule whether the order advances.
+    pub async fn attach_exception(
+        &self,
+        r: Resolve,
+        order_ref: &str,
+    ) -> Result<Decision, OperatorError> {
+        let ex = match self.open_exception(r.id).await? {
+            Ok(ex) => ex,
+            Err(taken) => return Ok(Decision::Taken(Box::new(taken))),
+        };
+        let refuse = |m: String| Err(OperatorError::Refused(m));
+        if ex.kind != "unknown_payment" {
+            return refuse(format!(
+                "exception {} is {}: only a payment to no order (unknown_payment) is attached",
+                ex.id, ex.kind
+            ));
+        }
+        let (Some(tx), Some(log_index)) = (ex.tx_hash.as_deref(), ex.log_index) else {
+            return refuse(format!(
+                "exception {} names no transaction and log index: there is no payment to attach",
+                ex.id
+            ));
+        };
+        let Some(row) = self.store.order_with_payments(order_ref).await? else {
+            return refuse(format!("no order {order_ref:?}: nothing attached"));
+        };
+        let key = PaymentKey {
+            chain: ex.chain.clone(),
+            tx_hash: ledger_tx_hash(tx).map_err(|e| OperatorError::Refused(e.to_string()))?,
+            log_index,
+        };
+        if !self
+            .store
+            .attached_keys(std::slice::from_ref(&key))
+            .await?
+            .is_empty()
+        {
+            return refuse(format!(
+                "the payment {tx} (log index {log_index}) is credited to an order already: \
+                 nothing attached"
+            ));
+        }
+        let transfer = self.read_payment(&key, &row).await?;
+        let view = LedgerView {
+            policy: self.amounts.clone(),
+            ..LedgerView::default()
+        };
+        let plan = plan_attach(&transfer, &row, &view).map_err(|e| OperatorError::Refused(e.0))?;
+        let what = format!(
+            "payment {tx} (log index {log_index}, {} base units, {}) credited to order {}",
+            transfer.amount, transfer.state, row.order_ref
+        );
+        self.decide(&plan.transitions, r, what).await
+    }
+
+    /// The exception while it is open: `Ok(Err(row))` when it is resolved already.
+    async fn open_exception(
+        &self,
+        id: i64,
+    ) -> Result<Result<ExceptionRow, ExceptionRow>, OperatorError> {
+        match self.store.exception(id).await? {
+            None => Err(OperatorError::Unknown(id)),
+            Some(ex) if ex.status != "open" => Ok(Err(ex)),
+            Some(ex) => Ok(Ok(ex)),
+        }
+    }
+
+    async fn order_of(&self, ex: &ExceptionRow) -> Result<crate::domain::LedgerRow, OperatorError> {
+        let Some(order_ref) = ex.order_ref.as_deref() else {
+            return Err(OperatorError::Refused(format!(
+                "exception {} names no order",
+                ex.id
+            )));
+        };
+        self.store
+            .order_with_payments(order_ref)
+            .await?
+            .ok_or_else(|| OperatorError::Refused(format!("order {order_ref:?} is gone")))
+    }
+
+    /// The payment at `key` as the chain has it now (with its block's time when the order
+    /// expires), or a refusal saying why not.
+    async fn read_payment(
+        &self,
+        key: &PaymentKey,
+        row: &crate::domain::LedgerRow,
+    ) -> Result<crate::domain::ChainTransfer, OperatorError> {
+        let refuse = |m: String| OperatorError::Refused(m);
+        let client = self
+            .chains
+            .get(&key.chain)
+            .ok_or_else(|| refuse(format!("chain {:?} is not configured", key.chain)))?;
+        let unreadable = |e: crate::chain::ChainError| {
+            refuse(format!(
+                "the chain could not be read ({}): nothing attached",
+                self.redact(&e)
+            ))
+        };
+        let head = client.head().await.map_err(unreadable)?;
+        let q = TransferQuery {
+            tx_hash: key.tx_hash.clone(),
+            asset: Some(row.asset.clone()),
+            to: None,
+            log_index: Some(key.log_index),
+        };
+        let found = client.lookup(&head, &[q]).await.map_err(unreadable)?;
+        let mut t = match found.into_iter().next() {
+            Some(Lookup::Found(ts)) => ts
+                .into_iter()
+                .find(|t| t.key.log_index == key.log_index)
+                .ok_or_else(|| refuse("the payment is not in its receipt now".into()))?,
+            _ => {
+                return Err(refuse(format!(
+                    "the chain has no payment of {} at {} (log index {}) now: nothing attached",
+                    row.asset, key.tx_hash, key.log_index
+                )))
+            }
+        };
+        if row.expires_at.is_some() && t.block_time.is_none() {
+            let times = client
+                .block_times(&[t.block.number])
+                .await
+                .map_err(unreadable)?;
+            t.block_time = times.get(&t.block.number).copied();
+        }
+        Ok(t)
+    }
+
+    /// Writes a decision with its claim; tells who won when another got there first.
+    async fn decide(
+        &self,
+        batch: &[crate::domain::PlannedTransition],
+        r: Resolve,
+        what: String,
+    ) -> Result<Decision, OperatorError> {
+        let ctx = ApplyContext {
+            source: Source::Operator,
+            provider: OPERATOR.into(),
+            run_id: String::new(),
+            events: self.events_wake.is_some(),
+        };
+        match self.store.apply_resolving(batch, &ctx, &r).await {
+            Ok(outcomes) => {
+                tracing::info!(exception = r.id, resolution = r.resolution, by = %r.by, "Exception resolved: {what}.");
+                let held = outcomes.iter().any(|o| matches!(o, ApplyOutcome::Credited));
+                Ok(Decision::Done(if held {
+                    format!("{what}; the order is still short of its amount (held)")
+                } else {
+                    what
+                }))
+            }
+            Err(StoreError::ExceptionTaken { .. }) => match self.store.exception(r.id).await? {
+                Some(ex) => Ok(Decision::Taken(Box::new(ex))),
+                None => Err(OperatorError::Unknown(r.id)),
+            },
+            Err(e @ StoreError::Invalid(_)) => match self.store.exception(r.id).await? {
+                Some(ex) if ex.status != "open" => Ok(Decision::Taken(Box::new(ex))),
+                _ => Err(OperatorError::Refused(e.to_string())),
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! `payrecon export` (SPEC §15): the credited payments of a window for finance, one row
+//! each, as CSV (RFC 4180: a header line, CRLF line ends, fields quoted where they need it) or
+//! JSON lines. Read-only and streamed: each row goes from the database cursor through a
+//! buffered writer, so memory stays flat however many payments there are. Amounts are exact:
+//! base units as integers, and `amount_decimal` with the asset's `[assets]` decimals.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+
+use jiff::Timestamp;
+
+use crate::cli::{ExportArgs, ExportFormat};
+use crate::config::Config;
+use crate::domain::{ledger_asset, parse_base_units, ChainKind};
+use crate::store::{ExportRow, Store};
+
+/// The columns, in order (the CSV header and the JSON keys).
+pub const COLUMNS: [&str; 18] = [
+    "order_ref",
+    "chain",
+    "asset",
+    "symbol",
+    "amount",
+    "amount_decimal",
+    "tx_hash",
+    "log_index",
+    "block_number",
+    "block_time",
+    "state",
+    "credited_at",
+    "source",
+    "provider",
+    "order_state",
+    "amount_due",
+    "amount_paid",
+    "exception",
+];
+
+/// Symbol and decimals per `"<chain>:<asset>"` (canonical), from `[assets]`, with each chain's
+/// native coin's decimals where `[assets]` has no entry for it.
+pub struct Assets(HashMap<String, (String, u8)>);
+
+impl Assets {
+    pub fn of(config: &Config) -> Assets {
+        let mut map = HashMap::new();
+        for c in &config.chains {
+            map.insert(
+                format!("{}:native", c.name),
+                (native_symbol(c.kind).to_string(), c.kind.native_decimals()),
+            );
+        }
+        for (key, a) in &config.assets {
+            let Some((chain, addr)) = key.split_once(':') else {
+                continue;
+            };
+            let kind = config
+                .chains
+                .iter()
+                .find(|c| c.name == chain)
+                .map_or(ChainKind::Evm, |c| c.kind);
+            if let Ok(asset) = kind.asset(addr) {
+                map.insert(format!("{chain}:{asset}"), (a.symbol.clone(), a.decimals));
+            }
+        }
+        Assets(map)
+    }
+
+    /// Symbol and decimals of `asset` (in the ledger's spelling) on `chain`.
+    fn get(&self, chain: &str, asset: &str) -> Option<&(String, u8)> {
+        let canonical = ledger_asset(asset).map(|a| a.to_string()).ok()?;
+        self.0.get(&format!("{chain}:{canonical}"))
+    }
+}
+
+fn native_symbol(kind: ChainKind) -> &'static str {
+    match kind {
+        ChainKind::Evm => "",
+        ChainKind::Tron => "TRX",
+        ChainKind::Bitcoin(_) => "BTC",
+    }
+}
+
+/// `units` (base units, an integer) as a decimal with exactly `decimals` fractional digits:
+/// `decimal("25000000", 6) == "25.000000"`; `None` when `units` is not a base-unit integer.
+pub fn decimal(units: &str, decimals: u8) -> Option<String> {
+    let digits = parse_base_units(units).ok()?.to_string();
+    let d = usize::from(decimals);
+    if d == 0 {
+        return Some(digits);
+    }
+    let padded = format!("{digits:0>width$}", width = d + 1);
+    let (int, frac) = padded.split_at(padded.len() - d);
+    Some(format!("{int}.{frac}"))
+}
+
+/// One row's fields, in `COLUMNS` order, as text (empty for none).
+fn fields(r: &ExportRow, assets: &Assets) -> [String; 18] {
+    let (symbol, amount_decimal) = match assets.get(&r.chain, &r.asset) {
+        Some((sym, d)) => (sym.clone(), decimal(&r.amount, *d).unwrap_or_default()),
+        None => (String::new(), String::new()),
+    };
+    let ts = |t: Option<Timestamp>| t.map(crate::store::rfc3339_ms).unwrap_or_default();
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    [
+        r.order_ref.clone(),
+        r.chain.clone(),
+        r.asset.clone(),
+        symbol,
+        r.amount.clone(),
+        amount_decimal,
+        r.tx_hash.clone(),
+        r.log_index.to_string(),
+        r.block_number.map(|n| n.to_string()).unwrap_or_default(),
+        ts(r.block_time),
+        r.state.clone(),
+        ts(r.credited_at),
+        r.source.clone(),
+        opt(&r.provider),
+        r.order_state.clone(),
+        r.amount_due.clone(),
+        opt(&r.amount_paid),
+        opt(&r.exception),
+    ]
+}
+
+/// Where the rows go, in the chosen format.
+enum Sink<W: Write> {
+    Csv(Box<csv::Writer<W>>),
+    Json(W),
+}
+
+impl<W: Write> Sink<W> {
+    fn new(w: W, format: ExportFormat) -> std::io::Result<Sink<W>> {
+        Ok(match format {
+            ExportFormat::Csv => {
+                let mut c = csv::WriterBuilder::new()
+                    .terminator(csv::Terminator::CRLF)
+                    .from_writer(w);
+                c.write_record(COLUMNS)?;
+                Sink::Csv(Box::new(c))
+            }
+            ExportFormat::Json => Sink::Json(w),
+        })
+    }
+
+    fn row(&mut self, f: [String; 18]) -> std::io::Result<()> {
+        match self {
+            Sink::Csv(c) => c.write_record(&f).map_err(std::io::Error::other),
+            Sink::Json(w) => {
+                let mut obj = serde_json::Map::new();
+                for (k, v) in COLUMNS.iter().zip(f) {
+                    let v = if v.is_empty() && !matches!(*k, "order_ref" | "amount") {
+                        serde_json::Value::Null
+                    } else {
+                        serde_json::Value::String(v)
+                    };
+                    obj.insert((*k).to_string(), v);
+                }
+                serde_json::to_writer(&mut *w, &obj)?;
+                w.write_all(b"\n")
+            }
+        }
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Sink::Csv(mut c) => c.flush(),
+            Sink::Json(mut w) => w.flush(),
+        }
+    }
+}
+
+/// Writes the window's payments to `out`; returns how many.
+pub async fn write_export<W: Write>(
+    store: &Store,
+    assets: &Assets,
+    since: Timestamp,
+    until: Timestamp,
+    format: ExportFormat,
+    out: W,
+) -> Result<u64, String> {
+    let mut sink = Sink::new(out, format).map_err(|e| format!("write the export: {e}"))?;
+    let n = store
+        .export_payments(since, until, |r| sink.row(fields(&r, assets)))
+        .await
+        .map_err(|e| e.to_string())?;
+    sink.finish()
+        .map_err(|e| format!("write the export: {e}"))?;
+    Ok(n)
+}
+
+/// Runs `payrecon export`.
+pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("payrecon: {m}");
+        ExitCode::from(2)
+    };
+    let now = Timestamp::now();
+    let parse = |s: &Option<String>, default: Timestamp| match s {
+        Some(s) => crate::config::parse_time_arg(s, now),
+        None => Ok(default),
+    };
+    let (since, until) = match (
+        parse(&args.since, Timestamp::UNIX_EPOCH),
+        parse(&args.until, now),
+    ) {
+        (Ok(s), Ok(u)) if s <= u => (s, u),
+        (Ok(_), Ok(_)) => return usage("--since is after --until".into()),
+        (Err(e), _) => return usage(format!("--since: {e}")),
+        (_, Err(e)) => return usage(format!("--until: {e}")),
+    };
+    // The output first: a path that cannot be written fails before anything is read.
+    let out: Box<dyn Write> = match &args.output {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(std::io::BufWriter::with_capacity(1 << 16, f)),
+            Err(e) => {
+                eprintln!("payrecon: cannot write {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
+        },
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout().lock(),
+        )),
+    };
+    let fail = |m: &dyn std::fmt::Display| {
+        eprintln!(
+            "payrecon: {}",
+            crate::secret::redact(&m.to_string(), &config.secrets())
+        );
+        ExitCode::from(1)
+    };
+    let store = match Store::connect_read_only(config.database.url.expose(), 2).await {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let assets = Assets::of(&config);
+    let done = write_export(&store, &assets, since, until, args.format, out).await;
+    match store {
+        Store::Sqlite(p) => p.close().await,
+        Store::Postgres(p) => p.close().await,
+    }
+    match done {
+        Ok(n) => {
+            tracing::info!(payments = n, "Export written.");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            if let Some(path) = &args.output {
+                let _ = std::fs::remove_file(path);
+            }
+            fail(&e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn decimals_are_exact() {
+        assert_eq!(decimal("25000000", 6).as_deref(), Some("25.000000"));
+        assert_eq!(decimal("1", 6).as_deref(), Some("0.000001"));
+        assert_eq!(decimal("0", 2).as_deref(), Some("0.00"));
+        assert_eq!(decimal("123", 0).as_deref(), Some("123"));
+        let max = "115792089237316195423570985008687907853269984665640564039457584007913129639935";
+        assert_eq!(
+            decimal(max, 18).as_deref(),
+            Some("115792089237316195423570985008687907853269984665640564039457.584007913129639935")
+        );
+        assert_eq!(decimal("-5", 2), None);
+        assert_eq!(decimal("1.5", 2), None);
+    }
+}
