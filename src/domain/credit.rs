@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::cover::{cover, Cover, Credit};
-use super::findings::finding;
+use super::findings::{finding, planned};
 use super::model::{GapKind, State, U256};
 use super::plan::{
     Action, Attach, ChainTransfer, CreditedPayment, Finding, LedgerRow, LedgerView, NewPayment,
@@ -85,26 +85,18 @@ pub(super) fn plan_credit(
     let mut parts: Vec<Credit> = Vec::new();
     let mut which: Vec<Option<usize>> = Vec::new();
     for (i, p) in prior.iter().enumerate() {
-        if !p.gone && (accept_late || !row.is_late(p.block_time)) {
+        if counts_toward_cover(p, row, accept_late) {
             parts.push(as_credit(p));
             which.push(Some(i));
         }
     }
     if !held_late {
-        parts.push(Credit {
-            amount: t.amount,
-            state: t.state,
-            block: t.block.number,
-            index: t.key.log_index,
-        });
+        parts.push(of_transfer(t));
         which.push(None);
     }
     let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
     // `amount_paid` after it: the payments on chain (a gone one counts toward nothing).
-    let total = prior
-        .iter()
-        .filter(|p| !p.gone)
-        .try_fold(t.amount, |acc, p| acc.checked_add(p.amount));
+    let total = paid_on_chain(&prior, t.amount);
     let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
         let mut f = finding(obs, t, row, GapKind::AmountMismatch);
         f.detail = format!("{}; nothing credited", super::cover::SumOverflow);
@@ -169,24 +161,36 @@ pub(super) fn plan_credit(
         return Credited::Short;
     }
     if row.state == State::Unpaid {
-        let mut f = finding(obs, t, row, GapKind::Missing);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = format!("payment of {} found on chain for {how}", t.amount);
-        plan.findings.push(f);
+        plan.findings.push(planned(
+            obs,
+            t,
+            row,
+            GapKind::Missing,
+            idx,
+            format!("payment of {} found on chain for {how}", t.amount),
+        ));
     } else if to > row.state {
-        let mut f = finding(obs, t, row, GapKind::Lagging);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = format!(
-            "ledger has {} from the provider's status without a payment key, chain shows {}",
-            row.state, t.state
-        );
-        plan.findings.push(f);
+        plan.findings.push(planned(
+            obs,
+            t,
+            row,
+            GapKind::Lagging,
+            idx,
+            format!(
+                "ledger has {} from the provider's status without a payment key, chain shows {}",
+                row.state, t.state
+            ),
+        ));
     }
     if c.paid != row.amount_due {
-        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = amounts_detail(&c, row.amount_due);
-        plan.findings.push(f);
+        plan.findings.push(planned(
+            obs,
+            t,
+            row,
+            GapKind::AmountMismatch,
+            idx,
+            amounts_detail(&c, row.amount_due),
+        ));
     }
     Credited::Covered
 }
@@ -213,12 +217,7 @@ pub(super) fn plan_keyed_credit(
     if unpaid {
         let mut parts = Vec::new();
         if !held_late {
-            parts.push(Credit {
-                amount: t.amount,
-                state: t.state,
-                block: t.block.number,
-                index: t.key.log_index,
-            });
+            parts.push(of_transfer(t));
         }
         let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
         let Ok(c) = cover(row.amount_due, tolerance, &parts) else {
@@ -281,15 +280,23 @@ pub(super) fn plan_keyed_credit(
         }
         return;
     }
-    let mut f = finding(obs, t, row, GapKind::Lagging);
-    f.outcome = Outcome::Transition(idx);
-    f.detail = format!("ledger has {}, chain shows {}", row.state, t.state);
-    plan.findings.push(f);
+    plan.findings.push(planned(
+        obs,
+        t,
+        row,
+        GapKind::Lagging,
+        idx,
+        format!("ledger has {}, chain shows {}", row.state, t.state),
+    ));
     if let Some(c) = amounts.filter(|c| c.paid != row.amount_due) {
-        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-        f.outcome = Outcome::Transition(idx);
-        f.detail = amounts_detail(&c, row.amount_due);
-        plan.findings.push(f);
+        plan.findings.push(planned(
+            obs,
+            t,
+            row,
+            GapKind::AmountMismatch,
+            idx,
+            amounts_detail(&c, row.amount_due),
+        ));
     }
 }
 
@@ -363,7 +370,7 @@ pub(super) fn held_again(
     }
     let parts: Vec<Credit> = credits
         .iter()
-        .filter(|c| !c.gone && (accept_late || !row.is_late(c.block_time)))
+        .filter(|c| counts_toward_cover(c, row, accept_late))
         .map(as_credit)
         .collect();
     let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
@@ -392,7 +399,7 @@ pub(super) fn plan_covered(
     let accept_late = ledger.policy.accept_late;
     let counted: Vec<&CreditedPayment> = credits
         .iter()
-        .filter(|c| !c.gone && (accept_late || !row.is_late(c.block_time)))
+        .filter(|c| counts_toward_cover(c, row, accept_late))
         .collect();
     let parts: Vec<Credit> = counted.iter().map(|c| as_credit(c)).collect();
     let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
@@ -405,11 +412,7 @@ pub(super) fn plan_covered(
     let Some(block) = p.block.clone() else {
         return false;
     };
-    let paid = credits
-        .iter()
-        .filter(|c| !c.gone)
-        .try_fold(U256::ZERO, |a, c| a.checked_add(c.amount));
-    let Some(paid) = paid else {
+    let Some(paid) = paid_on_chain(credits, U256::ZERO) else {
         return false;
     };
     plan.transitions.push(PlannedTransition {
@@ -425,13 +428,17 @@ pub(super) fn plan_covered(
         credit: None,
     });
     let idx = plan.transitions.len() - 1;
-    let mut f = finding(obs, t, row, GapKind::Lagging);
-    f.outcome = Outcome::Transition(idx);
-    f.detail = format!(
-        "ledger has {} with payments that cover it (paid {paid} of {}), chain shows {}",
-        row.state, row.amount_due, c.state
-    );
-    plan.findings.push(f);
+    plan.findings.push(planned(
+        obs,
+        t,
+        row,
+        GapKind::Lagging,
+        idx,
+        format!(
+            "ledger has {} with payments that cover it (paid {paid} of {}), chain shows {}",
+            row.state, row.amount_due, c.state
+        ),
+    ));
     true
 }
 
@@ -454,6 +461,31 @@ pub(super) fn amounts_detail(c: &Cover, due: U256) -> String {
     } else {
         format!("underpaid: paid {paid} of {due}, short {short}; held until covered")
     }
+}
+
+/// A transfer read on chain as a part of the cover.
+fn of_transfer(t: &ChainTransfer) -> Credit {
+    Credit {
+        amount: t.amount,
+        state: t.state,
+        block: t.block.number,
+        index: t.key.log_index,
+    }
+}
+
+/// Whether a credited payment counts toward its order's cover: on chain (not flagged gone),
+/// and not held for being late (unless `late_payments = "accept"`).
+pub(super) fn counts_toward_cover(c: &CreditedPayment, row: &LedgerRow, accept_late: bool) -> bool {
+    !c.gone && (accept_late || !row.is_late(c.block_time))
+}
+
+/// The sum of the payments on chain (a gone one counts toward nothing), `extra` included;
+/// `None` when it overflows U256.
+pub(super) fn paid_on_chain(credits: &[CreditedPayment], extra: U256) -> Option<U256> {
+    credits
+        .iter()
+        .filter(|p| !p.gone)
+        .try_fold(extra, |acc, p| acc.checked_add(p.amount))
 }
 
 pub(super) fn as_credit(p: &CreditedPayment) -> Credit {

@@ -88,6 +88,21 @@ pub(super) fn infer_failed_from(plan: &mut Plan, planned: usize, src: FailedSour
     push_failed(plan, f, src.notification_id, src.record_time);
 }
 
+/// A finding about `t` and `row` that planned transition `idx` settles, saying `detail`.
+pub(super) fn planned(
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    kind: GapKind,
+    idx: usize,
+    detail: String,
+) -> Finding {
+    let mut f = finding(obs, t, row, kind);
+    f.outcome = Outcome::Transition(idx);
+    f.detail = detail;
+    f
+}
+
 pub(super) fn finding(
     obs: &Observation,
     t: &ChainTransfer,

@@ -3,7 +3,7 @@
 //! no order to one the operator names, and the cover rule and the chain decide the rest.
 //! No IO.
 
-use super::credit::{plan_credit, InPlan};
+use super::credit::{paid_on_chain, plan_credit, InPlan};
 use super::model::{State, U256};
 use super::plan::{
     Attach, ChainTransfer, ChainVerdict, LedgerRow, LedgerView, Observation, Plan,
@@ -35,9 +35,7 @@ pub fn plan_accept(row: &LedgerRow) -> Result<PlannedTransition, Refused> {
             row.order_ref
         )));
     };
-    let paid = on_chain
-        .iter()
-        .try_fold(U256::ZERO, |acc, c| acc.checked_add(c.amount))
+    let paid = paid_on_chain(&row.credits, U256::ZERO)
         .ok_or_else(|| Refused(format!("order {}: its payments overflow", row.order_ref)))?;
     let latest = on_chain
         .iter()

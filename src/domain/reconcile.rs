@@ -7,7 +7,7 @@ use super::by_ref::{by_ref_candidate, plan_attach_by_ref};
 use super::credit::{
     held_again, moved_held, plan_covered, plan_credit, plan_keyed_credit, Credited, InPlan,
 };
-use super::findings::{finding, infer_failed, push_failed};
+use super::findings::{finding, infer_failed, planned, push_failed};
 use super::model::{GapKind, PaymentKey, State, U256};
 use super::plan::{
     Action, ChainTransfer, ChainVerdict, Finding, LedgerRow, LedgerView, Observation, Outcome,
@@ -257,10 +257,14 @@ fn plan_keyed(
         credit: None,
     });
     let idx = plan.transitions.len() - 1;
-    let mut f = finding(obs, t, row, GapKind::Lagging);
-    f.outcome = Outcome::Transition(idx);
-    f.detail = format!("ledger has {}, chain shows {}", row.state, t.state);
-    plan.findings.push(f);
+    plan.findings.push(planned(
+        obs,
+        t,
+        row,
+        GapKind::Lagging,
+        idx,
+        format!("ledger has {}, chain shows {}", row.state, t.state),
+    ));
 }
 
 fn plan_unkeyed(

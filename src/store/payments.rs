@@ -448,6 +448,54 @@ const HELD_SQL: &str = "SELECT * FROM (\
 const PART: &str = "o.tx_hash IS NOT NULL AND o.state <> 'unpaid' \
      AND NOT (p.tx_hash = o.tx_hash AND p.log_index = o.log_index)";
 
+/// `HELD_SQL` in a dialect (`pg`), with `recent_since` as the recent-final bound.
+fn held_sql(pg: bool, recent_since: Option<jiff::Timestamp>) -> String {
+    let (due, amount, expires, one, zero, after, limit) = if pg {
+        let e = super::rows::pg_ms("o.expires_at");
+        (
+            "o.amount_due::text",
+            "p.amount::text",
+            e,
+            "1::bigint",
+            "0::bigint",
+            "$1",
+            "$2",
+        )
+    } else {
+        let e = super::rows::sqlite_ms("o.expires_at");
+        (
+            "CAST(o.amount_due AS TEXT)",
+            "CAST(p.amount AS TEXT)",
+            e,
+            "1",
+            "0",
+            "?1",
+            "?2",
+        )
+    };
+    let recent = match (recent_since, pg) {
+        (Some(t), true) => format!("p.state_changed_at >= '{t}'::timestamptz"),
+        (Some(t), false) => format!(
+            "julianday(p.state_changed_at) >= julianday('{}')",
+            super::rows::sqlite_ts(t)
+        ),
+        (None, true) => "false".into(),
+        (None, false) => "0".into(),
+    };
+    let cols = HELD_COLUMNS
+        .replace("{due}", due)
+        .replace("{amount}", amount)
+        .replace("{expires}", &expires)
+        .replace("{one}", one)
+        .replace("{zero}", zero);
+    HELD_SQL
+        .replace("{cols}", &cols)
+        .replace("{part}", PART)
+        .replace("{recent}", &recent)
+        .replace("{after}", after)
+        .replace("{limit}", limit)
+}
+
 /// A keyset page (by payment id) of the payments the sweep follows beside the keyed rows
 /// (`HELD_SQL`): the sweep places them on chain like keyed rows. Returns each with its row,
 /// and the last id read.
@@ -457,62 +505,15 @@ pub(super) async fn held_page(
     limit: i64,
     recent_since: Option<jiff::Timestamp>,
 ) -> Result<(Vec<HeldPayment>, Option<i64>), StoreError> {
-    let doing = "read a page of held payments";
-    let (rows, ids): (Vec<_>, Vec<i64>) = match store {
-        super::Store::Sqlite(pool) => {
-            let cols = HELD_COLUMNS
-                .replace("{due}", "CAST(o.amount_due AS TEXT)")
-                .replace("{amount}", "CAST(p.amount AS TEXT)")
-                .replace("{expires}", &super::rows::sqlite_ms("o.expires_at"))
-                .replace("{one}", "1")
-                .replace("{zero}", "0");
-            let recent = match recent_since {
-                Some(t) => format!(
-                    "julianday(p.state_changed_at) >= julianday('{}')",
-                    super::rows::sqlite_ts(t)
-                ),
-                None => "0".into(),
-            };
-            let sql = HELD_SQL
-                .replace("{cols}", &cols)
-                .replace("{part}", PART)
-                .replace("{recent}", &recent)
-                .replace("{after}", "?1")
-                .replace("{limit}", "?2");
-            let rows = sqlx::query(&sql)
-                .bind(after)
-                .bind(limit)
-                .fetch_all(counted(pool))
-                .await
-                .map_err(|e| db_error(doing, e))?;
-            held_rows(rows)
-        }
-        super::Store::Postgres(pool) => {
-            let cols = HELD_COLUMNS
-                .replace("{due}", "o.amount_due::text")
-                .replace("{amount}", "p.amount::text")
-                .replace("{expires}", &super::rows::pg_ms("o.expires_at"))
-                .replace("{one}", "1::bigint")
-                .replace("{zero}", "0::bigint");
-            let recent = match recent_since {
-                Some(t) => format!("p.state_changed_at >= '{t}'::timestamptz"),
-                None => "false".into(),
-            };
-            let sql = HELD_SQL
-                .replace("{cols}", &cols)
-                .replace("{part}", PART)
-                .replace("{recent}", &recent)
-                .replace("{after}", "$1")
-                .replace("{limit}", "$2");
-            let rows = sqlx::query(&sql)
-                .bind(after)
-                .bind(limit)
-                .fetch_all(counted(pool))
-                .await
-                .map_err(|e| db_error(doing, e))?;
-            held_rows(rows)
-        }
-    };
+    let pg = matches!(store, super::Store::Postgres(_));
+    let sql = held_sql(pg, recent_since);
+    let (rows, ids) = super::rows::on_pool!(store, pool => sqlx::query(&sql)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(counted(pool))
+        .await
+        .map(held_rows))
+    .map_err(|e| db_error("read a page of held payments", e))?;
     let last = ids.last().copied();
     Ok((rows, last))
 }

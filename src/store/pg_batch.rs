@@ -138,14 +138,10 @@ async fn adopt(
     if attaches.len() != adopted.len() {
         return Ok(false);
     }
-    let col =
-        |f: fn(&Attach) -> String| -> Vec<String> { attaches.iter().map(|(_, a)| f(a)).collect() };
+    let col = |f: fn(&Attach) -> String| column(&attaches, f);
     let ids: Vec<i64> = attaches.iter().map(|(id, _)| *id).collect();
-    let log_indexes: Vec<i64> = attaches.iter().map(|(_, a)| a.key.log_index).collect();
-    let blocks: Vec<i64> = attaches
-        .iter()
-        .map(|(_, a)| i64::try_from(a.block.number).unwrap_or(i64::MAX))
-        .collect();
+    let log_indexes = column(&attaches, |a| a.key.log_index);
+    let blocks = column(&attaches, |a| super::sweep::block_number(&a.block));
     let res = sqlx::query(
         "UPDATE orders o SET amount_paid = v.amount::numeric, block_number = v.block_number, \
          block_hash = v.block_hash \
@@ -299,23 +295,12 @@ async fn credit_all(
     ctx: &ApplyContext,
     now: &str,
 ) -> Result<HashMap<i64, i64>, sqlx::Error> {
-    let col = |f: fn(&NewPayment) -> String| -> Vec<String> {
-        credits.iter().map(|(_, p)| f(p)).collect()
-    };
+    let col = |f: fn(&NewPayment) -> String| column(credits, f);
     let ids: Vec<i64> = credits.iter().map(|(id, _)| *id).collect();
-    let log_indexes: Vec<i64> = credits.iter().map(|(_, p)| p.key.log_index).collect();
-    let blocks: Vec<i64> = credits
-        .iter()
-        .map(|(_, p)| i64::try_from(p.block.number).unwrap_or(i64::MAX))
-        .collect();
-    let before: Vec<Option<String>> = credits
-        .iter()
-        .map(|(_, p)| p.paid_before.map(|a| a.to_string()))
-        .collect();
-    let times: Vec<Option<String>> = credits
-        .iter()
-        .map(|(_, p)| p.block_time.map(|t| t.to_string()))
-        .collect();
+    let log_indexes = column(credits, |p| p.key.log_index);
+    let blocks = column(credits, |p| super::sweep::block_number(&p.block));
+    let before = column(credits, |p| p.paid_before.map(|a| a.to_string()));
+    let times = column(credits, |p| p.block_time.map(|t| t.to_string()));
     let written: Vec<(i64, i64)> = sqlx::query_as(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
@@ -386,4 +371,9 @@ fn classify(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> Opti
         steps.push(Step::Forward(s));
     }
     Some(steps)
+}
+
+/// One column of `(order id, item)` pairs, for an `UNNEST` bind.
+fn column<T, V>(items: &[(i64, &T)], f: impl Fn(&T) -> V) -> Vec<V> {
+    items.iter().map(|(_, x)| f(x)).collect()
 }

@@ -303,7 +303,7 @@ pub(super) async fn pg_record_blocks(pool: &PgPool, rows: &[Rekey]) -> Result<u6
     Ok(done.rows_affected())
 }
 
-fn block_number(b: &BlockRef) -> i64 {
+pub(super) fn block_number(b: &BlockRef) -> i64 {
     i64::try_from(b.number).unwrap_or(i64::MAX)
 }
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::cli::harness::{addr, payrecon, scalar, usdt, World};
 
+mod beside_serve;
 mod decide;
 mod export;
 mod lifecycle;

@@ -174,3 +174,27 @@ async fn a_path_that_cannot_be_written_fails_before_the_database_is_read() {
     .await;
     out.assert_code(2);
 }
+
+#[tokio::test]
+async fn an_unreachable_database_is_one_line_without_its_password() {
+    let w = World::sqlite().await;
+    let url = "postgres://payrecon:s3cret-pw-42@127.0.0.1:1/none";
+    let text = payrecon::sandbox::config_toml(url, &w.cg_url, &w.rpc_url, "");
+    let config = w.write("secret.toml", &text);
+    for args in [
+        vec!["exceptions"],
+        vec!["exceptions", "show", "1"],
+        vec!["exceptions", "dismiss", "1", "--reason", "r", "--by", "x"],
+        vec!["exceptions", "accept", "1", "--reason", "r", "--by", "x"],
+        vec!["export"],
+    ] {
+        let out = payrecon(&config, &args).await;
+        out.assert_code(1);
+        assert!(!out.stderr.is_empty(), "{args:?}");
+        assert!(
+            !out.stderr.contains("s3cret-pw-42") && !out.stdout.contains("s3cret-pw-42"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}

@@ -92,6 +92,21 @@ async fn a_payment_after_the_order_expired_is_credited_and_held_unless_accepted(
         );
         let m = w.app.engine.metrics.encode();
         assert!(held(&m, "late", 1) && held(&m, "underpaid", 0), "{m}");
+        // Its exception (SPEC §15), counted by the gauges at the end of the run.
+        assert!(
+            m.contains("payrecon_exceptions_open{kind=\"late_payment\"} 1")
+                && m.contains("payrecon_exceptions_open{kind=\"amount_mismatch\"} 0"),
+            "{m}"
+        );
+        let age = m
+            .lines()
+            .find(|l| {
+                l.starts_with("payrecon_exceptions_oldest_open_seconds{kind=\"late_payment\"}")
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(-1.0);
+        assert!((0.0..60.0).contains(&age), "{m}");
 
         // Seen again: still held, credited once.
         let again = w.run().await;

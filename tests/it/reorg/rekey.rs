@@ -87,11 +87,31 @@ async fn a_confirmed_payment_reincluded_two_blocks_later_at_another_log_index_is
             )
         );
         assert_eq!(w.audit().await.len(), 1, "no new transition");
+        // One exception for the payment (SPEC §15), open until it is final again.
+        let reorged = || async {
+            let f = payrecon::store::ExceptionFilter {
+                kind: Some("reorged".into()),
+                limit: 10,
+                ..Default::default()
+            };
+            w.store().list_exceptions(&f).await.unwrap()
+        };
+        let x = reorged().await;
+        assert_eq!(x.len(), 1, "{x:?}");
+        assert_eq!(
+            (
+                x[0].status.as_str(),
+                x[0].order_ref.as_deref(),
+                x[0].tx_hash.as_deref()
+            ),
+            ("open", Some("RK-1"), Some(tx.as_str()))
+        );
 
         // Confirmed again on the new chain: nothing to do.
         w.anvil.mine(CONFS).await;
         let again = w.run().await;
         assert_eq!(gaps(entry(&again, "chain")), [0; 6], "{}", again.to_json());
+        assert_eq!(reorged().await[0].status, "open", "not final yet");
         // Deep enough: final, by the normal rules, from the new position.
         w.anvil.mine(6).await;
         let later = w.run().await;
@@ -99,6 +119,17 @@ async fn a_confirmed_payment_reincluded_two_blocks_later_at_another_log_index_is
         assert_eq!(gaps(chain), [0, 1, 0, 0, 0, 0], "{}", later.to_json());
         assert_eq!(chain.applied, 1);
         assert_eq!(w.order("RK-1").await.state, State::Final);
+        // Final in the block the ledger holds: payrecon clears the exception.
+        let x = reorged().await;
+        assert_eq!(
+            (
+                x.len(),
+                x[0].resolution.as_deref(),
+                x[0].resolved_by.as_deref()
+            ),
+            (1, Some("cleared"), Some("payrecon")),
+            "{x:?}"
+        );
         let audit = w.audit().await;
         assert_eq!(audit.len(), 2);
         assert_eq!((audit[1].1, audit[1].2), (State::Confirmed, State::Final));

@@ -24,6 +24,23 @@ async fn index_scans(url: &str, index: &str) -> i64 {
     .expect("read index statistics")
 }
 
+/// The index scans `count` reads once the statistics collector shows any (its counters
+/// arrive after the session closes), or 0 after 10 s.
+async fn first_scans<F, Fut>(count: F) -> i64
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = i64>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = count().await;
+        if n > 0 || Instant::now() > deadline {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_slot_lookup_uses_the_slot_index_without_statistics() {
     let Some(url) = support::pg_url().await else {
@@ -95,14 +112,7 @@ async fn the_slot_lookup_uses_the_slot_index_without_statistics() {
         .all(|r| r.key.is_none() && r.pay_to.as_str() != addr(20_001)));
 
     pool.close().await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let slot_scans = loop {
-        let n = index_scans(&url, "orders_unpaid_slot").await;
-        if n > 0 || Instant::now() > deadline {
-            break n;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let slot_scans = first_scans(|| index_scans(&url, "orders_unpaid_slot")).await;
     let scan_scans = index_scans(&url, "orders_unpaid_scan").await;
     assert!(
         slot_scans > 0 && scan_scans == 0,
@@ -162,20 +172,13 @@ async fn the_held_payments_page_reads_its_partial_indexes_not_the_history() {
         panic!("a PostgreSQL url opened another store");
     };
     pool.close().await;
-    let deadline = Instant::now() + Duration::from_secs(10);
     // The short orders through an index of unpaid orders (the deposit scan's, or the slot
     // lookup's), the parts through the index of open payments: neither reads the history.
-    let unpaid = || async {
+    let held = first_scans(|| async {
         index_scans(&url, "orders_unpaid_scan").await
             + index_scans(&url, "orders_unpaid_slot").await
-    };
-    let held = loop {
-        let n = unpaid().await;
-        if n > 0 || Instant::now() > deadline {
-            break n;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     let open_scans = index_scans(&url, "payrecon_payments_open").await;
     assert!(
         held > 0 && open_scans > 0,
