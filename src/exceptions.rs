@@ -55,6 +55,7 @@ fn resolve(
         resolution,
         by,
         note,
+        order_paid: None,
     })
 }
 

@@ -415,7 +415,12 @@ impl Engine {
             .lock()
             .map(|f| f.iter().cloned().collect())
             .unwrap_or_default();
-        match self.store.open_held_exceptions(&ctx.run_id, now).await {
+        let accept_late = self.amounts.accept_late;
+        match self
+            .store
+            .open_held_exceptions(&ctx.run_id, now, accept_late)
+            .await
+        {
             Ok(0) => {}
             Ok(n) => tracing::info!(opened = n, "Exceptions opened for held orders."),
             Err(e) => {

@@ -34,6 +34,12 @@ impl Engine {
     /// `payrecon exceptions accept`: a held order (amount_mismatch or late_payment) moves to
     /// the state its payments have.
     pub async fn accept_exception(&self, r: Resolve) -> Result<Decision, OperatorError> {
+        let id = r.id;
+        let done = self.accept_open(r).await;
+        self.told(id, done).await
+    }
+
+    async fn accept_open(&self, mut r: Resolve) -> Result<Decision, OperatorError> {
         let ex = self.open_exception(r.id).await?;
         let ex = match ex {
             Ok(ex) => ex,
@@ -54,6 +60,8 @@ impl Engine {
         }
         let row = self.order_of(&ex).await?;
         let t = plan_accept(&row).map_err(|e| OperatorError::Refused(e.0))?;
+        // Checked again under the decision's lock: a top-up credited meanwhile fails it.
+        r.order_paid = Some((row.id, row.amount_paid.map(|a| a.to_string())));
         let what = format!("order {} moved from {} to {}", t.order_ref, t.from, t.to);
         self.decide(&[t], r, what).await
     }
@@ -65,6 +73,12 @@ impl Engine {
         r: Resolve,
         order_ref: &str,
     ) -> Result<Decision, OperatorError> {
+        let id = r.id;
+        let done = self.attach_open(r, order_ref).await;
+        self.told(id, done).await
+    }
+
+    async fn attach_open(&self, r: Resolve, order_ref: &str) -> Result<Decision, OperatorError> {
         let ex = match self.open_exception(r.id).await? {
             Ok(ex) => ex,
             Err(taken) => return Ok(Decision::Taken(Box::new(taken))),
@@ -112,6 +126,22 @@ impl Engine {
             transfer.amount, transfer.state, row.order_ref
         );
         self.decide(&plan.transitions, r, what).await
+    }
+
+    /// A refusal that came from someone else's decision (the exception was resolved while
+    /// this one was read or planned) is told as that decision: who and when.
+    async fn told(
+        &self,
+        id: i64,
+        done: Result<Decision, OperatorError>,
+    ) -> Result<Decision, OperatorError> {
+        match done {
+            Err(OperatorError::Refused(why)) => match self.store.exception(id).await? {
+                Some(ex) if ex.status != "open" => Ok(Decision::Taken(Box::new(ex))),
+                _ => Err(OperatorError::Refused(why)),
+            },
+            other => other,
+        }
     }
 
     /// The exception while it is open: `Ok(Err(row))` when it is resolved already.

@@ -24,7 +24,8 @@ pub const CLEARED_BY: &str = "payrecon";
 /// What names one problem across runs (at most one open row each), or `None` for a finding
 /// that opens no exception: an underpayment within tolerance (the order advanced), a late
 /// payment counted by `late_payments = "accept"`, a provider's status for an order the
-/// ledger does not have (no payment to attach), and every kind payrecon fixes itself.
+/// ledger does not have, a transaction that pays nothing (no payment to attach), and every
+/// kind payrecon fixes itself.
 pub(crate) fn problem_of(f: &FindingRow) -> Option<String> {
     let order = || {
         f.order_ref
@@ -41,7 +42,9 @@ pub(crate) fn problem_of(f: &FindingRow) -> Option<String> {
         "amount_mismatch" if f.detail.starts_with("underpaid within tolerance") => None,
         "amount_mismatch" => order().or_else(payment),
         "late_payment" if f.action == "held" => order(),
-        "unknown_payment" => payment(),
+        // A payment is a transfer read on chain: a transaction that reverted, has no
+        // receipt yet, or pays nothing opens none (a later sighting with its transfer does).
+        "unknown_payment" if f.log_index.is_some() => payment(),
         "reorged" => f.tx_hash.as_deref().map(|t| {
             let r = f.order_ref.as_deref().unwrap_or("-");
             format!("reorged:{}:{t}:{r}", f.chain)
@@ -76,13 +79,15 @@ macro_rules! upsert {
     ($db:ty, $tx:expr, $run_id:expr, $findings:expr, $now:expr) => {{
         let mut items = $crate::store::exceptions::exception_findings($findings);
         let mut res: Result<(), sqlx::Error> = Ok(());
-        // A problem a person settled (dismissed, accepted, attached) is not raised again by
-        // the same payment: only a new payment opens it again.
-        let mut settled: Vec<(String, Option<String>, Option<i64>)> = Vec::new();
+        // A problem a person settled (dismissed, accepted, attached) stays settled: a payment
+        // problem for good, an order's until a payment is credited to it after the decision.
+        let mut settled: Vec<String> = Vec::new();
         for chunk in items.chunks(500) {
             let mut qb = sqlx::QueryBuilder::<$db>::new(
-                "SELECT problem, tx_hash, log_index FROM payrecon_exceptions \
-                 WHERE status = 'resolved' AND resolution <> 'cleared' AND problem IN (",
+                "SELECT x.problem FROM payrecon_exceptions x WHERE x.status = 'resolved' \
+                 AND x.resolution <> 'cleared' AND NOT (x.problem LIKE 'order:%' AND EXISTS \
+                 (SELECT 1 FROM payrecon_payments p WHERE p.order_id = x.order_id \
+                 AND p.created_at > x.resolved_at)) AND x.problem IN (",
             );
             let mut sep = qb.separated(", ");
             for (p, _) in chunk {
@@ -90,7 +95,7 @@ macro_rules! upsert {
             }
             qb.push(")");
             match qb
-                .build_query_as::<(String, Option<String>, Option<i64>)>()
+                .build_query_scalar::<String>()
                 .fetch_all($crate::store::rows::counted(&mut *$tx))
                 .await
             {
@@ -101,11 +106,7 @@ macro_rules! upsert {
                 }
             }
         }
-        items.retain(|(p, f)| {
-            !settled
-                .iter()
-                .any(|(q, t, l)| q == p && *t == f.tx_hash && *l == f.log_index)
-        });
+        items.retain(|(p, _)| !settled.contains(p));
         for chunk in items.chunks(500) {
             if res.is_err() {
                 break;
@@ -221,6 +222,9 @@ pub struct Resolve {
     pub resolution: &'static str,
     pub by: String,
     pub note: String,
+    /// The order's id and `amount_paid` as the decision read them: checked under the
+    /// decision's lock, so that a payment credited meanwhile fails it (`None`: no check).
+    pub order_paid: Option<(i64, Option<String>)>,
 }
 
 /// The sentinels a claim fails its transaction with: the exception is no longer open
@@ -467,14 +471,15 @@ impl Store {
         let sql = format!(
             "UPDATE payrecon_exceptions SET status = 'resolved', resolution = 'cleared', \
              resolved_by = '{CLEARED_BY}', resolved_at = {now} \
-             WHERE id IN (SELECT x.id FROM payrecon_exceptions x WHERE x.status = 'open' AND (\
+             WHERE status = 'open' AND id IN (SELECT x.id FROM payrecon_exceptions x \
+             WHERE x.status = 'open' AND (\
              (x.kind IN ('amount_mismatch', 'late_payment') \
               AND (x.kind = 'late_payment' OR x.detail LIKE 'underpaid%') \
               AND EXISTS (SELECT 1 FROM orders o WHERE o.id = x.order_id \
                           AND o.state <> 'unpaid')) \
              OR (x.kind = 'unknown_payment' AND EXISTS (SELECT 1 FROM payrecon_payments p \
                  WHERE p.chain = x.chain AND p.tx_hash = x.tx_hash \
-                 AND p.log_index = x.log_index)) \
+                 AND (x.log_index IS NULL OR p.log_index = x.log_index))) \
              OR ({reorged})))",
             now = d.ts(1),
         );
@@ -490,14 +495,15 @@ impl Store {
 
     /// Opens the exception of every order held now (unpaid, no key, part of its amount
     /// credited) that has none open: `late_payment` when one of its payments is in a block
-    /// after `expires_at`, else `amount_mismatch`, naming its latest payment. Held orders
-    /// whose payments came by webhook (which records no findings) or whose findings were
-    /// never recorded get theirs here; one a person settled for the same latest payment is
-    /// not opened again. One statement.
+    /// after `expires_at` (and `late_payments = "hold"`), else `amount_mismatch`, naming its
+    /// latest payment. Held orders whose payments came by webhook (which records no
+    /// findings) or whose findings were never recorded get theirs here; one a person settled
+    /// is opened again only for a payment credited after the decision. One statement.
     pub async fn open_held_exceptions(
         &self,
         run_id: &str,
         now: Timestamp,
+        accept_late: bool,
     ) -> Result<u64, StoreError> {
         let d = Dialect::of(self);
         let (txt, paid, bt, exp) = if d.pg {
@@ -530,8 +536,8 @@ impl Store {
              ' after the order expired; held' ELSE 'underpaid: paid ' || h.paid || ' of ' || \
              h.due || '; held until covered' END, {now}, {now}, 1, {run} \
              FROM (SELECT o.id, o.order_ref, o.chain, o.amount_paid{txt} AS paid, \
-             o.amount_due{txt} AS due, CASE WHEN EXISTS (SELECT 1 FROM payrecon_payments p \
-             WHERE p.order_id = o.id AND {bt} > {exp}) THEN 'late_payment' \
+             o.amount_due{txt} AS due, CASE WHEN {late} AND EXISTS (SELECT 1 FROM \
+             payrecon_payments p WHERE p.order_id = o.id AND {bt} > {exp}) THEN 'late_payment' \
              ELSE 'amount_mismatch' END AS kind FROM orders o \
              WHERE o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL \
              AND {paid}) h \
@@ -539,8 +545,10 @@ impl Store {
              AND x.status = 'open' AND x.kind IN ('amount_mismatch', 'late_payment')) \
              AND NOT EXISTS (SELECT 1 FROM payrecon_exceptions x WHERE x.order_id = h.id \
              AND x.status = 'resolved' AND x.resolution <> 'cleared' \
-             AND x.kind IN ('amount_mismatch', 'late_payment') AND x.tx_hash = {tx}) \
+             AND x.kind IN ('amount_mismatch', 'late_payment') AND NOT EXISTS (SELECT 1 \
+             FROM payrecon_payments p WHERE p.order_id = h.id AND p.created_at > x.resolved_at)) \
              ON CONFLICT (problem) WHERE status = 'open' DO NOTHING",
+            late = if accept_late { "1 = 0" } else { "1 = 1" },
             tx = latest("tx_hash"),
             log = latest("log_index"),
             amount = latest("amount"),
@@ -603,6 +611,38 @@ fn claim_sql(d: &Dialect) -> String {
         now = d.ts(5),
     )
 }
+
+/// Fails the decision's transaction with `UNCHANGED` when the order's `amount_paid` is no
+/// longer what the decision read (a payment was credited meanwhile). Run after the order's
+/// row is locked (PostgreSQL `FOR UPDATE`; SQLite's write lock is taken at `BEGIN`).
+macro_rules! check_paid {
+    ($tx:expr, $pg:expr, $r:expr) => {{
+        match &$r.order_paid {
+            None => Ok(()),
+            Some((id, want)) => {
+                let sql = if $pg {
+                    "SELECT amount_paid::text FROM orders WHERE id = $1"
+                } else {
+                    "SELECT CAST(amount_paid AS TEXT) FROM orders WHERE id = ?1"
+                };
+                let got: Option<Option<String>> = sqlx::query_scalar(sql)
+                    .bind(*id)
+                    .fetch_optional($crate::store::rows::counted(&mut *$tx))
+                    .await?;
+                let norm =
+                    |v: Option<&str>| v.and_then(|v| $crate::domain::parse_base_units(v).ok());
+                if norm(got.flatten().as_deref()) == norm(want.as_deref()) {
+                    Ok(())
+                } else {
+                    Err(sqlx::Error::Protocol(
+                        $crate::store::exceptions::UNCHANGED.to_string(),
+                    ))
+                }
+            }
+        }
+    }};
+}
+pub(crate) use check_paid;
 
 /// Claims `r` as the last statement of a transaction of the apply path, after its decision
 /// was applied: fails the transaction with `UNCHANGED` when the decision changed nothing (the
@@ -718,6 +758,13 @@ mod tests {
             ),
             (
                 f("unknown_payment", "none", "no such order", Some("Z"), None),
+                None,
+            ),
+            (
+                FindingRow {
+                    log_index: None,
+                    ..f("unknown_payment", "none", "reverted", None, Some("0xd"))
+                },
                 None,
             ),
             (

@@ -184,6 +184,9 @@ pub(super) async fn apply(
             .fetch_all(counted(&mut *tx))
             .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
+    if let super::Guard::Exception(r) = guard {
+        super::exceptions::check_paid!(tx, true, r)?;
+    }
     let out = match super::pg_batch::try_apply(&mut tx, batch, ctx, &now, &current).await? {
         Some(out) => out,
         None => {

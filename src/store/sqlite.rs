@@ -183,6 +183,9 @@ pub(super) async fn apply(
     .fetch_all(counted(&mut *tx))
     .await?;
     let mut current: HashMap<i64, String> = rows.into_iter().collect();
+    if let super::Guard::Exception(r) = guard {
+        super::exceptions::check_paid!(tx, false, r)?;
+    }
     // Keys the merchant's code wrote, recorded together (two statements); what they miss
     // goes row by row like the rest.
     let adopted = super::payments::sqlite_adopt_all(&mut tx, batch, ctx, &now, &current).await?;

@@ -312,8 +312,10 @@ async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
         let config = w.config("");
         let over = order(&w, 6, 20).await;
         pay(&w, 6, 25, "n-6");
+        // Short, in two parts: the exception names the latest.
         let short = order(&w, 7, 30).await;
         pay(&w, 7, 10, "n-7");
+        pay(&w, 7, 5, "n-7b");
         payrecon(&config, &["run"]).await.assert_code(0);
         let xs = all(&config).await;
         let o = one(&xs, "amount_mismatch", &over);
@@ -368,8 +370,9 @@ async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
             list.stdout
         );
         assert!(!list.stdout.contains(&short), "{}", list.stdout);
-        // Later runs see the short payment again: a dismissed problem stays dismissed for the
-        // payment it was dismissed with.
+        // Later runs see both parts again: a dismissed problem stays dismissed until a
+        // payment is credited to the order after the decision.
+        payrecon(&config, &["run"]).await.assert_code(0);
         payrecon(&config, &["run"]).await.assert_code(0);
         assert_eq!(
             count(&w, "payrecon_exceptions", "status = 'open'").await,
@@ -399,5 +402,14 @@ async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
             "{}",
             out.stderr
         );
+        let third = pay(&w, 7, 2, "n-7c");
+        payrecon(&config, &["run"]).await.assert_code(0);
+        let xs = all(&config).await;
+        let reopened: Vec<&Value> = xs
+            .iter()
+            .filter(|x| x["order_ref"] == short.as_str() && x["status"] == "open")
+            .collect();
+        assert_eq!(reopened.len(), 1, "{url}: {xs:?}");
+        assert_eq!(reopened[0]["tx_hash"], third.as_str(), "{url}");
     }
 }
