@@ -44,6 +44,19 @@ const TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
 /// 2026-01-01T00:00:00Z.
 const EPOCH: u64 = 1_767_225_600;
 
+/// One final payment for each order from `E-<from>` on (the same on both backends).
+fn payments_sql(from: u64) -> String {
+    format!(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, block_time, state, source, provider, run_id, \
+         created_at, state_changed_at) \
+         SELECT id, chain, tx_hash, log_index, amount_paid, block_number, block_hash, \
+         state_changed_at, 'final', 'reconcile', 'cg', 'bench', state_changed_at, \
+         state_changed_at FROM orders WHERE id >= (SELECT id FROM orders \
+         WHERE order_ref = 'E-{from}')"
+    )
+}
+
 /// Orders `E-<from..=to>` and their payments, in the database (SQL only).
 async fn seed(store: &Store, from: u64, to: u64) -> Result<(), sqlx::Error> {
     match store {
@@ -59,16 +72,7 @@ async fn seed(store: &Store, from: u64, to: u64) -> Result<(), sqlx::Error> {
                  strftime('%Y-%m-%dT%H:%M:%fZ', {EPOCH} + i, 'unixepoch') FROM n"
             );
             sqlx::query(&orders).execute(p).await?;
-            let payments = format!(
-                "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
-                 block_number, block_hash, block_time, state, source, provider, run_id, \
-                 created_at, state_changed_at) \
-                 SELECT id, chain, tx_hash, log_index, amount_paid, block_number, block_hash, \
-                 state_changed_at, 'final', 'reconcile', 'cg', 'bench', state_changed_at, \
-                 state_changed_at FROM orders WHERE id >= (SELECT id FROM orders \
-                 WHERE order_ref = 'E-{from}')"
-            );
-            sqlx::query(&payments).execute(p).await?;
+            sqlx::query(&payments_sql(from)).execute(p).await?;
         }
         Store::Postgres(p) => {
             let orders = format!(
@@ -81,16 +85,7 @@ async fn seed(store: &Store, from: u64, to: u64) -> Result<(), sqlx::Error> {
                  FROM generate_series({from}::bigint, {to}::bigint) AS i"
             );
             sqlx::query(&orders).execute(p).await?;
-            let payments = format!(
-                "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
-                 block_number, block_hash, block_time, state, source, provider, run_id, \
-                 created_at, state_changed_at) \
-                 SELECT id, chain, tx_hash, log_index, amount_paid, block_number, block_hash, \
-                 state_changed_at, 'final', 'reconcile', 'cg', 'bench', state_changed_at, \
-                 state_changed_at FROM orders WHERE id >= (SELECT id FROM orders \
-                 WHERE order_ref = 'E-{from}')"
-            );
-            sqlx::query(&payments).execute(p).await?;
+            sqlx::query(&payments_sql(from)).execute(p).await?;
             sqlx::query("ANALYZE").execute(p).await?;
         }
     }

@@ -49,6 +49,14 @@ impl Hold {
     }
 }
 
+/// `payrecon exceptions accept ID --reason ok --by BY`, running.
+fn accept(config: &std::path::Path, id: &str, by: &str) -> Running {
+    Running::spawn(command(
+        config,
+        &["exceptions", "accept", id, "--reason", "ok", "--by", by],
+    ))
+}
+
 /// A held order `X-1` and its open exception's id.
 async fn held(w: &World, config: &std::path::Path) -> (String, String) {
     let r = order(w, 1, 30).await;
@@ -66,14 +74,8 @@ async fn two_people_accepting_at_once_one_wins_and_the_other_is_told_who() {
         let config = w.config("");
         let (r, x) = held(&w, &config).await;
         let mut hold = Hold::take(&url, &r).await;
-        let mut a = Running::spawn(command(
-            &config,
-            &["exceptions", "accept", &x, "--reason", "ok", "--by", "ann"],
-        ));
-        let mut b = Running::spawn(command(
-            &config,
-            &["exceptions", "accept", &x, "--reason", "ok", "--by", "ben"],
-        ));
+        let mut a = accept(&config, &x, "ann");
+        let mut b = accept(&config, &x, "ben");
         hold.waiting().await;
         hold.release().await;
         let (ca, _) = a.wait(Duration::from_secs(30)).await;
@@ -125,10 +127,7 @@ async fn a_decision_killed_midway_leaves_nothing_and_can_be_made_again() {
         let config = w.config("");
         let (r, x) = held(&w, &config).await;
         let mut hold = Hold::take(&url, &r).await;
-        let mut a = Running::spawn(command(
-            &config,
-            &["exceptions", "accept", &x, "--reason", "ok", "--by", "ann"],
-        ));
+        let mut a = accept(&config, &x, "ann");
         hold.waiting().await;
         a.signal("KILL").await;
         let (code, _) = a.wait(Duration::from_secs(10)).await;
