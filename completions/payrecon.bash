@@ -37,6 +37,9 @@ _payrecon() {
             payrecon,migrate)
                 cmd="payrecon__subcmd__migrate"
                 ;;
+            payrecon,orders)
+                cmd="payrecon__subcmd__orders"
+                ;;
             payrecon,run)
                 cmd="payrecon__subcmd__run"
                 ;;
@@ -109,6 +112,9 @@ _payrecon() {
             payrecon__subcmd__help,migrate)
                 cmd="payrecon__subcmd__help__subcmd__migrate"
                 ;;
+            payrecon__subcmd__help,orders)
+                cmd="payrecon__subcmd__help__subcmd__orders"
+                ;;
             payrecon__subcmd__help,run)
                 cmd="payrecon__subcmd__help__subcmd__run"
                 ;;
@@ -133,6 +139,30 @@ _payrecon() {
             payrecon__subcmd__help__subcmd__exceptions,show)
                 cmd="payrecon__subcmd__help__subcmd__exceptions__subcmd__show"
                 ;;
+            payrecon__subcmd__help__subcmd__orders,add)
+                cmd="payrecon__subcmd__help__subcmd__orders__subcmd__add"
+                ;;
+            payrecon__subcmd__help__subcmd__orders,import)
+                cmd="payrecon__subcmd__help__subcmd__orders__subcmd__import"
+                ;;
+            payrecon__subcmd__orders,add)
+                cmd="payrecon__subcmd__orders__subcmd__add"
+                ;;
+            payrecon__subcmd__orders,help)
+                cmd="payrecon__subcmd__orders__subcmd__help"
+                ;;
+            payrecon__subcmd__orders,import)
+                cmd="payrecon__subcmd__orders__subcmd__import"
+                ;;
+            payrecon__subcmd__orders__subcmd__help,add)
+                cmd="payrecon__subcmd__orders__subcmd__help__subcmd__add"
+                ;;
+            payrecon__subcmd__orders__subcmd__help,help)
+                cmd="payrecon__subcmd__orders__subcmd__help__subcmd__help"
+                ;;
+            payrecon__subcmd__orders__subcmd__help,import)
+                cmd="payrecon__subcmd__orders__subcmd__help__subcmd__import"
+                ;;
             *)
                 ;;
         esac
@@ -140,7 +170,7 @@ _payrecon() {
 
     case "${cmd}" in
         payrecon)
-            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export help"
+            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export orders help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -564,7 +594,7 @@ _payrecon() {
             return 0
             ;;
         payrecon__subcmd__help)
-            opts="serve run migrate check demo status events exceptions export help"
+            opts="serve run migrate check demo status events exceptions export orders help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -745,6 +775,48 @@ _payrecon() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        payrecon__subcmd__help__subcmd__orders)
+            opts="add import"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__orders__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__orders__subcmd__import)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         payrecon__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -790,6 +862,144 @@ _payrecon() {
         payrecon__subcmd__migrate)
             opts="-h --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders)
+            opts="-h --config --help add import help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders__subcmd__add)
+            opts="-h --ref --chain --pay-to --asset --amount --expires-at --format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --ref)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --chain)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pay-to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --asset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --amount)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expires-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders__subcmd__help)
+            opts="add import help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders__subcmd__help__subcmd__import)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__orders__subcmd__import)
+            opts="-h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

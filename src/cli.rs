@@ -49,6 +49,51 @@ pub enum Command {
     Exceptions(ExceptionsArgs),
     /// Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only).
     Export(ExportArgs),
+    /// Register expected payments: one (add), or a CSV file of them (import).
+    Orders(OrdersArgs),
+}
+
+#[derive(clap::Args)]
+pub struct OrdersArgs {
+    #[command(subcommand)]
+    pub action: OrdersAction,
+}
+
+#[derive(Subcommand)]
+pub enum OrdersAction {
+    /// Register one expected payment (the same again changes nothing; exit 1 when the ref is
+    /// registered with other fields, 2 when a field is invalid).
+    Add(OrderAddArgs),
+    /// Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due,
+    /// expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept.
+    Import {
+        /// The CSV file (RFC 4180; `-` reads standard input).
+        file: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct OrderAddArgs {
+    /// The shop's order id (1 to 128 characters, unique).
+    #[arg(long = "ref")]
+    pub order_ref: String,
+    /// A configured chain.
+    #[arg(long)]
+    pub chain: String,
+    /// The deposit address, by the chain's rules.
+    #[arg(long)]
+    pub pay_to: String,
+    /// `native`, or a token contract with an [assets] table.
+    #[arg(long)]
+    pub asset: String,
+    /// The amount due in base units (25 USDT = 25000000).
+    #[arg(long)]
+    pub amount: String,
+    /// When the order stops taking payments (RFC 3339).
+    #[arg(long)]
+    pub expires_at: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(clap::Args)]

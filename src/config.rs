@@ -11,9 +11,11 @@ use crate::providers::http::preset_webhook_scheme;
 pub use crate::providers::ProviderKind;
 use crate::secret::Secret;
 
+mod api;
 mod chains;
 mod duration;
 mod events;
+pub use api::ApiConfig;
 pub use events::{decode_secret, EventsConfig};
 mod http_provider;
 pub use http_provider::http_settings_from_toml;
@@ -77,6 +79,8 @@ pub struct Config {
     pub events: Option<EventsConfig>,
     /// The underpaid tolerances, global and per asset (SPEC §14).
     pub amounts: crate::domain::AmountPolicy,
+    /// `[api]` with a token: the expected-payments API is on (SPEC §16).
+    pub api: Option<ApiConfig>,
 }
 
 impl Config {
@@ -113,12 +117,23 @@ impl Config {
         let mut v: Vec<&Secret> = self.providers.iter().flat_map(|p| p.secrets()).collect();
         v.push(&self.database.url);
         v.extend(self.events.as_ref().map(|e| &e.secret));
+        v.extend(self.api.as_ref().map(|a| &a.token));
         v.extend(self.chains.iter().filter_map(|c| c.api_key.as_ref()));
         v
     }
 
     pub fn chain(&self, name: &str) -> Option<&ChainSettings> {
         self.chains.iter().find(|c| c.name == name)
+    }
+
+    /// What orders may be registered for: the configured chains and `[assets]` tokens.
+    pub fn catalog(&self) -> crate::domain::Catalog {
+        let chains = self.chains.iter().map(|c| (c.name.clone(), c.kind));
+        self.assets
+            .keys()
+            .fold(crate::domain::Catalog::new(chains), |c, k| {
+                c.with_asset_key(k)
+            })
     }
 }
 
@@ -290,8 +305,10 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
         providers.push(provider(&name, table, &raw.chains, text, &decimals)?);
     }
     let events = raw.events.validate()?;
+    let api = std::mem::take(&mut raw.api).validate()?;
     Ok(Config {
         events,
+        api,
         database: raw.database,
         schedule: raw.schedule,
         listen,

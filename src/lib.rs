@@ -12,6 +12,8 @@
 //!   (Standard Webhooks, retries, per-order order; the outbox rows are `store`'s).
 //! - `status`: `payrecon status`, the operator's read-only view (text and JSON).
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
+//! - `api`: the expected-payments API on `serve`'s listener (`/v1/orders`, its OpenAPI
+//!   document); `orders`: `payrecon orders add|import`, the same registration from the CLI.
 //! - `demo`, `sandbox` (feature `demo`, on by default): `payrecon demo` and the fake
 //!   Chaingateway, node and receiver it serves on loopback (the tests use them too).
 //! - `stats` (feature `stats`, tests and benchmarks only): SQL statements, CPU, peak RSS.
@@ -19,6 +21,7 @@
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 //! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
 
+pub mod api;
 pub mod app;
 pub mod chain;
 pub mod cli;
@@ -32,6 +35,7 @@ pub mod exceptions;
 pub mod export;
 pub mod http;
 pub mod metrics;
+pub mod orders;
 pub mod providers;
 pub mod report;
 #[cfg(feature = "demo")]

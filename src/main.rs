@@ -101,6 +101,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Events(args) => events(&config, args).await,
         Command::Exceptions(args) => payrecon::exceptions::command(config, args).await,
         Command::Export(args) => payrecon::export::command(config, args).await,
+        Command::Orders(args) => payrecon::orders::command(config, args).await,
         Command::Serve => {
             // Before anything else, so that no signal finds the default handlers.
             let shutdown = shutdown_signal();

@@ -44,7 +44,17 @@ pub async fn serve(
     };
     let webhooks = crate::webhook::router(Arc::new(ingest));
     let consumer = tokio::spawn(apply_deliveries(app.engine.clone(), deliveries));
-    let router = crate::http::router(app.engine.clone(), Some(webhooks));
+    let mut router = crate::http::router(app.engine.clone(), Some(webhooks));
+    if let Some(api) = &app.config.api {
+        let secrets = app.engine.secrets.clone();
+        let api = crate::api::Api::new(
+            app.engine.store.clone(),
+            app.config.catalog(),
+            &api.token,
+            secrets,
+        );
+        router = router.merge(crate::api::router(Arc::new(api)));
+    }
     let mut http_stop = stop_rx.clone();
     let http = tokio::spawn(async move {
         let graceful = async move {

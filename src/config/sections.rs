@@ -241,4 +241,6 @@ pub(super) struct RawConfig {
     pub(super) providers: BTreeMap<String, toml::Table>,
     #[serde(default)]
     pub(super) events: super::events::RawEvents,
+    #[serde(default)]
+    pub(super) api: super::api::RawApi,
 }

@@ -555,3 +555,42 @@ fn events_keys_are_validated_and_errors_name_the_key_never_the_secret() {
     );
     assert!(e.contains("not both"), "{e}");
 }
+
+#[test]
+fn the_api_is_off_without_a_token_and_a_bad_token_is_named_never_shown() {
+    assert!(load(BASE, &[]).unwrap().api.is_none());
+    let token = "tok-0123456789abcdef";
+    let c = load(BASE, &[("PAYRECON_API__TOKEN", token)]).unwrap();
+    assert_eq!(c.api.as_ref().unwrap().token.expose(), token);
+    assert!(c.secrets().iter().any(|s| s.expose() == token));
+    // The catalog: the configured chain, its [assets] token in any spelling.
+    let cat = c.catalog();
+    assert_eq!(cat.chain_names(), ["ethereum"]);
+    let input = crate::domain::OrderInput {
+        order_ref: "A",
+        chain: "ethereum",
+        pay_to: "0xdac17f958d2ee523a2206206994597c13d831ec7",
+        asset: "0xDAC17F958D2EE523A2206206994597C13D831EC7",
+        amount_due: "1",
+        expires_at: None,
+    };
+    assert!(crate::domain::expected_order(&input, &cat).is_ok());
+    let short = error_of(&format!("{BASE}\n[api]\ntoken = \"short-secret\"\n"), &[]);
+    assert!(short.contains("api.token: must be at least 16"), "{short}");
+    assert!(!short.contains("short-secret"), "{short}");
+    let spaced = error_of(
+        &format!("{BASE}\n[api]\ntoken = \"has a space 0123456789\"\n"),
+        &[],
+    );
+    assert!(spaced.contains("api.token: must be printable"), "{spaced}");
+    let both = error_of(
+        &format!("{BASE}\n[api]\ntoken = \"{token}\"\ntoken_file = \"/x\"\n"),
+        &[],
+    );
+    assert!(both.contains("not both"), "{both}");
+    let unknown = error_of(&format!("{BASE}\n[api]\ntokn = \"{token}\"\n"), &[]);
+    assert!(
+        unknown.contains("api") && unknown.contains("tokn"),
+        "{unknown}"
+    );
+}

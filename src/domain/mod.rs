@@ -6,6 +6,7 @@ mod bitcoin;
 mod by_ref;
 mod cover;
 mod credit;
+mod expected;
 mod findings;
 mod kind;
 pub mod list_cover;
@@ -30,6 +31,9 @@ mod reconcile_tests;
 pub use bitcoin::BtcNetwork;
 pub use by_ref::{reconcile_claims, Claim};
 pub use cover::{cover, Cover, Credit, SumOverflow, Tolerance};
+pub use expected::{
+    expected_order, Catalog, ExpectedOrder, FieldError, OrderInput, StoredOrder, MAX_ORDER_REF,
+};
 pub use kind::{as_tron, ledger_address, ledger_asset, ledger_tx_hash, tron_address, ChainKind};
 pub use model::{
     parse_base_units, Address, Asset, BlockRef, ChainHead, GapKind, InputError, PaymentKey, State,

@@ -11,7 +11,7 @@ use super::status::pg_ts;
 use super::{Store, StoreError};
 
 /// One row of `payrecon events`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct EventRow {
     pub id: String,
     pub order_ref: Option<String>,

@@ -172,7 +172,7 @@ pub struct FinalSeen {
 }
 
 /// One row of `payrecon exceptions`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct ExceptionRow {
     pub id: i64,
     pub kind: String,

@@ -19,6 +19,7 @@ mod payments;
 mod pg_batch;
 mod postgres;
 mod readonly;
+mod registry;
 mod rows;
 mod sqlite;
 mod status;
@@ -46,6 +47,7 @@ pub use lease::Fence;
 pub use list_reads::{ListRead, ListReadRow};
 pub use outbox::event_type;
 pub use payments::HeldPayment;
+pub use registry::{OrderPage, OrderView, PaymentView, Registered, REGISTER_BATCH};
 pub use status::{LeaseRow, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT};
 pub use sweep::{Rekey, RekeyOutcome};
 
@@ -222,6 +224,14 @@ impl Store {
         match self {
             Store::Sqlite(p) => sqlite::migrate(p).await,
             Store::Postgres(p) => postgres::migrate(p).await,
+        }
+    }
+
+    /// Closes the pool (waits for its connections to be returned).
+    pub async fn close(&self) {
+        match self {
+            Store::Sqlite(p) => p.close().await,
+            Store::Postgres(p) => p.close().await,
         }
     }
 

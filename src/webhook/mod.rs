@@ -19,7 +19,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 use crate::metrics::{Metrics, WebhookOutcome};
@@ -37,9 +36,6 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// Bound of one delivery, from the first body byte to the answer (a slow client or a locked
 /// database gets a 503; the provider retries).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// After a 413, at most this much of the rest of the body is read and dropped, so that the
-/// client gets the answer instead of a connection reset.
-const DRAIN_LIMIT: usize = 1024 * 1024;
 
 /// What the route needs.
 pub struct Ingest {
@@ -167,20 +163,16 @@ async fn ingest_one(
     headers: &HeaderMap,
     body: Body,
 ) -> Answer {
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if announced.is_some_and(|n| n > MAX_BODY as u64) {
-        tracing::info!("A webhook body over 64 KiB was refused.");
-        if announced.is_some_and(|n| n <= DRAIN_LIMIT as u64) {
-            drain(body.into_data_stream()).await;
-        }
-        return TOO_LARGE;
-    }
-    let raw = match read_body(body).await {
+    let raw = match crate::http::read_limited(headers, body, MAX_BODY).await {
         Ok(raw) => raw,
-        Err(answer) => return answer,
+        Err(crate::http::BodyError::TooLarge) => {
+            tracing::info!("A webhook body over 64 KiB was refused.");
+            return TOO_LARGE;
+        }
+        Err(crate::http::BodyError::Broken) => {
+            tracing::info!("A webhook body could not be read to its end.");
+            return BAD_REQUEST;
+        }
     };
     if let Err(e) = verify(&endpoint.scheme, &endpoint.secret, headers, &raw) {
         tracing::info!(reason = %e, "A webhook delivery was refused.");
@@ -233,37 +225,6 @@ async fn store(ingest: &Ingest, endpoint: &Endpoint, event: &str, body: &str) ->
             tracing::warn!(event_id = %event, error = %ingest.redact(&e.to_string()),
                 "A webhook event could not be stored; answered 503 so that the provider retries.");
             UNAVAILABLE
-        }
-    }
-}
-
-/// The whole body, or 413 past `MAX_BODY` (the rest is drained, not kept), or 400 when the
-/// client breaks off.
-async fn read_body(body: Body) -> Result<Vec<u8>, Answer> {
-    let mut stream = body.into_data_stream();
-    let mut raw = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let Ok(chunk) = chunk else {
-            tracing::info!("A webhook body could not be read to its end.");
-            return Err(BAD_REQUEST);
-        };
-        if raw.len() + chunk.len() > MAX_BODY {
-            tracing::info!("A webhook body over 64 KiB was refused.");
-            drain(stream).await;
-            return Err(TOO_LARGE);
-        }
-        raw.extend_from_slice(&chunk);
-    }
-    Ok(raw)
-}
-
-/// Reads and drops up to `DRAIN_LIMIT` more bytes (within the request's timeout).
-async fn drain(mut stream: axum::body::BodyDataStream) {
-    let mut seen = 0usize;
-    while let Some(Ok(chunk)) = stream.next().await {
-        seen += chunk.len();
-        if seen > DRAIN_LIMIT {
-            break;
         }
     }
 }

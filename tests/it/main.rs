@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one file per feature, against real SQLite, real
 //! PostgreSQL, real anvil and fake provider HTTP servers on loopback.
 
+mod api;
 mod bitcoin;
 mod chain;
 mod chaingateway;

@@ -160,7 +160,8 @@ async fn migrate_is_idempotent_and_creates_every_table() {
                 "state",
                 "state_changed_at",
                 "created_at",
-                "expires_at"
+                "expires_at",
+                "updated_at"
             ],
             "{url}"
         );

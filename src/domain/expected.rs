@@ -1,0 +1,462 @@
+//! Expected payments registered by a shop (the API, `orders add`, `orders import`): the
+//! fields as given, checked by each chain's own rules, into the order payrecon stores. Every
+//! bad field is named; nothing is half-accepted.
+//!
+//! - `order_ref`: 1 to 128 characters, no control character, no space at either end.
+//! - `chain`: a configured chain.
+//! - `pay_to`: EVM `0x` + 40 hex digits, all lower, all upper, or mixed case with a valid
+//!   EIP-55 checksum; Tron base58check (`T…`); Bitcoin an address of the chain's network.
+//! - `asset`: `native`, or a token with an `[assets."<chain>:<token>"]` table (spelled by the
+//!   same rules as `pay_to`).
+//! - `amount_due`: base units, 1 to 78 decimal digits, at least 1, fitting U256.
+//! - `expires_at`: RFC 3339 with an offset (kept to the millisecond), or absent.
+
+use std::collections::{HashMap, HashSet};
+
+use jiff::Timestamp;
+use sha3::{Digest, Keccak256};
+
+use super::kind::ChainKind;
+use super::model::{parse_base_units, Address, Asset, U256};
+
+/// Longest `order_ref` accepted.
+pub const MAX_ORDER_REF: usize = 128;
+
+/// The fields of an expected payment as given (JSON strings, flags, CSV cells).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OrderInput<'a> {
+    pub order_ref: &'a str,
+    pub chain: &'a str,
+    pub pay_to: &'a str,
+    pub asset: &'a str,
+    pub amount_due: &'a str,
+    pub expires_at: Option<&'a str>,
+}
+
+/// One bad field: its name (a key of the request body, a flag, a CSV column) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn new(field: &'static str, detail: impl Into<String>) -> FieldError {
+        FieldError {
+            field,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What can be registered: the configured chains (by kind) and tokens.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    chains: HashMap<String, ChainKind>,
+    /// `(chain, canonical token address)`.
+    tokens: HashSet<(String, String)>,
+}
+
+impl Catalog {
+    pub fn new(chains: impl IntoIterator<Item = (String, ChainKind)>) -> Catalog {
+        Catalog {
+            chains: chains.into_iter().collect(),
+            tokens: HashSet::new(),
+        }
+    }
+
+    /// Adds a token from an `[assets]` key (`"<chain>:<address>"`); keys of unknown chains or
+    /// of `native` add nothing.
+    pub fn with_asset_key(mut self, key: &str) -> Catalog {
+        if let Some((chain, addr)) = key.split_once(':') {
+            if let Some(kind) = self.chains.get(chain) {
+                if let Ok(Asset::Token(a)) = kind.asset(addr) {
+                    self.tokens
+                        .insert((chain.to_string(), a.as_str().to_string()));
+                }
+            }
+        }
+        self
+    }
+
+    /// The configured chains' names, sorted.
+    pub fn chain_names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.chains.keys().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// An expected payment, every field in payrecon's canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedOrder {
+    pub order_ref: String,
+    pub chain: String,
+    pub pay_to: Address,
+    pub asset: Asset,
+    pub amount_due: U256,
+    pub expires_at: Option<Timestamp>,
+}
+
+/// An order already stored under the same `order_ref`, as read back (ledger spelling).
+#[derive(Debug, Clone, Default)]
+pub struct StoredOrder<'a> {
+    pub chain: &'a str,
+    pub pay_to: &'a str,
+    pub asset: &'a str,
+    pub amount_due: &'a str,
+    pub expires_at: Option<Timestamp>,
+}
+
+impl ExpectedOrder {
+    /// The fields in which `stored` differs from this order (empty: the same order, so
+    /// registering it again is idempotent). Values are compared in canonical form.
+    pub fn differences(&self, stored: &StoredOrder<'_>) -> Vec<&'static str> {
+        let mut d = Vec::new();
+        if stored.chain != self.chain {
+            d.push("chain");
+        }
+        if !same_spelling(stored.pay_to, self.pay_to.as_str()) {
+            d.push("pay_to");
+        }
+        if !same_spelling(stored.asset, self.asset.as_str()) {
+            d.push("asset");
+        }
+        if parse_base_units(stored.amount_due).ok() != Some(self.amount_due) {
+            d.push("amount_due");
+        }
+        if stored.expires_at != self.expires_at {
+            d.push("expires_at");
+        }
+        d
+    }
+}
+
+/// EVM hex (and `native`) compare in any case; base58 and bech32 as stored.
+fn same_spelling(stored: &str, canonical: &str) -> bool {
+    if canonical.starts_with("0x") || canonical == "native" {
+        stored.eq_ignore_ascii_case(canonical)
+    } else {
+        stored == canonical
+    }
+}
+
+/// Checks every field of `input`; `Err` names each bad one (in the order of the fields).
+pub fn expected_order(
+    input: &OrderInput<'_>,
+    catalog: &Catalog,
+) -> Result<ExpectedOrder, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let order_ref = order_ref(input.order_ref).map_err(|e| errors.push(e)).ok();
+    let kind = match catalog.chains.get(input.chain) {
+        Some(k) => Some(*k),
+        None => {
+            let known = catalog.chain_names().join(", ");
+            errors.push(FieldError::new(
+                "chain",
+                format!(
+                    "{:?} is not a configured chain (configured: {known})",
+                    input.chain
+                ),
+            ));
+            None
+        }
+    };
+    let pay_to = kind.and_then(|k| {
+        address(k, "pay_to", input.pay_to)
+            .map_err(|e| errors.push(e))
+            .ok()
+    });
+    let asset = kind.and_then(|k| {
+        asset(k, input.chain, input.asset, catalog)
+            .map_err(|e| errors.push(e))
+            .ok()
+    });
+    let amount_due = amount(input.amount_due).map_err(|e| errors.push(e)).ok();
+    let expires_at = match input.expires_at.map(expiry).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    match (order_ref, pay_to, asset, amount_due) {
+        (Some(order_ref), Some(pay_to), Some(asset), Some(amount_due)) if errors.is_empty() => {
+            Ok(ExpectedOrder {
+                order_ref,
+                chain: input.chain.to_string(),
+                pay_to,
+                asset,
+                amount_due,
+                expires_at,
+            })
+        }
+        _ => Err(errors),
+    }
+}
+
+fn order_ref(s: &str) -> Result<String, FieldError> {
+    let bad = |d: &str| Err(FieldError::new("order_ref", d));
+    if s.is_empty() {
+        return bad("must not be empty");
+    }
+    if s.chars().count() > MAX_ORDER_REF {
+        return bad("must be at most 128 characters");
+    }
+    if s.chars().any(char::is_control) {
+        return bad("must not contain control characters");
+    }
+    if s.trim() != s {
+        return bad("must not begin or end with white space");
+    }
+    Ok(s.to_string())
+}
+
+/// An address by the chain's rules, stricter than the ledger's reading: an EVM address in
+/// mixed case must carry a valid EIP-55 checksum, and a Tron address must be base58check.
+fn address(kind: ChainKind, field: &'static str, s: &str) -> Result<Address, FieldError> {
+    let err = |d: String| FieldError::new(field, d);
+    match kind {
+        ChainKind::Evm => {
+            let a = Address::parse(s).map_err(|e| err(e.reason))?;
+            if !checksum_ok(&s.trim()[2..]) {
+                return Err(err(format!(
+                    "{s:?} is in mixed case with an invalid EIP-55 checksum (write it all lower case, or with its checksum)"
+                )));
+            }
+            Ok(a)
+        }
+        ChainKind::Tron if !s.starts_with('T') => Err(err(format!(
+            "{s:?} is not a Tron address in base58check (T…)"
+        ))),
+        _ => kind.address(field, s).map_err(|e| err(e.reason)),
+    }
+}
+
+fn asset(kind: ChainKind, chain: &str, s: &str, catalog: &Catalog) -> Result<Asset, FieldError> {
+    if s == "native" {
+        return Ok(Asset::Native);
+    }
+    if let ChainKind::Bitcoin(_) = kind {
+        return Err(FieldError::new(
+            "asset",
+            "Bitcoin has only \"native\" (no tokens)",
+        ));
+    }
+    let token = address(kind, "asset", s)?;
+    if !catalog
+        .tokens
+        .contains(&(chain.to_string(), token.as_str().to_string()))
+    {
+        return Err(FieldError::new(
+            "asset",
+            format!(
+                "{s:?} is not a configured asset of {chain} (add [assets.\"{chain}:{token}\"] or use \"native\")"
+            ),
+        ));
+    }
+    Ok(Asset::Token(token))
+}
+
+fn amount(s: &str) -> Result<U256, FieldError> {
+    let detail = "must be an amount in base units: a string of 1 to 78 decimal digits that fits 256 bits (\"25000000\")";
+    let v = parse_base_units(s)
+        .ok()
+        .filter(|_| s.trim() == s)
+        .ok_or_else(|| FieldError::new("amount_due", detail))?;
+    if v.is_zero() {
+        return Err(FieldError::new("amount_due", "must be at least 1"));
+    }
+    Ok(v)
+}
+
+fn expiry(s: &str) -> Result<Timestamp, FieldError> {
+    s.parse::<Timestamp>()
+        .ok()
+        .and_then(|t| Timestamp::from_millisecond(t.as_millisecond()).ok())
+        .ok_or_else(|| {
+            FieldError::new(
+                "expires_at",
+                format!("{s:?} is not an RFC 3339 timestamp with an offset (2026-12-01T10:00:00Z)"),
+            )
+        })
+}
+
+/// EIP-55: all lower case, all upper case, or each letter upper exactly where the nibble of
+/// keccak256(lower-case hex) at its position is 8 or more.
+fn checksum_ok(digits: &str) -> bool {
+    let has_lower = digits.bytes().any(|b| b.is_ascii_lowercase());
+    let has_upper = digits.bytes().any(|b| b.is_ascii_uppercase());
+    if !(has_lower && has_upper) {
+        return true;
+    }
+    let hash = Keccak256::digest(digits.to_ascii_lowercase().as_bytes());
+    digits.bytes().enumerate().all(|(i, b)| {
+        let nibble = (hash[i / 2] >> if i % 2 == 0 { 4 } else { 0 }) & 0x0f;
+        !b.is_ascii_alphabetic() || b.is_ascii_uppercase() == (nibble >= 8)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::BtcNetwork;
+
+    const USDT: &str = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
+    const TRON_USDT: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+
+    fn catalog() -> Catalog {
+        Catalog::new([
+            ("ethereum".to_string(), ChainKind::Evm),
+            ("tron".to_string(), ChainKind::Tron),
+            (
+                "bitcoin".to_string(),
+                ChainKind::Bitcoin(BtcNetwork::Mainnet),
+            ),
+        ])
+        .with_asset_key(&format!("ethereum:{}", USDT.to_lowercase()))
+        .with_asset_key(&format!("tron:{TRON_USDT}"))
+    }
+
+    fn input<'a>(pay_to: &'a str, asset: &'a str, amount: &'a str) -> OrderInput<'a> {
+        OrderInput {
+            order_ref: "A-1",
+            chain: "ethereum",
+            pay_to,
+            asset,
+            amount_due: amount,
+            expires_at: None,
+        }
+    }
+
+    fn fields(r: Result<ExpectedOrder, Vec<FieldError>>) -> Vec<&'static str> {
+        r.err()
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.field)
+            .collect()
+    }
+
+    #[test]
+    fn eip55_checksums_are_checked_only_in_mixed_case() {
+        // The EIP-55 test vectors.
+        for a in [
+            "5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+            "fB6916095ca1df60bB79Ce92cE3Ea74c37c5d359",
+            "dbF03B407c01E7cD3CBea99509d93f8DDDC8C6FB",
+            "D1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb",
+        ] {
+            assert!(checksum_ok(a), "{a}");
+            let flipped = a.replacen('a', "A", 1);
+            assert!(!checksum_ok(&flipped) || flipped == a, "{flipped}");
+        }
+        assert!(checksum_ok(&USDT[2..].to_lowercase()));
+        assert!(checksum_ok(&USDT[2..].to_uppercase()));
+        let c = catalog();
+        let bad = "0xdAC17F958D2ee523a2206206994597C13D831eC7";
+        assert_eq!(
+            fields(expected_order(&input(bad, "native", "1"), &c)),
+            ["pay_to"]
+        );
+        let ok = expected_order(&input(USDT, USDT, "25000000"), &c).unwrap();
+        assert_eq!(ok.pay_to.as_str(), USDT.to_lowercase());
+        assert_eq!(ok.asset, Asset::Token(Address::parse(USDT).unwrap()));
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let c = catalog();
+        let i = OrderInput {
+            order_ref: " x",
+            chain: "ethereum",
+            pay_to: "0x12",
+            asset: "0x0000000000000000000000000000000000000001",
+            amount_due: "1.5",
+            expires_at: Some("tomorrow"),
+        };
+        assert_eq!(
+            fields(expected_order(&i, &c)),
+            ["order_ref", "pay_to", "asset", "amount_due", "expires_at"]
+        );
+        let i = OrderInput {
+            chain: "solana",
+            ..input(USDT, "native", "0")
+        };
+        let e = expected_order(&i, &c).unwrap_err();
+        assert_eq!(e.len(), 2);
+        assert!(
+            e[0].detail.contains("configured: bitcoin, ethereum, tron"),
+            "{e:?}"
+        );
+        assert_eq!(e[1].detail, "must be at least 1");
+        let over = format!("{}0", U256::MAX);
+        assert_eq!(
+            fields(expected_order(&input(USDT, "native", &over), &c)),
+            ["amount_due"]
+        );
+        assert_eq!(
+            fields(expected_order(&input(USDT, "native", " 5"), &c)),
+            ["amount_due"]
+        );
+        let long = "x".repeat(129);
+        let i = OrderInput {
+            order_ref: &long,
+            ..input(USDT, "native", "5")
+        };
+        assert_eq!(fields(expected_order(&i, &c)), ["order_ref"]);
+    }
+
+    #[test]
+    fn each_chain_reads_its_own_addresses() {
+        let c = catalog();
+        let tron = |pay_to, asset| OrderInput {
+            chain: "tron",
+            ..input(pay_to, asset, "1")
+        };
+        let ok =
+            expected_order(&tron("TLa2f6VPqDgRE67v1736s7bJ8Ray5wYjU7", TRON_USDT), &c).unwrap();
+        assert_eq!(ok.asset.as_str(), TRON_USDT);
+        let hex = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
+        assert_eq!(fields(expected_order(&tron(hex, "native"), &c)), ["pay_to"]);
+        let broken = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u";
+        assert_eq!(
+            fields(expected_order(&tron(broken, "native"), &c)),
+            ["pay_to"]
+        );
+        let btc = |pay_to, asset| OrderInput {
+            chain: "bitcoin",
+            ..input(pay_to, asset, "1")
+        };
+        let segwit = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
+        assert!(expected_order(&btc(segwit, "native"), &c).is_ok());
+        let testnet = "tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx";
+        assert_eq!(
+            fields(expected_order(&btc(testnet, "native"), &c)),
+            ["pay_to"]
+        );
+        assert_eq!(fields(expected_order(&btc(segwit, USDT), &c)), ["asset"]);
+    }
+
+    #[test]
+    fn the_same_order_has_no_differences() {
+        let c = catalog();
+        let mut i = input(USDT, USDT, "25000000");
+        i.expires_at = Some("2026-12-01T10:00:00.123456Z");
+        let o = expected_order(&i, &c).unwrap();
+        let stored = StoredOrder {
+            chain: "ethereum",
+            pay_to: &USDT.to_lowercase(),
+            asset: &USDT.to_lowercase(),
+            amount_due: "25000000",
+            expires_at: Some("2026-12-01T10:00:00.123Z".parse().unwrap()),
+        };
+        assert!(o.differences(&stored).is_empty());
+        let other = StoredOrder {
+            amount_due: "25000001",
+            asset: "native",
+            expires_at: None,
+            ..stored
+        };
+        assert_eq!(o.differences(&other), ["asset", "amount_due", "expires_at"]);
+    }
+}

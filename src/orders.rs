@@ -1,0 +1,316 @@
+//! `payrecon orders add|import` (SPEC §16): the API's registration from the command line, with
+//! the same validation (`domain::expected_order`) and idempotency (`Store::register_orders`).
+//! An import streams its file and commits `REGISTER_BATCH` rows per transaction; a bad row is
+//! named by its line and skipped, the good rows are kept.
+//!
+//! Exit codes: 0 every order registered (or registered before with the same fields); 1 a ref
+//! registered with other fields, a bad row in an import, or the database failed; 2 an invalid
+//! field of `add`, or an import file that cannot be read as the CSV it must be.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use crate::cli::{Format, OrderAddArgs, OrdersAction, OrdersArgs};
+use crate::config::Config;
+use crate::domain::{expected_order, Catalog, ExpectedOrder, FieldError, OrderInput};
+use crate::store::{OrderView, Registered, Store, REGISTER_BATCH};
+
+/// The import file's columns; `expires_at` may be left out.
+pub const COLUMNS: [&str; 6] = [
+    "order_ref",
+    "chain",
+    "pay_to",
+    "asset",
+    "amount_due",
+    "expires_at",
+];
+
+/// Runs `payrecon orders …`.
+pub async fn command(config: Config, args: OrdersArgs) -> ExitCode {
+    match args.action {
+        OrdersAction::Add(a) => add(&config, a).await,
+        OrdersAction::Import { file } => {
+            let reader: Box<dyn Read> = if file.as_os_str() == "-" {
+                Box::new(std::io::stdin())
+            } else {
+                match std::fs::File::open(&file) {
+                    Ok(f) => Box::new(f),
+                    Err(e) => {
+                        eprintln!("payrecon: cannot read {}: {e}", file.display());
+                        return ExitCode::from(2);
+                    }
+                }
+            };
+            import(&config, reader).await
+        }
+    }
+}
+
+fn fail(config: &Config, e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!(
+        "payrecon: {}",
+        crate::secret::redact(&e.to_string(), &config.secrets())
+    );
+    ExitCode::from(1)
+}
+
+/// The store, migrated first unless `database.migrate = false` (as `run` does).
+async fn open(config: &Config) -> Result<Store, crate::store::StoreError> {
+    let store = Store::connect(config.database.url.expose(), 2).await?;
+    if config.database.migrate {
+        store.migrate().await?;
+    }
+    Ok(store)
+}
+
+async fn add(config: &Config, a: OrderAddArgs) -> ExitCode {
+    let input = OrderInput {
+        order_ref: &a.order_ref,
+        chain: &a.chain,
+        pay_to: &a.pay_to,
+        asset: &a.asset,
+        amount_due: &a.amount,
+        expires_at: a.expires_at.as_deref(),
+    };
+    let order = match expected_order(&input, &config.catalog()) {
+        Ok(o) => o,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("payrecon: --{}: {}", flag(e.field), e.detail);
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let store = match open(config).await {
+        Ok(s) => s,
+        Err(e) => return fail(config, &e),
+    };
+    let outcome = store.register_orders(std::slice::from_ref(&order)).await;
+    store.close().await;
+    let (word, view, code) = match outcome {
+        Ok(mut v) if !v.is_empty() => match v.remove(0) {
+            Registered::Created(view) => ("registered", view, ExitCode::SUCCESS),
+            Registered::Same(view) => ("already registered (same fields)", view, ExitCode::SUCCESS),
+            Registered::Conflict(view, fields) => {
+                eprintln!(
+                    "payrecon: order {:?} is registered with another {}; nothing was written",
+                    view.order_ref,
+                    fields.join(", ")
+                );
+                return ExitCode::from(1);
+            }
+        },
+        Ok(_) => return fail(config, &"no outcome"),
+        Err(e) => return fail(config, &e),
+    };
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string(&view).unwrap_or_default()),
+        Format::Text => println!("{}", line(word, &view)),
+    }
+    code
+}
+
+/// The flag of a field (`amount_due` is `--amount`, `order_ref` is `--ref`).
+fn flag(field: &str) -> String {
+    match field {
+        "amount_due" => "amount".into(),
+        "order_ref" => "ref".into(),
+        f => f.replace('_', "-"),
+    }
+}
+
+fn line(word: &str, o: &OrderView) -> String {
+    format!(
+        "{word}: {} ({} {} of {} to {}, {})",
+        o.order_ref, o.chain, o.amount_due, o.asset, o.pay_to, o.state
+    )
+}
+
+/// What an import did.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tally {
+    created: u64,
+    same: u64,
+    conflicts: u64,
+    invalid: u64,
+}
+
+async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
+    // Lines end in LF or CRLF; the CR is dropped before the CSV reader, whose line numbers
+    // fall one short after a CRLF header otherwise.
+    let mut csv = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_reader(NoCr(reader));
+    let index = match header(&mut csv) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("payrecon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let store = match open(config).await {
+        Ok(s) => s,
+        Err(e) => return fail(config, &e),
+    };
+    let catalog = config.catalog();
+    let mut tally = Tally::default();
+    let mut batch: Vec<(u64, ExpectedOrder)> = Vec::with_capacity(REGISTER_BATCH);
+    let mut record = csv::StringRecord::new();
+    let mut result = Ok(());
+    loop {
+        match csv.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                // A row the CSV reader cannot read (wrong number of cells, bad UTF-8): named,
+                // skipped; the reader goes on with the next line.
+                let at = e.position().map(|p| p.line()).unwrap_or(0);
+                eprintln!("payrecon: line {at}: {}", one_line(&e.to_string()));
+                tally.invalid += 1;
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    result = Err(e.to_string());
+                    break;
+                }
+                continue;
+            }
+        }
+        let at = record.position().map(|p| p.line()).unwrap_or(0);
+        match row(&record, &index, &catalog) {
+            Ok(o) => batch.push((at, o)),
+            Err(errors) => {
+                tally.invalid += 1;
+                for e in errors {
+                    eprintln!("payrecon: line {at}: {}: {}", e.field, e.detail);
+                }
+            }
+        }
+        if batch.len() == REGISTER_BATCH {
+            if let Err(e) = register(&store, &mut batch, &mut tally).await {
+                result = Err(e.to_string());
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        result = register(&store, &mut batch, &mut tally)
+            .await
+            .map_err(|e| e.to_string());
+    }
+    store.close().await;
+    println!(
+        "{} registered, {} already registered, {} conflicting, {} invalid",
+        tally.created, tally.same, tally.conflicts, tally.invalid
+    );
+    if let Err(e) = result {
+        return fail(config, &e);
+    }
+    if tally.conflicts + tally.invalid > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// A reader without carriage returns (no field of an order may hold one).
+struct NoCr<R>(R);
+
+impl<R: Read> Read for NoCr<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.0.read(buf)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            let mut kept = 0;
+            for i in 0..n {
+                if buf[i] != b'\r' {
+                    buf[kept] = buf[i];
+                    kept += 1;
+                }
+            }
+            if kept > 0 {
+                return Ok(kept);
+            }
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The position of each of `COLUMNS` in the header (`expires_at` may be missing); an unknown,
+/// repeated or missing column is an error.
+fn header<R: Read>(csv: &mut csv::Reader<NoCr<R>>) -> Result<[Option<usize>; 6], String> {
+    let h = csv
+        .headers()
+        .map_err(|e| format!("line 1: {}", one_line(&e.to_string())))?
+        .clone();
+    let mut index = [None; 6];
+    for (i, name) in h.iter().enumerate() {
+        let name = name.trim();
+        let Some(c) = COLUMNS.iter().position(|c| *c == name) else {
+            return Err(format!(
+                "line 1: unknown column {name:?} (the header is {})",
+                COLUMNS.join(",")
+            ));
+        };
+        if index[c].replace(i).is_some() {
+            return Err(format!("line 1: column {name:?} appears twice"));
+        }
+    }
+    if let Some(c) = (0..5).find(|&c| index[c].is_none()) {
+        return Err(format!(
+            "line 1: column {:?} is missing (the header is {})",
+            COLUMNS[c],
+            COLUMNS.join(",")
+        ));
+    }
+    Ok(index)
+}
+
+fn row(
+    record: &csv::StringRecord,
+    index: &[Option<usize>; 6],
+    catalog: &Catalog,
+) -> Result<ExpectedOrder, Vec<FieldError>> {
+    let cell = |c: usize| index[c].and_then(|i| record.get(i)).unwrap_or("");
+    let input = OrderInput {
+        order_ref: cell(0),
+        chain: cell(1),
+        pay_to: cell(2),
+        asset: cell(3),
+        amount_due: cell(4),
+        expires_at: Some(cell(5)).filter(|s| !s.is_empty()),
+    };
+    expected_order(&input, catalog)
+}
+
+/// Registers the batch (one transaction) and names each conflict by its line.
+async fn register(
+    store: &Store,
+    batch: &mut Vec<(u64, ExpectedOrder)>,
+    tally: &mut Tally,
+) -> Result<(), crate::store::StoreError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let orders: Vec<ExpectedOrder> = batch.iter().map(|(_, o)| o.clone()).collect();
+    let outcomes = store.register_orders(&orders).await?;
+    for ((at, _), outcome) in batch.iter().zip(outcomes) {
+        match outcome {
+            Registered::Created(_) => tally.created += 1,
+            Registered::Same(_) => tally.same += 1,
+            Registered::Conflict(view, fields) => {
+                tally.conflicts += 1;
+                eprintln!(
+                    "payrecon: line {at}: order {:?} is registered with another {}",
+                    view.order_ref,
+                    fields.join(", ")
+                );
+            }
+        }
+    }
+    batch.clear();
+    Ok(())
+}

@@ -1,0 +1,384 @@
+//! Orders registered by a shop (SPEC §16): the API's `POST /v1/orders`, `payrecon orders add`
+//! and `orders import`. A batch is one transaction of two statements: a multi-row INSERT that
+//! skips the refs already taken (`ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref`),
+//! then one read of every ref of the batch. A ref taken before is the same order again (the
+//! request is idempotent) or a conflict, decided by the domain on the stored fields. And the
+//! API's reads: one order, or a keyset page by `(updated_at, id)`.
+
+use std::collections::{HashMap, HashSet};
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::rows::{counted, db_error, on_pool, pg_ms, sqlite_ms, sqlite_ts};
+use super::{Store, StoreError};
+use crate::domain::{ExpectedOrder, StoredOrder};
+
+/// Orders per transaction of `register_orders` (SPEC §16: an import commits per 1,000).
+pub const REGISTER_BATCH: usize = 1_000;
+
+/// An order as the API shows it. Amounts are base units as decimal strings; times RFC 3339.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct OrderView {
+    #[serde(skip)]
+    pub id: i64,
+    pub order_ref: String,
+    pub chain: String,
+    pub pay_to: String,
+    /// A token contract, or `native`.
+    pub asset: String,
+    /// Base units, as a decimal string.
+    #[schema(example = "25000000")]
+    pub amount_due: String,
+    /// The sum of the order's credited payments (base units), or null before the first.
+    pub amount_paid: Option<String>,
+    /// `unpaid`, `pending`, `confirmed` or `final`.
+    pub state: String,
+    /// The payment that completed the cover, once one did.
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub block_number: Option<i64>,
+    pub block_hash: Option<String>,
+    pub expires_at: Option<String>,
+    pub created_at: Option<String>,
+    pub state_changed_at: Option<String>,
+    pub updated_at: Option<String>,
+    /// Where this order sits in the list (`OrderPage::after`), when read by `order_page`.
+    #[serde(skip)]
+    pub position: Option<String>,
+}
+
+/// A payment credited to an order, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct PaymentView {
+    pub chain: String,
+    pub tx_hash: String,
+    pub log_index: i64,
+    /// Base units, as a decimal string.
+    pub amount: String,
+    pub block_number: Option<i64>,
+    pub block_hash: Option<String>,
+    /// `pending`, `confirmed` or `final`.
+    pub state: String,
+    /// `reconcile`, `webhook`, `operator` or `merchant`.
+    pub source: String,
+    pub provider: Option<String>,
+    pub created_at: Option<String>,
+    /// When the payment was seen to leave the canonical chain (null while it is on it).
+    pub reorged_at: Option<String>,
+}
+
+/// What registering one order did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registered {
+    /// A new order.
+    Created(OrderView),
+    /// The same order was registered before: nothing written.
+    Same(OrderView),
+    /// The ref is taken by an order that differs in these fields: nothing written.
+    Conflict(OrderView, Vec<&'static str>),
+}
+
+/// Filters and position of `GET /v1/orders`.
+#[derive(Debug, Clone, Default)]
+pub struct OrderPage {
+    pub state: Option<String>,
+    pub updated_since: Option<Timestamp>,
+    /// After this `(position, id)` (an `OrderView::position` and its id).
+    pub after: Option<(String, i64)>,
+    pub limit: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct ViewRow {
+    id: i64,
+    order_ref: String,
+    chain: String,
+    pay_to: String,
+    asset: String,
+    amount_due: String,
+    amount_paid: Option<String>,
+    state: String,
+    tx_hash: Option<String>,
+    log_index: Option<i64>,
+    block_number: Option<i64>,
+    block_hash: Option<String>,
+    expires_ms: Option<i64>,
+    created_ms: Option<i64>,
+    changed_ms: Option<i64>,
+    updated_ms: Option<i64>,
+}
+
+#[derive(sqlx::FromRow)]
+struct PagedRow {
+    #[sqlx(flatten)]
+    row: ViewRow,
+    position: String,
+}
+
+fn ms_text(ms: Option<i64>) -> Option<String> {
+    ms.and_then(|m| Timestamp::from_millisecond(m).ok())
+        .map(sqlite_ts)
+}
+
+impl ViewRow {
+    fn view(self) -> OrderView {
+        OrderView {
+            id: self.id,
+            order_ref: self.order_ref,
+            chain: self.chain,
+            pay_to: self.pay_to,
+            asset: self.asset,
+            amount_due: self.amount_due,
+            amount_paid: self.amount_paid,
+            state: self.state,
+            tx_hash: self.tx_hash,
+            log_index: self.log_index,
+            block_number: self.block_number,
+            block_hash: self.block_hash,
+            expires_at: ms_text(self.expires_ms),
+            created_at: ms_text(self.created_ms),
+            state_changed_at: ms_text(self.changed_ms),
+            updated_at: ms_text(self.updated_ms),
+            position: None,
+        }
+    }
+}
+
+/// The view's columns on one backend.
+fn view_columns(pg: bool) -> String {
+    type Column = fn(&str) -> String;
+    let (ms, text): (Column, Column) = if pg {
+        (pg_ms, |c| format!("{c}::text"))
+    } else {
+        (sqlite_ms, |c| format!("CAST({c} AS TEXT)"))
+    };
+    format!(
+        "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
+         {paid} AS amount_paid, o.state, o.tx_hash, o.log_index, o.block_number, o.block_hash, \
+         {exp} AS expires_ms, {created} AS created_ms, {changed} AS changed_ms, \
+         {updated} AS updated_ms",
+        due = text("o.amount_due"),
+        paid = text("o.amount_paid"),
+        exp = ms("o.expires_at"),
+        created = ms("o.created_at"),
+        changed = ms("o.state_changed_at"),
+        updated = ms("o.updated_at"),
+    )
+}
+
+/// One batch: the INSERT that skips taken refs, then the read of every ref, in one
+/// transaction (`$db` the sqlx database, `$begin` its BEGIN, `$num`/`$ts` the casts of an
+/// amount and a time bind).
+macro_rules! register_batch {
+    ($db:ty, $begin:expr, $batch:expr, $pg:expr, $num:expr, $ts:expr) => {{
+        let batch = $batch;
+        let mut tx = $begin.await.map_err(|e| db_error("register orders", e))?;
+        let mut qb = sqlx::QueryBuilder::<$db>::new(
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) ",
+        );
+        qb.push_values(batch, |mut b, o: &ExpectedOrder| {
+            b.push_bind(o.order_ref.as_str())
+                .push_bind(o.chain.as_str())
+                .push_bind(o.pay_to.as_str())
+                .push_bind(o.asset.as_str())
+                .push_bind(o.amount_due.to_string())
+                .push_unseparated($num)
+                .push_bind(o.expires_at.map(sqlite_ts))
+                .push_unseparated($ts);
+        });
+        qb.push(" ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref");
+        let inserted: Vec<(String,)> = qb
+            .build_query_as()
+            .fetch_all(counted(&mut *tx))
+            .await
+            .map_err(|e| db_error("register orders", e))?;
+        let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+            "SELECT {} FROM orders o WHERE o.order_ref IN (",
+            view_columns($pg)
+        ));
+        let mut refs = qb.separated(", ");
+        for o in batch {
+            refs.push_bind(o.order_ref.as_str());
+        }
+        qb.push(")");
+        let rows: Vec<ViewRow> = qb
+            .build_query_as()
+            .fetch_all(counted(&mut *tx))
+            .await
+            .map_err(|e| db_error("register orders", e))?;
+        counted(tx)
+            .commit()
+            .await
+            .map_err(|e| db_error("register orders", e))?;
+        (inserted, rows)
+    }};
+}
+
+impl Store {
+    /// Registers `orders`, `REGISTER_BATCH` per transaction; one outcome per order, in order.
+    /// A ref given twice is created once and compared the second time.
+    pub async fn register_orders(
+        &self,
+        orders: &[ExpectedOrder],
+    ) -> Result<Vec<Registered>, StoreError> {
+        let mut out = Vec::with_capacity(orders.len());
+        for batch in orders.chunks(REGISTER_BATCH) {
+            let (inserted, rows) = match self {
+                Store::Sqlite(p) => register_batch!(
+                    sqlx::Sqlite,
+                    counted(p).begin_with("BEGIN IMMEDIATE"),
+                    batch,
+                    false,
+                    "",
+                    ""
+                ),
+                Store::Postgres(p) => register_batch!(
+                    sqlx::Postgres,
+                    counted(p).begin(),
+                    batch,
+                    true,
+                    "::numeric",
+                    "::timestamptz"
+                ),
+            };
+            let mut new: HashSet<String> = inserted.into_iter().map(|(r,)| r).collect();
+            let stored: HashMap<String, OrderView> = rows
+                .into_iter()
+                .map(|r| (r.order_ref.clone(), r.view()))
+                .collect();
+            for o in batch {
+                let Some(view) = stored.get(&o.order_ref).cloned() else {
+                    return Err(StoreError::Invalid(format!(
+                        "order {:?} was neither inserted nor found (deleted meanwhile?)",
+                        o.order_ref
+                    )));
+                };
+                if new.remove(&o.order_ref) {
+                    out.push(Registered::Created(view));
+                    continue;
+                }
+                let expires_at = view
+                    .expires_at
+                    .as_deref()
+                    .and_then(|t| t.parse::<Timestamp>().ok());
+                let diff = o.differences(&StoredOrder {
+                    chain: &view.chain,
+                    pay_to: &view.pay_to,
+                    asset: &view.asset,
+                    amount_due: &view.amount_due,
+                    expires_at,
+                });
+                out.push(if diff.is_empty() {
+                    Registered::Same(view)
+                } else {
+                    Registered::Conflict(view, diff)
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The payments credited to an order, in chain order.
+    pub async fn order_payments(&self, order_id: i64) -> Result<Vec<PaymentView>, StoreError> {
+        let sql = if matches!(self, Store::Postgres(_)) {
+            "SELECT chain, tx_hash, log_index, amount::text AS amount, block_number, block_hash, \
+             state, source, provider, \
+             to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS created_at, \
+             to_char(reorged_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS reorged_at \
+             FROM payrecon_payments WHERE order_id = $1 ORDER BY block_number, log_index, id"
+        } else {
+            "SELECT chain, tx_hash, log_index, CAST(amount AS TEXT) AS amount, block_number, \
+             block_hash, state, source, provider, created_at, reorged_at \
+             FROM payrecon_payments WHERE order_id = ?1 ORDER BY block_number, log_index, id"
+        };
+        on_pool!(self, p => sqlx::query_as(sql).bind(order_id).fetch_all(counted(p)).await)
+            .map_err(|e| db_error("read an order's payments", e))
+    }
+
+    /// One order by its ref.
+    pub async fn order_view(&self, order_ref: &str) -> Result<Option<OrderView>, StoreError> {
+        let pg = matches!(self, Store::Postgres(_));
+        let sql = format!(
+            "SELECT {} FROM orders o WHERE o.order_ref = {}",
+            view_columns(pg),
+            if pg { "$1" } else { "?1" }
+        );
+        let row: Option<ViewRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(order_ref).fetch_optional(counted(p)).await
+        })
+        .map_err(|e| db_error("read an order", e))?;
+        Ok(row.map(ViewRow::view))
+    }
+
+    /// A page of orders in `(updated_at, id)` order: those matching `page`'s filters after its
+    /// position, at most `page.limit`. Each view's `position` is where the next page starts.
+    pub async fn order_page(&self, page: &OrderPage) -> Result<Vec<OrderView>, StoreError> {
+        let pg = matches!(self, Store::Postgres(_));
+        let p = |n: usize| if pg { format!("${n}") } else { format!("?{n}") };
+        // Positions compare the stored time itself (indexed, and exact: microseconds on
+        // PostgreSQL, the stored text on SQLite).
+        let at = |n: usize| {
+            if pg {
+                format!(
+                    "('epoch'::timestamptz + {}::bigint * interval '1 microsecond')",
+                    p(n)
+                )
+            } else {
+                p(n)
+            }
+        };
+        let mut clauses = vec!["o.updated_at IS NOT NULL".to_string()];
+        let mut binds: Vec<String> = Vec::new();
+        if let Some(s) = &page.state {
+            binds.push(s.clone());
+            clauses.push(format!("o.state = {}", p(binds.len())));
+        }
+        if let Some(t) = page.updated_since {
+            binds.push(sqlite_ts(t));
+            let cast = if pg { "::timestamptz" } else { "" };
+            clauses.push(format!("o.updated_at >= {}{cast}", p(binds.len())));
+        }
+        let mut after_id = None;
+        if let Some((pos, id)) = &page.after {
+            binds.push(pos.clone());
+            after_id = Some(*id);
+            clauses.push(format!(
+                "(o.updated_at > {t} OR (o.updated_at = {t} AND o.id > {id}))",
+                t = at(binds.len()),
+                id = p(binds.len() + 1)
+            ));
+        }
+        let limit = p(binds.len() + usize::from(after_id.is_some()) + 1);
+        let sql = format!(
+            "SELECT {cols}, {pos} AS position FROM orders o WHERE {w} \
+             ORDER BY o.updated_at, o.id LIMIT {limit}",
+            cols = view_columns(pg),
+            pos = if pg {
+                "((EXTRACT(EPOCH FROM o.updated_at) * 1000000)::bigint)::text"
+            } else {
+                "o.updated_at"
+            },
+            w = clauses.join(" AND "),
+        );
+        let rows: Vec<PagedRow> = on_pool!(self, pool => {
+            let mut q = sqlx::query_as(&sql);
+            for b in &binds {
+                q = q.bind(b);
+            }
+            if let Some(id) = after_id {
+                q = q.bind(id);
+            }
+            q.bind(page.limit).fetch_all(counted(pool)).await
+        })
+        .map_err(|e| db_error("list orders", e))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let mut v = r.row.view();
+                v.position = Some(r.position);
+                v
+            })
+            .collect())
+    }
+}
