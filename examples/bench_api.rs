@@ -78,7 +78,7 @@ async fn start(url: &str, dir: &Path, name: &str) -> Result<(Serve, String), Str
         .arg("--config")
         .arg(&config)
         .arg("serve")
-        .env("PAYRECON_LOG", "warn")
+        .env("PAYRECON_LOG", "error")
         .stdout(std::process::Stdio::null())
         .spawn()
         .map_err(|e| format!("start serve: {e}"))?;

@@ -136,11 +136,11 @@ struct Tally {
 }
 
 async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
-    // Lines end in LF or CRLF; the CR is dropped before the CSV reader, whose line numbers
+    // Lines end in LF or CRLF; CRLF is read as LF before the CSV reader, whose line numbers
     // fall one short after a CRLF header otherwise.
     let mut csv = csv::ReaderBuilder::new()
         .flexible(false)
-        .from_reader(NoCr(reader));
+        .from_reader(NoCr::new(reader));
     let index = match header(&mut csv) {
         Ok(i) => i,
         Err(e) => {
@@ -211,27 +211,48 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
     }
 }
 
-/// A reader without carriage returns (no field of an order may hold one).
-struct NoCr<R>(R);
+/// A reader in which CRLF is LF (a CR anywhere else is kept, and refused by the field's rules).
+struct NoCr<R> {
+    inner: std::io::BufReader<R>,
+    /// A CR read, not yet known to end a line.
+    cr: bool,
+}
+
+impl<R: Read> NoCr<R> {
+    fn new(inner: R) -> NoCr<R> {
+        NoCr {
+            inner: std::io::BufReader::new(inner),
+            cr: false,
+        }
+    }
+}
 
 impl<R: Read> Read for NoCr<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            let n = self.0.read(buf)?;
-            if n == 0 {
-                return Ok(0);
-            }
-            let mut kept = 0;
-            for i in 0..n {
-                if buf[i] != b'\r' {
-                    buf[kept] = buf[i];
-                    kept += 1;
+        use std::io::BufRead as _;
+        let mut out = 0;
+        while out < buf.len() {
+            let Some(&b) = self.inner.fill_buf()?.first() else {
+                if std::mem::take(&mut self.cr) {
+                    buf[out] = b'\r';
+                    out += 1;
                 }
+                break;
+            };
+            if std::mem::take(&mut self.cr) && b != b'\n' {
+                buf[out] = b'\r';
+                out += 1;
+                continue;
             }
-            if kept > 0 {
-                return Ok(kept);
+            self.inner.consume(1);
+            if b == b'\r' {
+                self.cr = true;
+            } else {
+                buf[out] = b;
+                out += 1;
             }
         }
+        Ok(out)
     }
 }
 
@@ -313,4 +334,36 @@ async fn register(
     }
     batch.clear();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+
+    use super::NoCr;
+
+    #[test]
+    fn crlf_is_read_as_lf_and_any_other_cr_is_kept() {
+        for (input, want) in [
+            (&b"a\r\nb\rc\r"[..], &b"a\nb\rc\r"[..]),
+            (b"\r\n\r\n", b"\n\n"),
+            (b"x\r", b"x\r"),
+            (b"", b""),
+        ] {
+            // One byte at a time too: a CR at the end of one read, its LF in the next.
+            for chunk in [1usize, 3, 64] {
+                let mut r = NoCr::new(input);
+                let mut out = Vec::new();
+                let mut buf = vec![0u8; chunk];
+                loop {
+                    let n = r.read(&mut buf).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    out.extend_from_slice(&buf[..n]);
+                }
+                assert_eq!(out, want, "{input:?} in reads of {chunk}");
+            }
+        }
+    }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -132,6 +132,7 @@ pub struct OrderList {
         (status = 201, description = "Registered", body = OrderView,
             headers(("location" = String, description = "/v1/orders/{order_ref}"))),
         (status = 200, description = "Registered before with the same fields", body = OrderView),
+        (status = 400, description = "The body broke off before its end", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No token, or a wrong one", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The order_ref is registered with other fields", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
@@ -148,6 +149,10 @@ pub async fn create_order(State(api): State<Arc<Api>>, headers: HeaderMap, body:
     tokio::time::timeout(REQUEST_TIMEOUT, register(&api, &headers, body))
         .await
         .unwrap_or_else(|_| {
+            tracing::warn!(
+                "API: a registration took longer than {} s (database busy?); answered 503.",
+                REQUEST_TIMEOUT.as_secs()
+            );
             Problem::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the request took too long; try again",
@@ -260,12 +265,16 @@ fn path_segment(s: &str) -> String {
 )]
 pub async fn get_order(
     State(api): State<Arc<Api>>,
-    Path(order_ref): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
     if !api.authorized(&headers) {
         return Problem::unauthorized().into_response();
     }
+    // A ref that does not decode (not UTF-8) names no order.
+    let Ok(Path(order_ref)) = path else {
+        return Problem::new(StatusCode::NOT_FOUND, "no order has this ref").into_response();
+    };
     let order = match api.store.order_view(&order_ref).await {
         Ok(Some(o)) => o,
         Ok(None) => {
@@ -348,6 +357,11 @@ pub async fn list_orders(
         Err(problems) => return Problem::invalid(problems).into_response(),
     };
     match api.store.order_page(&page).await {
+        Err(crate::store::StoreError::Invalid(_)) => Problem::invalid(vec![FieldProblem::query(
+            "cursor",
+            "not a cursor this API returned (pass next_cursor as it is)",
+        )])
+        .into_response(),
         Ok(orders) => {
             let next_cursor = (orders.len() as i64 == page.limit)
                 .then(|| orders.last())

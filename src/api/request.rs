@@ -56,17 +56,23 @@ pub fn order(raw: &[u8], catalog: &Catalog) -> Result<ExpectedOrder, Vec<FieldPr
         }]
     })?;
     let Value::Object(map) = value else {
-        return Err(vec![FieldProblem::body(
-            "",
-            "the body must be a JSON object",
-        )]);
+        return Err(vec![FieldProblem {
+            pointer: Some("#".into()),
+            parameter: None,
+            detail: "the body must be a JSON object".into(),
+        }]);
     };
     let mut problems = shape(&map);
     if !problems.is_empty() {
         return Err(problems);
     }
-    let req: OrderRequest = serde_json::from_value(Value::Object(map))
-        .map_err(|e| vec![FieldProblem::body("", e.to_string())])?;
+    let req: OrderRequest = serde_json::from_value(Value::Object(map)).map_err(|e| {
+        vec![FieldProblem {
+            pointer: Some("#".into()),
+            parameter: None,
+            detail: e.to_string(),
+        }]
+    })?;
     let input = OrderInput {
         order_ref: &req.order_ref,
         chain: &req.chain,
@@ -108,9 +114,20 @@ fn shape(map: &Map<String, Value>) -> Vec<FieldProblem> {
     problems
 }
 
-/// A key as a JSON pointer segment (RFC 6901).
+/// A key as a JSON pointer segment (RFC 6901) in a URI fragment (RFC 3986: what a fragment
+/// may not hold is percent-encoded).
 fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+    let pointer = key.replace('~', "~0").replace('/', "~1");
+    pointer
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -214,12 +231,12 @@ mod tests {
             "0x52908400098527886e0f7030069857d2e4169ee7"
         );
         assert_eq!(pointers(order(b"{", &c)), ["#"]);
-        assert_eq!(pointers(order(b"[]", &c)), ["#/"]);
-        let bad = br#"{"order_ref":1,"chain":"ethereum","pay_to":true,"amount_due":25,"x/y":0}"#;
+        assert_eq!(pointers(order(b"[]", &c)), ["#"]);
+        let bad = br#"{"order_ref":1,"chain":"ethereum","pay_to":true,"amount_due":25,"x/y z":0}"#;
         assert_eq!(
             pointers(order(bad, &c)),
             [
-                "#/x~1y",
+                "#/x~1y%20z",
                 "#/order_ref",
                 "#/pay_to",
                 "#/asset",

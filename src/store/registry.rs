@@ -3,7 +3,7 @@
 //! skips the refs already taken (`ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref`),
 //! then one read of every ref of the batch. A ref taken before is the same order again (the
 //! request is idempotent) or a conflict, decided by the domain on the stored fields. And the
-//! API's reads: one order, or a keyset page by `(updated_at, id)`.
+//! API's reads: one order, or a keyset page by `(payrecon_updated_at, id)`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -109,6 +109,17 @@ struct ViewRow {
     updated_ms: Option<i64>,
 }
 
+/// Whether `pos` is a position `order_page` gave on this backend: microseconds since the
+/// epoch on PostgreSQL, the stored RFC 3339 text on SQLite (a cursor from elsewhere is a bad
+/// request, not a failed query).
+fn position_ok(pg: bool, pos: &str) -> bool {
+    if pg {
+        pos.parse::<i64>().is_ok()
+    } else {
+        pos.parse::<Timestamp>().is_ok()
+    }
+}
+
 #[derive(sqlx::FromRow)]
 struct PagedRow {
     #[sqlx(flatten)]
@@ -163,7 +174,7 @@ fn view_columns(pg: bool) -> String {
         exp = ms("o.expires_at"),
         created = ms("o.created_at"),
         changed = ms("o.state_changed_at"),
-        updated = ms("o.updated_at"),
+        updated = ms("o.payrecon_updated_at"),
     )
 }
 
@@ -328,7 +339,7 @@ impl Store {
                 p(n)
             }
         };
-        let mut clauses = vec!["o.updated_at IS NOT NULL".to_string()];
+        let mut clauses = vec!["o.payrecon_updated_at IS NOT NULL".to_string()];
         let mut binds: Vec<String> = Vec::new();
         if let Some(s) = &page.state {
             binds.push(s.clone());
@@ -337,14 +348,20 @@ impl Store {
         if let Some(t) = page.updated_since {
             binds.push(sqlite_ts(t));
             let cast = if pg { "::timestamptz" } else { "" };
-            clauses.push(format!("o.updated_at >= {}{cast}", p(binds.len())));
+            clauses.push(format!("o.payrecon_updated_at >= {}{cast}", p(binds.len())));
         }
         let mut after_id = None;
         if let Some((pos, id)) = &page.after {
+            if !position_ok(pg, pos) {
+                return Err(StoreError::Invalid(
+                    "cursor: not a position of this database".into(),
+                ));
+            }
             binds.push(pos.clone());
             after_id = Some(*id);
+            // A row value: one range of the (payrecon_updated_at, id) index.
             clauses.push(format!(
-                "(o.updated_at > {t} OR (o.updated_at = {t} AND o.id > {id}))",
+                "(o.payrecon_updated_at, o.id) > ({t}, {id})",
                 t = at(binds.len()),
                 id = p(binds.len() + 1)
             ));
@@ -352,12 +369,12 @@ impl Store {
         let limit = p(binds.len() + usize::from(after_id.is_some()) + 1);
         let sql = format!(
             "SELECT {cols}, {pos} AS position FROM orders o WHERE {w} \
-             ORDER BY o.updated_at, o.id LIMIT {limit}",
+             ORDER BY o.payrecon_updated_at, o.id LIMIT {limit}",
             cols = view_columns(pg),
             pos = if pg {
-                "((EXTRACT(EPOCH FROM o.updated_at) * 1000000)::bigint)::text"
+                "((EXTRACT(EPOCH FROM o.payrecon_updated_at) * 1000000)::bigint)::text"
             } else {
-                "o.updated_at"
+                "o.payrecon_updated_at"
             },
             w = clauses.join(" AND "),
         );

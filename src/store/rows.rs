@@ -88,8 +88,13 @@ pub(crate) fn sqlite_ms(column: &str) -> String {
     format!("CAST(ROUND((julianday({column}) - 2440587.5) * 86400000.0) AS INTEGER)")
 }
 pub(crate) fn pg_ms(column: &str) -> String {
-    // `infinity` has no milliseconds: read as NULL (never), not a failed query.
-    format!("CASE WHEN isfinite({column}) THEN (EXTRACT(EPOCH FROM {column}) * 1000)::bigint END")
+    // `infinity` has no milliseconds: read as NULL (never), not a failed query. Truncated to
+    // the millisecond first (exact on the stored microseconds), like SQLite's text: a time
+    // shown is never later than the time stored.
+    format!(
+        "CASE WHEN isfinite({column}) \
+         THEN (EXTRACT(EPOCH FROM date_trunc('milliseconds', {column})) * 1000)::bigint END"
+    )
 }
 
 /// A ledger row as the database returned it, before validation.

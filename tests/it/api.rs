@@ -5,6 +5,7 @@
 
 mod doc;
 mod orders_cli;
+mod races;
 mod shop;
 mod statuses;
 

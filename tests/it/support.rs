@@ -110,3 +110,14 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Runs one statement on the store's own pool (a test's direct write, as the merchant's code
+/// would make it).
+pub async fn exec(store: &payrecon::store::Store, sql: &str) {
+    use payrecon::store::Store;
+    match store {
+        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+    }
+    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}

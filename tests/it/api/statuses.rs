@@ -186,6 +186,9 @@ async fn the_list_pages_in_a_stable_order_and_follows_changes() {
             let a = post(&s, &order(&format!("L-{i}"), &addr(i).to_string(), "1000")).await;
             assert_eq!(a.status, 201, "{a:?}");
         }
+        // Ties on the time are broken by id: all seven at one time, pages of three.
+        let tie = "UPDATE orders SET payrecon_updated_at = '2026-01-01T00:00:00.000Z'";
+        crate::support::exec(&w.store, tie).await;
         let mut seen: Vec<String> = Vec::new();
         let mut cursor: Option<String> = None;
         let mut pages = 0;
@@ -239,6 +242,16 @@ async fn the_list_pages_in_a_stable_order_and_follows_changes() {
             .map(|o| o["order_ref"].as_str().unwrap())
             .collect();
         assert_eq!(refs, ["L-2"], "{url}");
+
+        // A cursor of the other backend's kind is a bad parameter, not a failed query.
+        let foreign = if url.starts_with("sqlite") {
+            payrecon::api::request::encode_cursor("1764670000123000", 1)
+        } else {
+            payrecon::api::request::encode_cursor("2026-01-01T00:00:00.000Z", 1)
+        };
+        let bad = get(&s, &format!("/v1/orders?cursor={foreign}")).await;
+        assert_eq!(bad.status, 422, "{url}: {bad:?}");
+        assert_eq!(named(&bad), ["cursor"]);
 
         // Bad parameters, each named.
         let bad = get(&s, "/v1/orders?limit=0&state=paid&cursor=%21&sort=id").await;
