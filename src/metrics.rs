@@ -206,6 +206,21 @@ pub struct WebhookL {
     pub outcome: WebhookOutcome,
 }
 
+/// An API request (SPEC §16): its route's pattern (never the request's path, which holds an
+/// order ref) and the status answered.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiL {
+    pub route: String,
+    pub status: String,
+}
+
+/// The API's routes and the statuses each is counted at from the start (at 0).
+pub const API_ROUTES: [(&str, &[u16]); 3] = [
+    ("POST /v1/orders", &[200, 201, 401, 409, 413, 422, 503]),
+    ("GET /v1/orders/{order_ref}", &[200, 401, 404, 503]),
+    ("GET /v1/orders", &[200, 401, 422, 503]),
+];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum EventOutcome {
@@ -249,6 +264,8 @@ pub struct Metrics {
     pub reorged_open: Family<ChainL, Gauge>,
     /// Webhook deliveries by provider and outcome (series created by `init_webhooks`).
     pub webhooks: Family<WebhookL, Counter>,
+    /// API requests by route and status (series created by `init_api` when the API is on).
+    pub api_requests: Family<ApiL, Counter>,
     /// Event delivery attempts to the merchant's application, by outcome (SPEC §10).
     pub events: Family<EventL, Counter>,
     /// Events neither delivered nor dead, as of the delivery loop's last count.
@@ -287,6 +304,7 @@ impl Metrics {
             chain_head: Family::default(),
             reorged_open: Family::default(),
             webhooks: Family::default(),
+            api_requests: Family::default(),
             events: Family::default(),
             events_pending: Gauge::default(),
             events_oldest_pending: FloatGauge::default(),
@@ -359,6 +377,11 @@ impl Metrics {
             "webhooks",
             "Webhook deliveries by provider and outcome",
             m.webhooks.clone(),
+        );
+        r.register(
+            "api_requests",
+            "Requests to the expected-payments API by route and status",
+            m.api_requests.clone(),
         );
         r.register(
             "events",
@@ -530,6 +553,25 @@ impl Metrics {
             provider: "unknown".into(),
             outcome: WebhookOutcome::unknown_provider,
         });
+    }
+
+    /// Creates the API's series at 0 (`API_ROUTES`).
+    pub fn init_api(&self) {
+        for (route, statuses) in API_ROUTES {
+            for status in statuses {
+                self.api_request(route, *status, 0);
+            }
+        }
+    }
+
+    /// Counts `n` answers of `route` with `status`.
+    pub fn api_request(&self, route: &str, status: u16, n: u64) {
+        self.api_requests
+            .get_or_create(&ApiL {
+                route: route.to_string(),
+                status: status.to_string(),
+            })
+            .inc_by(n);
     }
 
     /// Counts one webhook delivery.

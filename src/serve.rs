@@ -52,6 +52,7 @@ pub async fn serve(
             app.config.catalog(),
             &api.token,
             secrets,
+            app.engine.metrics.clone(),
         );
         router = router.merge(crate::api::router(Arc::new(api)));
     }

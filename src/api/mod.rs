@@ -50,16 +50,31 @@ pub struct Api {
     token_digest: [u8; 32],
     /// Redacted from every logged error (database password, tokens, keys).
     secrets: Vec<Secret>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Api {
-    pub fn new(store: Store, catalog: Catalog, token: &Secret, secrets: Vec<Secret>) -> Api {
+    pub fn new(
+        store: Store,
+        catalog: Catalog,
+        token: &Secret,
+        secrets: Vec<Secret>,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Api {
+        metrics.init_api();
         Api {
             store,
             catalog,
             token_digest: Sha256::digest(token.expose().as_bytes()).into(),
             secrets,
+            metrics,
         }
+    }
+
+    /// Counts the answer (`payrecon_api_requests_total{route, status}`).
+    fn counted(&self, route: &str, r: Response) -> Response {
+        self.metrics.api_request(route, r.status().as_u16(), 1);
+        r
     }
 
     /// Whether `headers` carry `Authorization: Bearer <the token>`.
@@ -143,10 +158,15 @@ pub struct OrderList {
     security(("bearer" = []))
 )]
 pub async fn create_order(State(api): State<Arc<Api>>, headers: HeaderMap, body: Body) -> Response {
+    let r = create(&api, headers, body).await;
+    api.counted("POST /v1/orders", r)
+}
+
+async fn create(api: &Api, headers: HeaderMap, body: Body) -> Response {
     if !api.authorized(&headers) {
         return Problem::unauthorized().into_response();
     }
-    tokio::time::timeout(REQUEST_TIMEOUT, register(&api, &headers, body))
+    tokio::time::timeout(REQUEST_TIMEOUT, register(api, &headers, body))
         .await
         .unwrap_or_else(|_| {
             tracing::warn!(
@@ -268,6 +288,15 @@ pub async fn get_order(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
+    let r = read_order(&api, path, headers).await;
+    api.counted("GET /v1/orders/{order_ref}", r)
+}
+
+async fn read_order(
+    api: &Api,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
     if !api.authorized(&headers) {
         return Problem::unauthorized().into_response();
     }
@@ -339,6 +368,15 @@ pub async fn get_order(
 )]
 pub async fn list_orders(
     State(api): State<Arc<Api>>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let r = list(&api, query, headers).await;
+    api.counted("GET /v1/orders", r)
+}
+
+async fn list(
+    api: &Api,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {

@@ -166,6 +166,33 @@ async fn every_status_of_post_and_get_on_both_databases() {
         assert_eq!(doc.status(), 200);
         assert_eq!(doc.text().await.unwrap(), payrecon::api::doc::json());
 
+        // Every answer counted by route pattern (never the ref) and status.
+        let metrics = s.metrics().await;
+        let count = |route: &str, status: &str| {
+            crate::serve::series(
+                &metrics,
+                "payrecon_api_requests_total",
+                &[("route", route), ("status", status)],
+            )
+        };
+        let post = "POST /v1/orders";
+        for (status, n) in [
+            ("201", 1.0),
+            ("200", 2.0),
+            ("401", 4.0),
+            ("409", 1.0),
+            ("413", 2.0),
+        ] {
+            assert_eq!(count(post, status), Some(n), "{url}: {post} {status}");
+        }
+        assert_eq!(count(post, "422"), Some(4.0));
+        assert_eq!(count(post, "415"), Some(1.0));
+        assert_eq!(count(post, "503"), Some(0.0), "created at 0");
+        let one = "GET /v1/orders/{order_ref}";
+        assert_eq!(count(one, "404"), Some(1.0));
+        assert_eq!(count(one, "401"), Some(1.0));
+        assert!(!metrics.contains("A-1"), "no order ref in a label");
+
         let (code, _) = s.stop("TERM", std::time::Duration::from_secs(30)).await;
         assert_eq!(code, Some(0));
         let log = s.proc.stderr();
