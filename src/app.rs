@@ -219,7 +219,7 @@ async fn check_events(config: &Config, lines: &mut Vec<String>) -> bool {
         if config.reconcile.apply {
             lines.push(
                 "WARN   events: reconcile.apply = true and no [events] url: the transitions \
-                 payrecon applies reach no application (SPEC §10)"
+                 payrecon applies reach no application (docs/configuration.md, \"Events to your application\")"
                     .into(),
             );
         }

@@ -161,7 +161,7 @@ pub fn page(query: &HashMap<String, String>) -> Result<OrderPage, Vec<FieldProbl
                     "must be unpaid, pending, confirmed or final",
                 )),
             },
-            "updated_since" => match crate::config::parse_time_arg(v, jiff::Timestamp::now()) {
+            "updated_since" => match v.parse::<jiff::Timestamp>() {
                 Ok(t) => page.updated_since = Some(t),
                 Err(_) => problems.push(FieldProblem::query(
                     k,
