@@ -1,4 +1,4 @@
-//! API benchmark (SPEC §16): `POST /v1/orders` against the real release binary's `serve`, on
+//! API benchmark (docs/api.md): `POST /v1/orders` against the real release binary's `serve`, on
 //! SQLite and PostgreSQL, first from one client (one request at a time) and then from
 //! `--clients` concurrent clients (one keep-alive connection each). Every request registers a
 //! new order; each answer must be 201. Prints requests per second and latency percentiles

@@ -1,6 +1,6 @@
-//! Event delivery benchmark (SPEC §10): how fast payrecon's delivery loop empties an outbox
-//! into a local receiver, and how long an event waits between its commit and its first
-//! attempt while `serve`'s loop runs.
+//! Event delivery benchmark (docs/reference.md §6): how fast payrecon's delivery loop empties
+//! an outbox into a local receiver, and how long an event waits between its commit and its
+//! first attempt while `serve`'s loop runs.
 //!
 //! ```text
 //! cargo run --release --example bench_events -- [--events 20000] [--db sqlite|postgres|both]

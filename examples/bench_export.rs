@@ -1,7 +1,7 @@
-//! Export benchmark (SPEC §15): `payrecon export` of N credited payments to a CSV file, run as
-//! the real binary, timed, with its peak RSS as the kernel counts it (GNU time's `%M`), first
-//! at `--first` payments and then at `--payments`: memory must stay flat (the rows stream from
-//! one cursor to a buffered writer).
+//! Export benchmark (README.md, "Exceptions and the export for finance"): `payrecon export` of
+//! N credited payments to a CSV file, run as the real binary, timed, with its peak RSS as the
+//! kernel counts it (GNU time's `%M`), first at `--first` payments and then at `--payments`:
+//! memory must stay flat (the rows stream from one cursor to a buffered writer).
 //!
 //! ```text
 //! cargo build --release && cargo run --release --example bench_export -- \

@@ -1,10 +1,11 @@
-//! Steady-state benchmark (SPEC §11): a Chaingateway account with a long history, of which a
-//! window's worth is recent, reconciled by a scheduled run (the 48 h lookback) after the
-//! daily whole read has been done. Prints, in one run: the pages read against the goal
-//! (`window pages + 2·log2(pages) + 4`), wall time and CPU of the real `payrecon run`
-//! binary against the floor of fetching just the window's pages, its peak RSS; then the time
-//! to repair: from a lost notification appearing in the list to its order applied and its
-//! event delivered, under `payrecon serve` with the default schedule (every 5 minutes).
+//! Steady-state benchmark (docs/configuration.md, "Long notification lists"): a Chaingateway
+//! account with a long history, of which a window's worth is recent, reconciled by a scheduled
+//! run (the 48 h lookback) after the daily whole read has been done. Prints, in one run: the
+//! pages read against the goal (`window pages + 2·log2(pages) + 4`), wall time and CPU of the
+//! real `payrecon run` binary against the floor of fetching just the window's pages, its peak
+//! RSS; then the time to repair: from a lost notification appearing in the list to its order
+//! applied and its event delivered, under `payrecon serve` with the default schedule (every 5
+//! minutes).
 //!
 //! ```text
 //! cargo build --release --bins --examples

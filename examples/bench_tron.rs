@@ -1,7 +1,8 @@
-//! Tron resolution throughput (SPEC §12): N TRC-20 USDT transfers and M TRX transfers on the
-//! fake Tron node (`payrecon_testkit::tron`, loopback, no latency unless asked), resolved
-//! through `ChainClient::lookup` as a run resolves provider records (receipts in JSON-RPC
-//! batches; TRX through three HTTP API calls each). Prints records/s and requests per record.
+//! Tron resolution throughput (docs/configuration.md, "Tron"): N TRC-20 USDT transfers and M
+//! TRX transfers on the fake Tron node (`payrecon_testkit::tron`, loopback, no latency unless
+//! asked), resolved through `ChainClient::lookup` as a run resolves provider records (receipts
+//! in JSON-RPC batches; TRX through three HTTP API calls each). Prints records/s and requests
+//! per record.
 //!
 //!     cargo run --release --example bench_tron -- [--trc20 5000] [--trx 500] [--batch 50]
 

@@ -1,5 +1,5 @@
-//! Typed configuration (SPEC §3): TOML, then `PAYRECON_<SECTION>__<KEY>` overrides, then
-//! `<key>_file` secrets, then validation. Every error names the key.
+//! Typed configuration (docs/reference.md §2): TOML, then `PAYRECON_<SECTION>__<KEY>`
+//! overrides, then `<key>_file` secrets, then validation. Every error names the key.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -77,9 +77,9 @@ pub struct Config {
     pub providers: Vec<ProviderConfig>,
     /// `[events]` with a `url`: events to the merchant's application are on.
     pub events: Option<EventsConfig>,
-    /// The underpaid tolerances, global and per asset (SPEC §14).
+    /// The underpaid tolerances, global and per asset (docs/configuration.md, "Amounts").
     pub amounts: crate::domain::AmountPolicy,
-    /// `[api]` with a token: the expected-payments API is on (SPEC §16).
+    /// `[api]` with a token: the expected-payments API is on (docs/api.md).
     pub api: Option<ApiConfig>,
 }
 

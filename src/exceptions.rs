@@ -1,7 +1,7 @@
-//! `payrecon exceptions` (SPEC §15): the list and one exception (read-only, like `status`),
-//! and the decisions that settle one: `accept` and `attach` through the engine's apply path
-//! (`engine::operator`), `dismiss` as one conditional UPDATE. Exit codes: 0 done, 1 refused
-//! or resolved by someone else first (who and when are said), 2 usage or an unknown id.
+//! `payrecon exceptions` (README.md, "Exceptions"): the list and one exception (read-only, like
+//! `status`), and the decisions that settle one: `accept` and `attach` through the engine's
+//! apply path (`engine::operator`), `dismiss` as one conditional UPDATE. Exit codes: 0 done, 1
+//! refused or resolved by someone else first (who and when are said), 2 usage or an unknown id.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;

@@ -1,8 +1,9 @@
-//! `payrecon export` (SPEC §15): the credited payments of a window for finance, one row
-//! each, as CSV (RFC 4180: a header line, CRLF line ends, fields quoted where they need it) or
-//! JSON lines. Read-only and streamed: each row goes from the database cursor through a
-//! buffered writer, so memory stays flat however many payments there are. Amounts are exact:
-//! base units as integers, and `amount_decimal` with the asset's `[assets]` decimals.
+//! `payrecon export` (README.md, "Exceptions and the export for finance"): the credited
+//! payments of a window for finance, one row each, as CSV (RFC 4180: a header line, CRLF line
+//! ends, fields quoted where they need it) or JSON lines. Read-only and streamed: each row goes
+//! from the database cursor through a buffered writer, so memory stays flat however many
+//! payments there are. Amounts are exact: base units as integers, and `amount_decimal` with the
+//! asset's `[assets]` decimals.
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -1,5 +1,6 @@
-//! Every metric of SPEC §6, defined once, with label sets as types. Label values are enums or
-//! configured names (provider, chain): never a hash, an address or an error string.
+//! Every metric of docs/reference.md §5, defined once, with label sets as types. Label values
+//! are enums or configured names (provider, chain): never a hash, an address or an error
+//! string.
 
 use std::sync::atomic::AtomicU64;
 
@@ -20,7 +21,8 @@ pub enum RunOutcome {
     failed,
 }
 
-/// Why an order is held (SPEC §14): paid short of its amount, or paid after it expired.
+/// Why an order is held (docs/configuration.md, "Amounts"): paid short of its amount, or paid
+/// after it expired.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum HeldReason {
@@ -33,7 +35,7 @@ pub struct HeldL {
     pub reason: HeldReason,
 }
 
-/// An exception's kind (SPEC §15): one of `store::EXCEPTION_KINDS`.
+/// An exception's kind (docs/reference.md §8): one of `store::EXCEPTION_KINDS`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ExceptionL {
     pub kind: String,
@@ -206,7 +208,7 @@ pub struct WebhookL {
     pub outcome: WebhookOutcome,
 }
 
-/// An API request (SPEC §16): its route's pattern (never the request's path, which holds an
+/// An API request (docs/api.md): its route's pattern (never the request's path, which holds an
 /// order ref) and the status answered.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ApiL {
@@ -266,7 +268,8 @@ pub struct Metrics {
     pub webhooks: Family<WebhookL, Counter>,
     /// API requests by route and status (series created by `init_api` when the API is on).
     pub api_requests: Family<ApiL, Counter>,
-    /// Event delivery attempts to the merchant's application, by outcome (SPEC §10).
+    /// Event delivery attempts to the merchant's application, by outcome
+    /// (docs/reference.md §6).
     pub events: Family<EventL, Counter>,
     /// Events neither delivered nor dead, as of the delivery loop's last count.
     pub events_pending: Gauge,
@@ -274,11 +277,13 @@ pub struct Metrics {
     pub events_oldest_pending: FloatGauge,
     /// Dead events in the database (every retry failed; kept until replayed).
     pub events_dead: Gauge,
-    /// Lists read whole because their pages contradicted the boundary search (SPEC §11).
+    /// Lists read whole because their pages contradicted the boundary search
+    /// (docs/configuration.md, "Long notification lists").
     pub list_full_scans: Family<ProviderL, Counter>,
-    /// Orders held now, by reason (SPEC §14), as of the last chain sweep.
+    /// Orders held now, by reason (docs/configuration.md, "Amounts"), as of the last chain
+    /// sweep.
     pub orders_held: Family<HeldL, Gauge>,
-    /// Exceptions open now, by kind (SPEC §15), as of the last run's end.
+    /// Exceptions open now, by kind (README.md, "Exceptions"), as of the last run's end.
     pub exceptions_open: Family<ExceptionL, Gauge>,
     /// Age of the oldest open exception of each kind (0 when none), as of the last run's end.
     pub exceptions_oldest: Family<ExceptionL, FloatGauge>,

@@ -1,7 +1,7 @@
-//! `payrecon orders add|import` (SPEC §16): the API's registration from the command line, with
-//! the same validation (`domain::expected_order`) and idempotency (`Store::register_orders`).
-//! An import streams its file and commits `REGISTER_BATCH` rows per transaction; a bad row is
-//! named by its line and skipped, the good rows are kept.
+//! `payrecon orders add|import` (docs/api.md): the API's registration from the command line,
+//! with the same validation (`domain::expected_order`) and idempotency
+//! (`Store::register_orders`). An import streams its file and commits `REGISTER_BATCH` rows per
+//! transaction; a bad row is named by its line and skipped, the good rows are kept.
 //!
 //! Exit codes: 0 every order registered (or registered before with the same fields); 1 a ref
 //! registered with other fields, a bad row in an import, or the database failed; 2 an invalid

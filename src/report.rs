@@ -1,4 +1,4 @@
-//! The run report (SPEC §5): JSON for `--format json`, text for people.
+//! The run report (docs/reference.md §4): JSON for `--format json`, text for people.
 
 use std::fmt::Write;
 
@@ -17,7 +17,7 @@ pub struct Gaps {
     pub amount_mismatch: u64,
     pub unknown_payment: u64,
     pub reorged: u64,
-    /// A payment after its order expired (SPEC §14).
+    /// A payment after its order expired (docs/configuration.md, "Amounts").
     #[serde(default)]
     pub late_payment: u64,
 }
@@ -75,7 +75,8 @@ pub struct ProviderReport {
     pub refused_backwards: u64,
     pub rejected: u64,
     pub resends: Resends,
-    /// Pages of the provider's lists fetched in this run (SPEC §11).
+    /// Pages of the provider's lists fetched in this run (docs/configuration.md,
+    /// "Long notification lists").
     #[serde(default)]
     pub pages_read: u64,
     /// Pages the lists held (`last_page` summed over the lists read).

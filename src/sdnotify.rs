@@ -116,7 +116,7 @@ fn watchdog_interval(usec: Option<&str>, pid: Option<&str>, own_pid: u32) -> Opt
 /// - the current run has lasted longer than `stuck_after` (a run whose future never
 ///   completes: an await that nothing will wake): the loop goes on turning but stops
 ///   feeding, logs it once, and systemd restarts payrecon (`Restart=on-failure`); a run
-///   killed at any instant is completed by the next one (SPEC §8.5).
+///   killed at any instant is completed by the next one (invariant 5, ARCHITECTURE.md).
 pub struct Watchdog {
     pub interval: Duration,
     pub stuck_after: Duration,

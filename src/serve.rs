@@ -117,7 +117,8 @@ pub async fn serve(
 
 /// On SQLite, an exclusive lock on `<database file>.serve.lock`, held while the returned file
 /// lives (the kernel drops it when the process dies): a second `serve` on the same file is
-/// refused. A manual `run` takes no such lock and stays allowed beside `serve` (SPEC §2).
+/// refused. A manual `run` takes no such lock and stays allowed beside `serve`
+/// (docs/reference.md §1, `run`).
 pub fn exclusive_sqlite(url: &str) -> Result<Option<std::fs::File>, AppError> {
     let Some(db) = crate::store::sqlite_file(url) else {
         return Ok(None);

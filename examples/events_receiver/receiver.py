@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A reference receiver for payrecon's events (SPEC §10), to copy into a merchant's application.
+"""A reference receiver for payrecon's events (docs/reference.md §6), to copy into a merchant's application.
 
 It does what a receiver must do to turn at-least-once delivery into exactly one effect:
 

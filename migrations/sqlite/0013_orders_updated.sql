@@ -1,4 +1,4 @@
--- When an order last changed (SPEC §16: `GET /v1/orders?updated_since=`), whoever changed it:
+-- When an order last changed (docs/api.md: `GET /v1/orders?updated_since=`), whoever changed it:
 -- payrecon, the merchant's own code, or the API. A column of payrecon's own name, so that a
 -- shop's `updated_at` (ORMs add one) is left alone; always spelled like payrecon's other
 -- times (RFC 3339 UTC, milliseconds), so that it sorts as text. Kept by triggers; a writer

@@ -1,4 +1,4 @@
-//! The expected-payments API (SPEC §16) on `serve`'s listener, on when `[api] token` is set:
+//! The expected-payments API (docs/api.md) on `serve`'s listener, on when `[api] token` is set:
 //! a shop registers what it expects (`POST /v1/orders`), reads an order with its payments,
 //! open exceptions and events (`GET /v1/orders/{order_ref}`), pages through changed orders
 //! (`GET /v1/orders`), and hears back by the events of `[events]`. `GET /v1/openapi.json`
@@ -120,7 +120,7 @@ pub struct OrderDetail {
     pub order: OrderView,
     /// The payments credited to it, in chain order.
     pub payments: Vec<PaymentView>,
-    /// Its open exceptions (SPEC §15).
+    /// Its open exceptions (docs/reference.md §8).
     pub exceptions: Vec<ExceptionRow>,
     /// Its events to the shop and their delivery state, oldest first (the newest 100).
     pub events: Vec<EventRow>,

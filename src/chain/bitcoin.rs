@@ -1,13 +1,13 @@
-//! Bitcoin through an Esplora REST API (SPEC §13: esplora, electrs, mempool.space's `/api`):
-//! a payment is a transaction output, keyed `(chain, txid, vout)`, in satoshis. `GET /tx/:txid`
-//! says where the transaction is (`status.confirmed`, `block_height`, `block_hash`) and what
-//! it pays (`vout[n].scriptpubkey_address`, `value`); `GET /block/:hash/status` whether that
-//! block is still in the best chain; `GET /blocks/tip/height` the head. A transaction only in
-//! the mempool is not yet a payment; finality is depth only. The deposit scan reads each
-//! address's history (`GET /address/:address/txs`, then `/txs/chain/:last_seen_txid`, newest
-//! first) until a page is empty or passes the run's window by block time. Plain serde types over the
-//! project's HTTP client: the Bitcoin client crates pull a C build of secp256k1 that payrecon
-//! does not need.
+//! Bitcoin through an Esplora REST API (docs/configuration.md, "Bitcoin": esplora, electrs,
+//! mempool.space's `/api`): a payment is a transaction output, keyed `(chain, txid, vout)`, in
+//! satoshis. `GET /tx/:txid` says where the transaction is (`status.confirmed`, `block_height`,
+//! `block_hash`) and what it pays (`vout[n].scriptpubkey_address`, `value`);
+//! `GET /block/:hash/status` whether that block is still in the best chain;
+//! `GET /blocks/tip/height` the head. A transaction only in the mempool is not yet a payment;
+//! finality is depth only. The deposit scan reads each address's history
+//! (`GET /address/:address/txs`, then `/txs/chain/:last_seen_txid`, newest first) until a page
+//! is empty or passes the run's window by block time. Plain serde types over the project's HTTP
+//! client: the Bitcoin client crates pull a C build of secp256k1 that payrecon does not need.
 
 use std::collections::{HashMap, HashSet};
 
@@ -252,10 +252,10 @@ impl BitcoinClient {
         out
     }
 
-    /// The deposit scan (SPEC §13): every output paying one of `recipients` in a confirmed
-    /// transaction whose block time is at or after `since`, at or below the head. Each
-    /// address's history is read newest first and stops at the first page that reaches past
-    /// the window, so the cost follows the window, not the address's history.
+    /// The deposit scan (docs/configuration.md, "Bitcoin"): every output paying one of
+    /// `recipients` in a confirmed transaction whose block time is at or after `since`, at or
+    /// below the head. Each address's history is read newest first and stops at the first page
+    /// that reaches past the window, so the cost follows the window, not the address's history.
     pub async fn payments_to(
         &self,
         head: &ChainHead,

@@ -25,7 +25,7 @@ pub use preflight::Preflight;
 pub use rpc::shown_url;
 pub use tron::TronClient;
 
-/// How a chain decides that a block is final (SPEC §3 `finality`).
+/// How a chain decides that a block is final (docs/reference.md §2, `finality`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finality {
     /// `eth_getBlockByNumber("finalized")`.
@@ -40,7 +40,8 @@ pub enum Finality {
 pub struct ChainSettings {
     /// The chain's configured name (`ethereum`), used in payment keys.
     pub name: String,
-    /// `evm` or `tron` (SPEC §12): which client reads it, how its ids are spelled.
+    /// `evm` or `tron` (docs/configuration.md, "Tron"): which client reads it, how its ids are
+    /// spelled.
     pub kind: ChainKind,
     /// Tron: java-tron's HTTP API base URL (TRX transfers), with `api_key` as
     /// `TRON-PRO-API-KEY` on it and on the JSON-RPC.
@@ -227,8 +228,8 @@ impl ChainClient {
         }
     }
 
-    /// The time of each of `blocks` (SPEC §14: late payments are judged by block time). Bitcoin
-    /// transfers carry theirs already: none to read.
+    /// The time of each of `blocks` (docs/configuration.md, "Amounts": late payments are judged
+    /// by block time). Bitcoin transfers carry theirs already: none to read.
     pub async fn block_times(
         &self,
         blocks: &[u64],

@@ -89,8 +89,8 @@ impl Limiter {
     }
 }
 
-/// The headers every request to a chain carries: `api_key` as `TRON-PRO-API-KEY` (SPEC §12)
-/// when set, marked sensitive so that no Debug output shows it.
+/// The headers every request to a chain carries: `api_key` as `TRON-PRO-API-KEY`
+/// (docs/configuration.md, "Tron") when set, marked sensitive so that no Debug output shows it.
 pub(crate) fn default_headers(settings: &ChainSettings) -> Result<HeaderMap, ChainError> {
     let mut headers = HeaderMap::new();
     if let Some(key) = &settings.api_key {

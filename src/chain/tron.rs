@@ -1,8 +1,8 @@
-//! Tron (SPEC §12). TRC-20 transfers, the head and the final (solidified) block come from
-//! java-tron's Ethereum-compatible JSON-RPC through the EVM client, with Tron's spellings
-//! converted at this boundary: base58check addresses in, `0x` hex to the node, base58check
-//! back out; transaction ids travel as Tron writes them (64 hex digits, no `0x`). TRX
-//! transfers come from the HTTP API (`tron_api.rs`), because JSON-RPC's `value` is also set
+//! Tron (docs/configuration.md, "Tron"). TRC-20 transfers, the head and the final (solidified)
+//! block come from java-tron's Ethereum-compatible JSON-RPC through the EVM client, with Tron's
+//! spellings converted at this boundary: base58check addresses in, `0x` hex to the node,
+//! base58check back out; transaction ids travel as Tron writes them (64 hex digits, no `0x`).
+//! TRX transfers come from the HTTP API (`tron_api.rs`), because JSON-RPC's `value` is also set
 //! for freezes, votes and contract calls.
 
 use super::tron_api::TronApi;

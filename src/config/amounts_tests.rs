@@ -1,5 +1,5 @@
-//! `underpaid_tolerance` (SPEC §14): global and per asset, base units or a share, every bad
-//! value a config error naming its key.
+//! `underpaid_tolerance` (docs/configuration.md, "Amounts"): global and per asset, base units
+//! or a share, every bad value a config error naming its key.
 
 use super::*;
 use crate::domain::{Asset, Tolerance, U256};

@@ -1,4 +1,4 @@
-//! `[api]` (SPEC §16): the token of the expected-payments API on `serve`'s listener. No
+//! `[api]` (docs/api.md): the token of the expected-payments API on `serve`'s listener. No
 //! token: the API is off.
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! `[events]` (SPEC §10): where payrecon delivers the events of the transitions it applies,
-//! signed with a Standard Webhooks secret. No `url`: events are off.
+//! `[events]` (docs/reference.md §6): where payrecon delivers the events of the transitions it
+//! applies, signed with a Standard Webhooks secret. No `url`: events are off.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,7 +81,7 @@ fn default_retention() -> Duration {
     Duration::from_secs(30 * 86_400)
 }
 
-/// SPEC §10's default schedule: nine retries over about three days.
+/// The default schedule (docs/reference.md §2, `[events]`): nine retries over about three days.
 pub const DEFAULT_RETRY_SCHEDULE: [&str; 9] =
     ["5s", "5m", "30m", "2h", "5h", "10h", "14h", "20h", "24h"];
 

@@ -1,7 +1,7 @@
-//! `[providers.<name>]` with `kind = "http"` (SPEC §9): the preset's table merged under the
-//! user's (user wins, recursively), read with unknown keys refused, then checked key by key.
-//! The webhook keys (`webhook_secret`, `webhook_secret_file`, `webhook`) are taken out of the
-//! table by the caller before this runs.
+//! `[providers.<name>]` with `kind = "http"` (docs/configuration.md, "The generic provider"):
+//! the preset's table merged under the user's (user wins, recursively), read with unknown keys
+//! refused, then checked key by key. The webhook keys (`webhook_secret`, `webhook_secret_file`,
+//! `webhook`) are taken out of the table by the caller before this runs.
 
 use std::collections::{BTreeMap, HashMap};
 

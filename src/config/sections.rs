@@ -78,12 +78,14 @@ pub struct ReconcileConfig {
     /// third of it while it runs); another instance takes over once it has expired.
     #[serde(with = "duration::serde_duration")]
     pub lease_ttl: Duration,
-    /// How far short an order may be paid and still count as paid (SPEC §14): base units
-    /// (`"10000"`) or a share of the amount due (`"0.5%"`, at most `"10%"`). Validated into
-    /// `Config::amounts`; `[assets."…"] underpaid_tolerance` overrides it per asset.
+    /// How far short an order may be paid and still count as paid (docs/configuration.md,
+    /// "Amounts"): base units (`"10000"`) or a share of the amount due (`"0.5%"`, at most
+    /// `"10%"`). Validated into `Config::amounts`; `[assets."…"] underpaid_tolerance` overrides
+    /// it per asset.
     pub underpaid_tolerance: String,
     /// A payment in a block after its order's `expires_at`: `hold` (credited, the order does
-    /// not move, a person decides) or `accept` (it counts like any payment). SPEC §14.
+    /// not move, a person decides) or `accept` (it counts like any payment). See
+    /// docs/configuration.md, "Amounts".
     pub late_payments: String,
 }
 
@@ -105,14 +107,14 @@ impl Default for ReconcileConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawChain {
-    /// `evm` (default) | `tron` (SPEC §12).
+    /// `evm` (default) | `tron` (docs/configuration.md, "Tron").
     pub(super) kind: Option<String>,
     /// Tron: java-tron's HTTP API (`/wallet/…`, `/walletsolidity/…`).
     pub(super) api_url: Option<Secret>,
     /// Tron: sent as `TRON-PRO-API-KEY` (TronGrid), or read from `api_key_file`.
     pub(super) api_key: Option<Secret>,
     pub(super) api_key_file: Option<std::path::PathBuf>,
-    /// Bitcoin: the Esplora REST API (SPEC §13).
+    /// Bitcoin: the Esplora REST API (docs/configuration.md, "Bitcoin").
     pub(super) esplora_url: Option<Secret>,
     /// Bitcoin: `mainnet` (default) | `testnet` | `signet` | `regtest`.
     pub(super) network: Option<String>,
@@ -213,7 +215,8 @@ pub(super) struct RawProvider {
     /// Chaingateway never retries a notification: 0 (resend at once).
     #[serde(default, with = "duration::serde_duration")]
     pub(super) retry_window: Duration,
-    /// The boundary search reads from `since - list_margin` (SPEC §11).
+    /// The boundary search reads from `since - list_margin` (docs/configuration.md,
+    /// "Long notification lists").
     #[serde(default = "default_list_margin", with = "duration::serde_duration")]
     pub(super) list_margin: Duration,
     /// One run per period reads every list whole (`0s`: never).

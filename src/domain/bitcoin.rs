@@ -1,7 +1,8 @@
-//! Bitcoin's identifiers (SPEC §13): addresses validated with their checksums — bech32
-//! (segwit v0) and bech32m (v1+, taproot) through the `bech32` crate, base58check P2PKH and
-//! P2SH — against the configured network's prefixes; kept as given (bech32 lower-cased,
-//! base58 case-sensitive). Transaction ids are 64 lowercase hex digits without `0x`.
+//! Bitcoin's identifiers (docs/configuration.md, "Bitcoin"): addresses validated with their
+//! checksums — bech32 (segwit v0) and bech32m (v1+, taproot) through the `bech32` crate,
+//! base58check P2PKH and P2SH — against the configured network's prefixes; kept as given
+//! (bech32 lower-cased, base58 case-sensitive). Transaction ids are 64 lowercase hex digits
+//! without `0x`.
 
 use super::model::InputError;
 

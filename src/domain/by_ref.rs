@@ -1,6 +1,7 @@
 //! Records matched by the merchant's `order_ref`: payments a provider attributes to an order
 //! (attached to that order when they go to its address and asset), and status-only records
-//! that name no transaction (the provider's status applied, SPEC §9).
+//! that name no transaction (the provider's status applied; docs/configuration.md,
+//! "The generic provider").
 
 use std::collections::HashSet;
 
@@ -29,9 +30,9 @@ pub(super) fn by_ref_candidate<'a>(
     fits.then_some(row)
 }
 
-/// Credits the payment to the order the provider named (SPEC §14's cover rule decides
-/// whether it moves). An order already advanced from the provider's status gets its key and
-/// moves forward only when the chain is ahead of it.
+/// Credits the payment to the order the provider named (the cover rule of
+/// docs/configuration.md, "Amounts", decides whether it moves). An order already advanced from
+/// the provider's status gets its key and moves forward only when the chain is ahead of it.
 pub(super) fn plan_attach_by_ref(
     plan: &mut Plan,
     obs: &Observation,

@@ -1,5 +1,6 @@
 //! Table tests of records matched by `order_ref`: payments attributed to an order, and
-//! status-only records (SPEC §9), with inferred failed notifications.
+//! status-only records (docs/configuration.md, "The generic provider"), with inferred failed
+//! notifications.
 
 use super::*;
 

@@ -1,7 +1,7 @@
-//! The cover rule (SPEC §14): money decides "paid". An order has *reached* a state when the
-//! payments credited to it whose state is that state or later sum to at least
-//! `amount_due − tolerance`; its state is the highest state it has reached. Short of that it
-//! stays `unpaid`, whatever has been paid. No IO.
+//! The cover rule (docs/configuration.md, "Amounts"): money decides "paid". An order has
+//! *reached* a state when the payments credited to it whose state is that state or later sum to
+//! at least `amount_due − tolerance`; its state is the highest state it has reached. Short of
+//! that it stays `unpaid`, whatever has been paid. No IO.
 
 use std::fmt;
 

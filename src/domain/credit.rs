@@ -1,7 +1,7 @@
-//! Crediting a payment to an order (SPEC §14): the cover rule decides whether the order moves,
-//! which payment its key names, and what the findings say (held short, overpaid, short
-//! within tolerance). Shared by the planners that give an order a payment: by deposit
-//! address and by the provider's `order_ref`. No IO.
+//! Crediting a payment to an order (docs/configuration.md, "Amounts"): the cover rule decides
+//! whether the order moves, which payment its key names, and what the findings say (held short,
+//! overpaid, short within tolerance). Shared by the planners that give an order a payment: by
+//! deposit address and by the provider's `order_ref`. No IO.
 
 use std::collections::HashMap;
 

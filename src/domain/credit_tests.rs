@@ -1,5 +1,6 @@
-//! Table tests of SPEC §14 in the planner: held short payments, top-ups, payments split
-//! across one plan, the order a payment goes to, tolerance, and credited payments seen again.
+//! Table tests of the amount rules (docs/configuration.md, "Amounts") in the planner: held
+//! short payments, top-ups, payments split across one plan, the order a payment goes to,
+//! tolerance, and credited payments seen again.
 
 use super::reconcile_tests::{kinds, obs, order, transfer, view};
 use super::*;

@@ -1,7 +1,8 @@
-//! Chain kinds (SPEC §12): what a configured chain is, and so how its addresses, transaction
-//! ids and assets are spelled. Every value from outside is parsed by its chain's kind into
-//! the one canonical form payrecon compares, stores and reports: EVM `0x` + lowercase hex,
-//! Tron base58check addresses (`T…`) and bare lowercase hex transaction ids.
+//! Chain kinds (docs/reference.md §2, `[chains.<name>]`): what a configured chain is, and so
+//! how its addresses, transaction ids and assets are spelled. Every value from outside is
+//! parsed by its chain's kind into the one canonical form payrecon compares, stores and
+//! reports: EVM `0x` + lowercase hex, Tron base58check addresses (`T…`) and bare lowercase hex
+//! transaction ids.
 
 use super::bitcoin::{self, BtcNetwork};
 use super::model::{Address, Asset, InputError, TxHash};
@@ -15,7 +16,8 @@ pub enum ChainKind {
     Evm,
     /// Tron: TRC-20 over java-tron's JSON-RPC, TRX over its HTTP API.
     Tron,
-    /// Bitcoin on a network (SPEC §13): outputs read from an Esplora API.
+    /// Bitcoin on a network (docs/configuration.md, "Bitcoin"): outputs read from an Esplora
+    /// API.
     Bitcoin(BtcNetwork),
 }
 

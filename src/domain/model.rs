@@ -70,7 +70,8 @@ impl fmt::Display for State {
     }
 }
 
-/// The fixed vocabulary of gaps (SPEC §1), used in reports, findings and metric labels.
+/// The fixed vocabulary of gaps (docs/reference.md §8), used in reports, findings and metric
+/// labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GapKind {
@@ -80,7 +81,7 @@ pub enum GapKind {
     AmountMismatch,
     UnknownPayment,
     Reorged,
-    /// A payment in a block after its order's `expires_at` (SPEC §14).
+    /// A payment in a block after its order's `expires_at` (docs/configuration.md, "Amounts").
     LatePayment,
 }
 
@@ -295,8 +296,8 @@ pub struct ChainHead {
 }
 
 impl ChainHead {
-    /// SPEC §1: pending below the threshold, confirmed at `confirmations` (head - block + 1),
-    /// final at or below the final block. A block above the head counts as pending.
+    /// docs/reference.md §8: pending below the threshold, confirmed at `confirmations` (head -
+    /// block + 1), final at or below the final block. A block above the head counts as pending.
     pub fn state_of(&self, block: u64) -> State {
         if block <= self.final_block {
             return State::Final;

@@ -1,7 +1,7 @@
-//! An operator's decisions on exceptions (SPEC §15), planned like a run's: `accept` moves a
-//! held order to the state its payments on chain have reached; `attach` credits a payment to
-//! no order to one the operator names, and the cover rule and the chain decide the rest.
-//! No IO.
+//! An operator's decisions on exceptions (README.md, "Exceptions"), planned like a run's:
+//! `accept` moves a held order to the state its payments on chain have reached; `attach`
+//! credits a payment to no order to one the operator names, and the cover rule and the chain
+//! decide the rest. No IO.
 
 use super::credit::{paid_on_chain, plan_credit, InPlan};
 use super::model::{State, U256};

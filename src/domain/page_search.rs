@@ -1,9 +1,9 @@
-//! The boundary search over a long, unfiltered provider list (SPEC §11), as a pure state
-//! machine: which page to probe next, what the pages read say about the list's order, and
-//! which pages a run must read to see every record created at or after `cutoff`
-//! (`since - list_margin`). The order is detected from the pages, never assumed: a page that
-//! is not sorted one way (ties allowed), or that disagrees with a page read before it, is a
-//! `Contradiction`, and the caller reads the list whole.
+//! The boundary search over a long, unfiltered provider list (docs/configuration.md,
+//! "Long notification lists"), as a pure state machine: which page to probe next, what the
+//! pages read say about the list's order, and which pages a run must read to see every record
+//! created at or after `cutoff` (`since - list_margin`). The order is detected from the pages,
+//! never assumed: a page that is not sorted one way (ties allowed), or that disagrees with a
+//! page read before it, is a `Contradiction`, and the caller reads the list whole.
 //!
 //! Times are Unix milliseconds of the records' `created_at`, in page order (records whose
 //! time could not be read are left out by the caller). No IO here.

@@ -17,7 +17,7 @@ pub struct ChainTransfer {
     /// State derived from confirmations and finality (never `Unpaid`).
     pub state: State,
     /// The block's time, where the chain gave it (Bitcoin), or the engine read it for an order
-    /// that expires (SPEC §14's late payments).
+    /// that expires (late payments, docs/configuration.md, "Amounts").
     pub block_time: Option<jiff::Timestamp>,
 }
 
@@ -73,10 +73,10 @@ pub struct LedgerRow {
     /// `unpaid` that hold part of their amount; empty otherwise.
     pub credits: Vec<CreditedPayment>,
     /// When the order stops taking payments (`orders.expires_at`): a payment in a later
-    /// block is late (SPEC §14).
+    /// block is late (docs/configuration.md, "Amounts").
     pub expires_at: Option<jiff::Timestamp>,
     /// The order's key has no payment row: the merchant's own code wrote it. The next step
-    /// that reads it on chain gives it one (source `merchant`, SPEC §14).
+    /// that reads it on chain gives it one (source `merchant`, docs/reference.md §8).
     pub merchant_key: bool,
 }
 
@@ -102,8 +102,8 @@ pub struct CreditedPayment {
     pub gone: bool,
 }
 
-/// The merchant's rules for amounts (SPEC §14): how short an order may be paid and still
-/// count as paid, globally and per `chain:asset`.
+/// The merchant's rules for amounts (docs/configuration.md, "Amounts"): how short an order may
+/// be paid and still count as paid, globally and per `chain:asset`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AmountPolicy {
     pub tolerance: Tolerance,
@@ -173,7 +173,8 @@ pub struct PlannedTransition {
     /// completed the cover, and the order's `amount_paid` after it.
     pub attach: Option<Attach>,
     /// A payment credited to the order with this step (a new `payrecon_payments` row);
-    /// with `from == to` and no `attach`, the order stays where it is (held, SPEC §14).
+    /// with `from == to` and no `attach`, the order stays where it is (held,
+    /// docs/configuration.md, "Amounts").
     pub credit: Option<NewPayment>,
 }
 
@@ -206,7 +207,8 @@ pub enum Action {
     WouldApply,
     ResendRequested,
     ResendSkipped,
-    /// The payment was credited, and the order held where it was (SPEC §14).
+    /// The payment was credited, and the order held where it was (docs/configuration.md,
+    /// "Amounts").
     Held,
     None,
 }
@@ -251,7 +253,7 @@ pub struct Finding {
     pub outcome: Outcome,
     pub detail: String,
     /// The payment's amount in base units, where the finding is about one transfer read on
-    /// chain (an exception records it, SPEC §15).
+    /// chain (an exception records it, README.md, "Exceptions").
     pub amount: Option<U256>,
 }
 

@@ -17,7 +17,8 @@ use super::reorg::{held_rows, moved_holder, moved_row_detail};
 
 /// Decides, for a batch of observations, which forward transitions to apply, which gaps to
 /// report and which resends to request. The same payment is never credited to two orders;
-/// an order takes payments until they cover it (SPEC §14), then no more in this plan.
+/// an order takes payments until they cover it (docs/configuration.md, "Amounts"), then no more
+/// in this plan.
 pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     let mut plan = Plan::default();
     let mut claimed_orders: HashSet<i64> = HashSet::new();
@@ -284,8 +285,8 @@ fn plan_unkeyed(
         return;
     }
     let free = || candidates.iter().filter(|r| !claimed.contains(&r.id));
-    // SPEC §14's preferences: the order whose remaining amount the payment is, else one
-    // already partly paid (a top-up), else the oldest.
+    // The preferences of docs/configuration.md, "Amounts": the order whose remaining amount the
+    // payment is, else one already partly paid (a top-up), else the oldest.
     let paid = |r: &LedgerRow| in_plan.paid(r).unwrap_or(U256::ZERO);
     // Among orders the payment completes, one already partly paid first.
     let completes = |r: &&LedgerRow| r.amount_due.checked_sub(paid(r)) == Some(t.amount);

@@ -1,8 +1,8 @@
-//! Tron's identifiers (SPEC §12): addresses in base58check (`T…`, the version byte `0x41`
-//! before 20 bytes, a 4-byte double-SHA-256 checksum), accepted also as `41…` (21-byte hex) or
-//! `0x…` (20-byte hex, as JSON-RPC logs show them) and always written back in base58; and
-//! transaction ids as 64 lowercase hex digits without `0x`. Strict and total: malformed input
-//! is an `InputError`, never a panic.
+//! Tron's identifiers (docs/configuration.md, "Tron"): addresses in base58check (`T…`, the
+//! version byte `0x41` before 20 bytes, a 4-byte double-SHA-256 checksum), accepted also as
+//! `41…` (21-byte hex) or `0x…` (20-byte hex, as JSON-RPC logs show them) and always written
+//! back in base58; and transaction ids as 64 lowercase hex digits without `0x`. Strict and
+//! total: malformed input is an `InputError`, never a panic.
 
 use std::fmt;
 

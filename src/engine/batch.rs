@@ -88,7 +88,8 @@ impl Engine {
         view: &LedgerView,
         extra: Vec<Finding>,
     ) -> Result<(), StoreError> {
-        // Orders that expire judge a payment by its block's time (SPEC §14): read it.
+        // Orders that expire judge a payment by its block's time (docs/configuration.md,
+        // "Amounts"): read it.
         let timed = self.block_times(ctx, seen.observations, view).await;
         let seen = BatchInput {
             observations: timed.as_deref().unwrap_or(seen.observations),

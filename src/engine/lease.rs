@@ -2,9 +2,9 @@
 //! (and the `chain` sweep) is reconciled by the one instance that holds its lease. The lease
 //! is renewed while the part runs (every third of its TTL) and released after; every write
 //! batch presents it as a fencing token (`Store::apply_fenced`), so an instance that stalled
-//! past its lease writes nothing once another took over. Manual `run`s take no lease (SPEC
-//! §2: a backfill beside `serve` is allowed; the conditional apply and the resend claim keep
-//! it from doing anything twice).
+//! past its lease writes nothing once another took over. Manual `run`s take no lease
+//! (docs/reference.md §1, `run`: a backfill beside `serve` is allowed; the conditional apply
+//! and the resend claim keep it from doing anything twice).
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! One provider's part of a run: its lists, page by page (fetched ahead on a task, bounded
-//! channel, read by the boundary search where SPEC §11 says), in batches through
-//! `resolve.rs` and settle; what each list read did goes to the report, the metric and
-//! `payrecon_list_reads`.
+//! channel, read by the boundary search as docs/configuration.md, "Long notification lists",
+//! says), in batches through `resolve.rs` and settle; what each list read did goes to the
+//! report, the metric and `payrecon_list_reads`.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -204,7 +204,8 @@ fn list_name(list: ListKind) -> &'static str {
 
 /// Identity of a record for "examined once per run": the list it came from does not matter.
 /// Without a log index the amount is part of it: two outputs of one Bitcoin transaction to
-/// one address (or two Transfer logs to one address) are two payments (SPEC §13).
+/// one address (or two Transfer logs to one address) are two payments (docs/configuration.md,
+/// "Bitcoin").
 fn fingerprint(r: &ProviderRecord) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&r.chain, &r.tx_hash, &r.log_index, &r.asset, &r.to).hash(&mut h);

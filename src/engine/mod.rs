@@ -100,7 +100,7 @@ pub struct Engine {
     pub providers: Vec<ProviderEntry>,
     pub metrics: Arc<Metrics>,
     pub settings: ReconcileConfig,
-    /// The underpaid tolerances a view is judged by (SPEC §14).
+    /// The underpaid tolerances a view is judged by (docs/configuration.md, "Amounts").
     pub amounts: crate::domain::AmountPolicy,
     /// Every configured secret, to scrub from error text that reaches reports and logs.
     pub secrets: Vec<Secret>,
@@ -137,7 +137,7 @@ pub(crate) struct RunCtx {
     pub exceptions: RunExceptions,
 }
 
-/// What a run tracks for its exceptions (SPEC §15).
+/// What a run tracks for its exceptions (README.md, "Exceptions").
 #[derive(Default)]
 pub(crate) struct RunExceptions {
     pub reorged: std::collections::HashSet<(String, String)>,

@@ -1,7 +1,8 @@
-//! An operator's decisions on exceptions (SPEC §15), carried out like a run's: planned by the
-//! domain (`plan_accept`, `plan_attach`), written through `Store::apply_resolving` (the
-//! transition or payment with source `operator`, its audit row, its event, and the claim on
-//! the exception, in one transaction), so that every invariant of a run holds for them too.
+//! An operator's decisions on exceptions (README.md, "Exceptions"), carried out like a run's:
+//! planned by the domain (`plan_accept`, `plan_attach`), written through
+//! `Store::apply_resolving` (the transition or payment with source `operator`, its audit row,
+//! its event, and the claim on the exception, in one transaction), so that every invariant of a
+//! run holds for them too.
 
 use super::Engine;
 use crate::chain::{Lookup, TransferQuery};

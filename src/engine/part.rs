@@ -13,7 +13,7 @@ pub enum Part<'a> {
 
 impl Part<'_> {
     /// Its name in reports, findings, leases and metrics: the provider's, or `chain` for
-    /// the sweep (SPEC §5; a provider cannot be named `chain`).
+    /// the sweep (docs/reference.md §4; a provider cannot be named `chain`).
     pub fn name(&self) -> &str {
         match self {
             Part::Provider(name) => name,

@@ -1,10 +1,10 @@
-//! Events to the merchant's application (SPEC §10): the delivery loop. It claims due events
-//! in the database (one instance at a time per event, per-order order), POSTs each with
-//! Standard Webhooks headers, and records the attempt: delivered on a 2xx within `timeout`,
-//! otherwise retried after the next delay of `retry_schedule` (plus jitter, or a longer
-//! `Retry-After`), and dead after the last one. `serve` runs it until shutdown, woken by each
-//! committed batch (polling is the fallback for other processes' commits); `run` flushes for
-//! up to `flush_timeout`.
+//! Events to the merchant's application (docs/reference.md §6): the delivery loop. It claims
+//! due events in the database (one instance at a time per event, per-order order), POSTs each
+//! with Standard Webhooks headers, and records the attempt: delivered on a 2xx within
+//! `timeout`, otherwise retried after the next delay of `retry_schedule` (plus jitter, or a
+//! longer `Retry-After`), and dead after the last one. `serve` runs it until shutdown, woken by
+//! each committed batch (polling is the fallback for other processes' commits); `run` flushes
+//! for up to `flush_timeout`.
 
 pub mod admin;
 pub mod sign;

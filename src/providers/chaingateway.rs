@@ -82,7 +82,8 @@ pub struct ChaingatewaySettings {
     pub decimals: HashMap<String, u8>,
     /// Each covered chain's kind (absent: EVM): how its records spell addresses and ids.
     pub kinds: HashMap<String, ChainKind>,
-    /// The notifications list is read from `since - list_margin` (SPEC §11).
+    /// The notifications list is read from `since - list_margin` (docs/configuration.md,
+    /// "Long notification lists").
     pub list_margin: Duration,
     /// One run per period reads every list whole; zero: never.
     pub full_scan_every: Duration,
@@ -186,10 +187,10 @@ impl ChaingatewayClient {
         )
     }
 
-    /// The pages of a list for one chain, as `plan` says (SPEC §11, see `list.rs`), yielded
-    /// as they arrive; `stats` holds what the read did once the stream has ended. An error
-    /// item means a page could not be read after retries; the caller fails this provider,
-    /// and the stream ends after it.
+    /// The pages of a list for one chain, as `plan` says (docs/configuration.md,
+    /// "Long notification lists"; see `list.rs`), yielded as they arrive; `stats` holds what
+    /// the read did once the stream has ended. An error item means a page could not be read
+    /// after retries; the caller fails this provider, and the stream ends after it.
     ///
     /// The list is not a snapshot (records arrive while it is read, and Laravel pages by
     /// offset): a record may appear on two pages. Callers deduplicate by key.

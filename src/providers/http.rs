@@ -1,6 +1,6 @@
-//! The generic JSON-over-HTTP provider (`kind = "http"`, SPEC §9): lists described by path
-//! templates, pagination style and JSON pointers, a resend call, and presets (Qvard,
-//! Paymos) that fill all of that in.
+//! The generic JSON-over-HTTP provider (`kind = "http"`; docs/configuration.md,
+//! "The generic provider"): lists described by path templates, pagination style and JSON
+//! pointers, a resend call, and presets (Qvard, Paymos) that fill all of that in.
 //!
 //! One `reqwest::Client` per provider; every request carries the auth header (when a key is
 //! configured) and `Accept: application/json`. Reading is retried (5xx, 429 with

@@ -14,7 +14,8 @@ use crate::domain::{Address, Asset, State, TxHash, U256};
 
 /// One notification, payment or event as a provider lists it (or a webhook delivers it),
 /// validated. A record that names a transaction is decided by the chain; one that names none
-/// is matched by `order_ref` and carries the provider's own `status` (SPEC §9).
+/// is matched by `order_ref` and carries the provider's own `status` (docs/configuration.md,
+/// "The generic provider").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderRecord {
     /// Provider's notification or event id (used for resends).

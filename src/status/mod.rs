@@ -42,16 +42,17 @@ pub struct Status {
     pub database: &'static str,
     pub providers: Vec<ProviderStatus>,
     pub gaps_24h: RecentGaps,
-    /// Exceptions waiting for a person (SPEC §15).
+    /// Exceptions waiting for a person (README.md, "Exceptions").
     pub exceptions: ExceptionsStatus,
     pub resends: Resends,
     pub webhook_inbox: Inbox,
     /// Whether `payrecon_leases` exists; without it there is one instance and no lease.
     pub lease_table: bool,
     pub leases: Vec<Lease>,
-    /// Events to the merchant's application (SPEC §10).
+    /// Events to the merchant's application (docs/reference.md §6).
     pub events: EventsStatus,
-    /// Per provider list: what the last run that read it read (SPEC §11).
+    /// Per provider list: what the last run that read it read (docs/configuration.md,
+    /// "Long notification lists").
     pub lists: Vec<ListStatus>,
 }
 

@@ -1,5 +1,6 @@
-//! The outbox's delivery side (SPEC §10): claiming due events (one instance at a time,
-//! per-order order) and recording each attempt. The operator's side is `event_list.rs`.
+//! The outbox's delivery side (docs/reference.md §6, "Delivery"): claiming due events (one
+//! instance at a time, per-order order) and recording each attempt. The operator's side is
+//! `event_list.rs`.
 //!
 //! An event is *due* when it is pending (neither delivered nor dead), its `next_attempt_at`
 //! has come, no live claim holds it, and no earlier event of its order is undelivered. That

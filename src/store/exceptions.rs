@@ -1,8 +1,9 @@
-//! Exceptions (SPEC §15): what payrecon cannot settle alone, one row per problem however many
-//! runs see it. Opened or touched in the transaction of a run's findings (`upsert!`), cleared
-//! at the end of a run when their condition is gone (`clear_exceptions`), listed, and settled
-//! by an operator: the claim (`status = 'open'` → `resolved`) is a conditional UPDATE in the
-//! transaction of the decision it records, so of two people acting at once one wins.
+//! Exceptions (README.md, "Exceptions"): what payrecon cannot settle alone, one row per problem
+//! however many runs see it. Opened or touched in the transaction of a run's findings
+//! (`upsert!`), cleared at the end of a run when their condition is gone (`clear_exceptions`),
+//! listed, and settled by an operator: the claim (`status = 'open'` → `resolved`) is a
+//! conditional UPDATE in the transaction of the decision it records, so of two people acting at
+//! once one wins.
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -162,8 +163,8 @@ macro_rules! upsert {
 pub(crate) use upsert;
 
 /// A payment the run saw at final depth, in this block: a `reorged` exception of its
-/// transaction is cleared when the ledger holds it there (SPEC §15: final again in its new
-/// block).
+/// transaction is cleared when the ledger holds it there (README.md, "Exceptions": final
+/// again in its new block).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FinalSeen {
     pub chain: String,

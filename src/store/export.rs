@@ -1,7 +1,8 @@
-//! The payments `payrecon export` writes (SPEC §15): one row per credited payment whose block
-//! time lies in the window, streamed from one cursor (never collected), ordered by
-//! `(block_time, chain, tx_hash, log_index)`. A payment whose block time was never read
-//! (EVM transfers to orders that do not expire) is placed by its credit time instead.
+//! The payments `payrecon export` writes (README.md, "Exceptions and the export for finance"):
+//! one row per credited payment whose block time lies in the window, streamed from one cursor
+//! (never collected), ordered by `(block_time, chain, tx_hash, log_index)`. A payment whose
+//! block time was never read (EVM transfers to orders that do not expire) is placed by its
+//! credit time instead.
 
 use futures::TryStreamExt;
 use jiff::Timestamp;

@@ -1,6 +1,7 @@
 //! `payrecon_list_reads`: per provider list, what the last run read of it (pages read of
 //! pages total) and when it was last read whole, which `full_scan_every` counts from
-//! (SPEC §11). One statement per list a run reads; `status` reads them all in one.
+//! (docs/configuration.md, "Long notification lists"). One statement per list a run reads;
+//! `status` reads them all in one.
 
 use jiff::Timestamp;
 

@@ -126,7 +126,7 @@ pub enum ApplyOutcome {
     /// The payment key was attached to an order already in the target state (no transition).
     Attached,
     /// A payment was credited to an order that stays where it is: short of its amount, it is
-    /// held (SPEC §14).
+    /// held (docs/configuration.md, "Amounts").
     Credited,
     /// A payment was not credited: the order's amount or key changed since the step was
     /// planned (another writer got there first). Planned again, it is credited.
@@ -147,7 +147,8 @@ pub struct FindingRow {
     pub action: String,
     pub detail: String,
     /// The payment's amount in base units, where the finding names one transfer (kept on its
-    /// exception, SPEC §15; not a column of `payrecon_findings`, not in the report).
+    /// exception, README.md, "Exceptions"; not a column of `payrecon_findings`, not in the
+    /// report).
     #[serde(skip)]
     pub amount: Option<String>,
 }
@@ -334,9 +335,9 @@ impl Store {
         self.apply_guarded(batch, ctx, guard).await
     }
 
-    /// `apply` of an operator's decision on an exception (SPEC §15): the exception is
-    /// claimed (open → resolved) in the same transaction, so that of two people acting at
-    /// once one wins; the loser gets `ExceptionTaken` and nothing is written.
+    /// `apply` of an operator's decision on an exception (README.md, "Exceptions"): the
+    /// exception is claimed (open → resolved) in the same transaction, so that of two people
+    /// acting at once one wins; the loser gets `ExceptionTaken` and nothing is written.
     pub async fn apply_resolving(
         &self,
         batch: &[PlannedTransition],
@@ -471,8 +472,9 @@ impl Store {
         payments::set_gone(self, payment_id, gone).await
     }
 
-    /// Orders held now (SPEC §14): unpaid, no key, part of their amount credited; as
-    /// `(underpaid, late)`, late when one of their payments is in a block after `expires_at`.
+    /// Orders held now (docs/configuration.md, "Amounts"): unpaid, no key, part of their amount
+    /// credited; as `(underpaid, late)`, late when one of their payments is in a block after
+    /// `expires_at`.
     pub async fn count_held(&self) -> Result<(i64, i64), StoreError> {
         let held = "o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL";
         let late = |bt: &str, exp: &str| {

@@ -1,6 +1,6 @@
-//! The outbox write (SPEC §10): the `payrecon_events` row of a transition payrecon applied,
-//! built from the order row its UPDATE returned and inserted in the same transaction as the
-//! `payrecon_transitions` row. The body is serialised here once; the delivery loop sends
+//! The outbox write (docs/reference.md §6): the `payrecon_events` row of a transition payrecon
+//! applied, built from the order row its UPDATE returned and inserted in the same transaction
+//! as the `payrecon_transitions` row. The body is serialised here once; the delivery loop sends
 //! these exact bytes on every attempt.
 
 use serde::Serialize;
@@ -30,7 +30,7 @@ pub(crate) const SQLITE_RETURNING: &str = "order_ref, chain, tx_hash, log_index,
 pub(crate) const PG_RETURNING: &str = "o.order_ref, o.chain, o.tx_hash, o.log_index, \
      o.block_number, o.block_hash, o.asset, o.amount_due::text, o.amount_paid::text";
 
-/// An event row about to be written: of a transition, or of a payment (SPEC §14).
+/// An event row about to be written: of a transition, or of a payment (docs/reference.md §6).
 pub(crate) struct NewEvent {
     pub id: String,
     pub transition_id: Option<i64>,

@@ -1,4 +1,4 @@
-//! `payrecon_payments` (SPEC §14): a payment credited to an order, written in the
+//! `payrecon_payments` (docs/reference.md §3): a payment credited to an order, written in the
 //! transaction of the order's `amount_paid`; the ledger lookups that find an order by any of
 //! its credited payments; and the credited payments of orders still short.
 

@@ -1,9 +1,10 @@
-//! Orders registered by a shop (SPEC §16): the API's `POST /v1/orders`, `payrecon orders add`
-//! and `orders import`. A batch is one transaction of two statements: a multi-row INSERT that
-//! skips the refs already taken (`ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref`),
-//! then one read of every ref of the batch. A ref taken before is the same order again (the
-//! request is idempotent) or a conflict, decided by the domain on the stored fields. And the
-//! API's reads: one order, or a keyset page by `(payrecon_updated_at, id)`.
+//! Orders registered by a shop (docs/api.md): the API's `POST /v1/orders`,
+//! `payrecon orders add` and `orders import`. A batch is one transaction of two statements: a
+//! multi-row INSERT that skips the refs already taken
+//! (`ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref`), then one read of every ref of
+//! the batch. A ref taken before is the same order again (the request is idempotent) or a
+//! conflict, decided by the domain on the stored fields. And the API's reads: one order, or a
+//! keyset page by `(payrecon_updated_at, id)`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,7 +15,8 @@ use super::rows::{counted, db_error, on_pool, pg_ms, sqlite_ms, sqlite_ts};
 use super::{Store, StoreError};
 use crate::domain::{ExpectedOrder, StoredOrder};
 
-/// Orders per transaction of `register_orders` (SPEC §16: an import commits per 1,000).
+/// Orders per transaction of `register_orders` (docs/reference.md §1, `orders`: an import
+/// commits per 1,000).
 pub const REGISTER_BATCH: usize = 1_000;
 
 /// An order as the API shows it. Amounts are base units as decimal strings; times RFC 3339.

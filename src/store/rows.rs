@@ -21,8 +21,9 @@ pub(crate) fn counted<T>(x: T) -> T {
 }
 
 /// Records a run's findings in one transaction, `$chunk` rows per multi-row INSERT, and opens
-/// or touches their exceptions in the same transaction (SPEC §15): the one spelling for both
-/// backends (`$db` the sqlx database, `$begin` the dialect's BEGIN, `$now` its current time).
+/// or touches their exceptions in the same transaction (README.md, "Exceptions"): the one
+/// spelling for both backends (`$db` the sqlx database, `$begin` the dialect's BEGIN, `$now`
+/// its current time).
 macro_rules! insert_findings {
     ($db:ty, $begin:expr, $run_id:expr, $findings:expr, $chunk:expr, $now:expr) => {{
         use $crate::store::rows::{counted, db_error};

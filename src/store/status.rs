@@ -21,9 +21,10 @@ pub(super) const REQUIRED: [&str; 4] = [
 pub(super) const LEASES: &str = "payrecon_leases";
 /// The event outbox (added by a later migration): read only when it exists.
 pub(super) const EVENTS: &str = "payrecon_events";
-/// What runs read of each provider list (SPEC §11; a later migration): read when it exists.
+/// What runs read of each provider list (docs/configuration.md, "Long notification lists"; a
+/// later migration): read when it exists.
 pub(super) const LIST_READS: &str = "payrecon_list_reads";
-/// Exceptions (SPEC §15): read when the table exists.
+/// Exceptions (docs/reference.md §3): read when the table exists.
 pub(super) const EXCEPTIONS: &str = "payrecon_exceptions";
 
 /// One `payrecon_runs` row as `status` shows it.

@@ -1,8 +1,9 @@
-//! Webhook ingest: `POST /webhooks/{provider}` (SPEC §9). A delivery is read (at most 64 KiB),
-//! its signature checked on the raw bytes, its JSON parsed, its event id taken, and it is
-//! stored in the inbox (`payrecon_webhook_events`) before the answer: 200 with an empty body
-//! for a new and a duplicate event alike. A new event is then offered to `sink` without
-//! waiting; one the sink cannot take stays unprocessed in the table for the next run.
+//! Webhook ingest: `POST /webhooks/{provider}` (docs/configuration.md, "Webhook ingest"). A
+//! delivery is read (at most 64 KiB), its signature checked on the raw bytes, its JSON parsed,
+//! its event id taken, and it is stored in the inbox (`payrecon_webhook_events`) before the
+//! answer: 200 with an empty body for a new and a duplicate event alike. A new event is then
+//! offered to `sink` without waiting; one the sink cannot take stays unprocessed in the table
+//! for the next run.
 //!
 //! Applying the event is the engine's job (`Engine::process_webhook_events`).
 

@@ -1,12 +1,13 @@
-//! A fake Esplora REST API on loopback (SPEC §13), answering in the shapes blockstream.info
-//! and mempool.space serve: `GET /blocks/tip/height` and `/blocks/tip/hash` (plain text),
-//! `GET /tx/:txid` (JSON with `vin`, `vout[n].scriptpubkey_address`/`value`, `status`; 404
-//! "Transaction not found" as text), `GET /block/:hash/status` (`in_best_chain`), and an
-//! address's history, newest first: `GET /address/:address/txs` (the mempool's, then the first
-//! 25 confirmed) and `GET /address/:address/txs/chain/:last_seen_txid` (the next 25 confirmed).
-//! Block `h` is stamped `h * 600` seconds after a genesis placed so that the starting tip is
-//! now. Transactions can sit in the mempool, move to another block, go back to the mempool,
-//! or vanish (a reorg, a fee-bump replacement); one can keep citing a replaced block.
+//! A fake Esplora REST API on loopback (docs/configuration.md, "Bitcoin"), answering in the
+//! shapes blockstream.info and mempool.space serve: `GET /blocks/tip/height` and
+//! `/blocks/tip/hash` (plain text), `GET /tx/:txid` (JSON with `vin`,
+//! `vout[n].scriptpubkey_address`/`value`, `status`; 404 "Transaction not found" as text),
+//! `GET /block/:hash/status` (`in_best_chain`), and an address's history, newest first:
+//! `GET /address/:address/txs` (the mempool's, then the first 25 confirmed) and
+//! `GET /address/:address/txs/chain/:last_seen_txid` (the next 25 confirmed). Block `h` is
+//! stamped `h * 600` seconds after a genesis placed so that the starting tip is now.
+//! Transactions can sit in the mempool, move to another block, go back to the mempool, or
+//! vanish (a reorg, a fee-bump replacement); one can keep citing a replaced block.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -5,7 +5,7 @@
 //! - `env`: skip with a reason where a tool is missing, fail under `PAYRECON_TEST_STRICT=1`.
 //! - `anvil`: a real anvil node on a free loopback port and its JSON-RPC.
 //! - `process`: the real binary as a child, with a clean environment.
-//! - `esplora`: a fake Esplora REST API (Bitcoin, SPEC §13).
+//! - `esplora`: a fake Esplora REST API (docs/configuration.md, "Bitcoin").
 //! - `tron`: a fake Tron node (java-tron's JSON-RPC and HTTP API, their documented shapes).
 //! - `qvard`, `paymos`: fake provider APIs on loopback (served exactly as the providers
 //!   document them), sharing one front door (`json_api`: bearer token, request log, latency,

@@ -1,4 +1,4 @@
-//! The expected-payments API (SPEC §16) on a real `serve`, on SQLite and PostgreSQL: every
+//! The expected-payments API (docs/api.md) on a real `serve`, on SQLite and PostgreSQL: every
 //! status, idempotency, conflicts, paging; the OpenAPI document; `payrecon orders add|import`;
 //! and a shop's whole loop: register with curl, pay on chain, hear back by the reference
 //! receiver.

@@ -1,6 +1,7 @@
-//! Bitcoin end to end (SPEC §13): `Engine::run` against the fake Esplora API, the fake
-//! Chaingateway serving `bitcoin` records as Chaingateway writes them (a txid, the address,
-//! the amount in BTC, no output index), and real SQLite and PostgreSQL ledgers.
+//! Bitcoin end to end (docs/configuration.md, "Bitcoin"): `Engine::run` against the fake
+//! Esplora API, the fake Chaingateway serving `bitcoin` records as Chaingateway writes them (a
+//! txid, the address, the amount in BTC, no output index), and real SQLite and PostgreSQL
+//! ledgers.
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -303,13 +304,13 @@ fn pays(address: &str, sats: u64) -> Vec<Out> {
     ]
 }
 
-/// The deposit scan (SPEC §13): a payment no provider reported is found by the address's
-/// history; the history is read newest first and stops at the first page reaching past the
-/// window by block time (2 requests of the 3 the whole history takes: 30 sweeps of the
-/// address, the payment, 40 payments from a week ago); the old payments credit nothing; a
-/// mempool transaction is not yet a payment; a history answer that is not JSON, or a 404
-/// (Esplora answers `[]` for an address it has never seen), fails the sweep's entry with the
-/// address named, never a panic.
+/// The deposit scan (docs/configuration.md, "Bitcoin"): a payment no provider reported is found
+/// by the address's history; the history is read newest first and stops at the first page
+/// reaching past the window by block time (2 requests of the 3 the whole history takes: 30
+/// sweeps of the address, the payment, 40 payments from a week ago); the old payments credit
+/// nothing; a mempool transaction is not yet a payment; a history answer that is not JSON, or a
+/// 404 (Esplora answers `[]` for an address it has never seen), fails the sweep's entry with
+/// the address named, never a panic.
 #[tokio::test]
 async fn the_deposit_scan_finds_unreported_payments_and_reads_only_the_window() {
     on_backends(|db| async move {
@@ -424,7 +425,7 @@ async fn a_replacement_that_pays_less_is_a_mismatch_or_flagged_never_moved_back(
         w.notify("844", &txid(44), P2TR, Some("0.00045"));
         w.esplora.mine(1);
         let report = w.run().await;
-        // 90,000 of 100,000 sat: credited and held unpaid (SPEC §14).
+        // 90,000 of 100,000 sat: credited and held unpaid (docs/configuration.md, "Amounts").
         let f1 = w.row("F-1").await;
         assert_eq!(f1.state, State::Unpaid, "{db}: {}", report.to_json());
         assert_eq!(

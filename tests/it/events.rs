@@ -1,6 +1,7 @@
-//! Events to the merchant's application (SPEC §10), end to end: a real anvil chain, the fake
-//! Chaingateway, real SQLite and PostgreSQL, and real HTTP receivers on loopback. Signatures
-//! are checked by the official `standardwebhooks` library (PyPI) in a Python process.
+//! Events to the merchant's application (docs/reference.md §6), end to end: a real anvil chain,
+//! the fake Chaingateway, real SQLite and PostgreSQL, and real HTTP receivers on loopback.
+//! Signatures are checked by the official `standardwebhooks` library (PyPI) in a Python
+//! process.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! Exceptions (SPEC §15) through the real binary on SQLite and PostgreSQL: one row per
-//! problem across runs, cleared by payrecon when the condition goes away, settled by
+//! Exceptions (README.md, "Exceptions") through the real binary on SQLite and PostgreSQL: one
+//! row per problem across runs, cleared by payrecon when the condition goes away, settled by
 //! `payrecon exceptions accept|attach|dismiss` through the run's apply path (source
 //! `operator`, its audit row and event), safe when two people act at once and when a process
 //! is killed mid-decision; and `payrecon export`, read back with a real CSV parser.

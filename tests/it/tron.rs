@@ -1,6 +1,6 @@
-//! Tron end to end (SPEC §12): `Engine::run` against the fake Tron node (java-tron's JSON-RPC
-//! and HTTP API in their documented shapes, real mainnet values: the USDT contract, 6
-//! decimals, chain id 0x2b6653dc), the fake Chaingateway serving `tron` records as
+//! Tron end to end (docs/configuration.md, "Tron"): `Engine::run` against the fake Tron node
+//! (java-tron's JSON-RPC and HTTP API in their documented shapes, real mainnet values: the USDT
+//! contract, 6 decimals, chain id 0x2b6653dc), the fake Chaingateway serving `tron` records as
 //! Chaingateway writes them (base58 addresses, txids without `0x`, no log index), and real
 //! SQLite and PostgreSQL ledgers whose orders hold base58 deposit addresses.
 

@@ -1,13 +1,13 @@
-//! Bitcoin seeds (SPEC §13): from a seed, orders paid to P2WPKH, P2TR and P2PKH deposit
-//! addresses on the fake Esplora, each payment an output of a transaction that also pays
-//! change (some pay the address twice), reported by Chaingateway `bitcoin` records with the
-//! amount in BTC, with no amount, or not at all (the deposit scan finds it when on); under-
-//! and over-payments; transactions that wait in the mempool; fee-bump replacements of a
-//! mempool payment that pay less; stray payments; Esplora faults the retries absorb; and
-//! reorgs above the final depth (a payment moved to a later block, back to the mempool, or
-//! dropped). Checked after every run (no failure, no key in the report, the audit table,
-//! nothing backwards, the deposit scan's history requests within 2 per unpaid order) and after
-//! the chain settles: every reported (or scannable) payment
+//! Bitcoin seeds (docs/configuration.md, "Bitcoin"): from a seed, orders paid to P2WPKH, P2TR
+//! and P2PKH deposit addresses on the fake Esplora, each payment an output of a transaction
+//! that also pays change (some pay the address twice), reported by Chaingateway `bitcoin`
+//! records with the amount in BTC, with no amount, or not at all (the deposit scan finds it
+//! when on); under- and over-payments; transactions that wait in the mempool; fee-bump
+//! replacements of a mempool payment that pay less; stray payments; Esplora faults the retries
+//! absorb; and reorgs above the final depth (a payment moved to a later block, back to the
+//! mempool, or dropped). Checked after every run (no failure, no key in the report, the audit
+//! table, nothing backwards, the deposit scan's history requests within 2 per unpaid order) and
+//! after the chain settles: every reported (or scannable) payment
 //! still on chain is final on its txid with the satoshis it paid, every order nothing paid is
 //! unpaid.
 //!
@@ -74,7 +74,8 @@ struct Order {
     to: String,
     due: u64,
     paid: Option<Paid>,
-    /// It expired a day before the seed began: every payment to it is late (SPEC §14).
+    /// It expired a day before the seed began: every payment to it is late
+    /// (docs/configuration.md, "Amounts").
     expired: bool,
 }
 
@@ -475,8 +476,8 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             None if s != State::Unpaid => {
                 return Err(format!("{}: nothing paid it, yet it is {s:?}", o.order_ref))
             }
-            // Expired (SPEC §14, invariant 11): every payment credited, held late, never a
-            // state; the scan finds a second output to the address as well.
+            // Expired (invariant 11, ARCHITECTURE.md): every payment credited, held late, never
+            // a state; the scan finds a second output to the address as well.
             Some(p) if o.expired && p.findable && !p.dropped => {
                 let paid = p.sats + if w.scan { p.extra } else { 0 };
                 let have = (s, row.tx_hash.clone(), row.amount_paid.clone());
@@ -487,8 +488,9 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
                     ));
                 }
             }
-            // Short of its amount (SPEC §14): credited, held unpaid, no key; unless the scan
-            // also finds the transaction's second output to the address, which tops it up.
+            // Short of its amount (docs/configuration.md, "Amounts"): credited, held unpaid, no
+            // key; unless the scan also finds the transaction's second output to the address,
+            // which tops it up.
             Some(p) if p.findable && !p.dropped && p.sats < o.due && !(w.scan && p.extra > 0) => {
                 let have = (s, row.tx_hash.clone(), row.amount_paid.clone());
                 if have != (State::Unpaid, None, Some(p.sats.to_string())) {

@@ -1,4 +1,5 @@
-//! The SPEC §8 checkers, run against the ledger and the ground truth the generator wrote.
+//! The checkers of the invariants of ARCHITECTURE.md, run against the ledger and the ground
+//! truth the generator wrote.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -133,9 +134,9 @@ pub async fn audit(s: &payrecon::store::Store) -> Result<(), String> {
     Ok(())
 }
 
-/// SPEC §15: at most one open exception per problem, and every order held at the end (still
-/// `unpaid` with payments credited) has its open `amount_mismatch` or `late_payment`
-/// exception (nothing settles them in a simulation).
+/// The exceptions invariant (ARCHITECTURE.md): at most one open exception per problem, and
+/// every order held at the end (still `unpaid` with payments credited) has its open
+/// `amount_mismatch` or `late_payment` exception (nothing settles them in a simulation).
 pub async fn exceptions(w: &World) -> Result<(), String> {
     let s = w.store();
     let open = db(s
@@ -239,8 +240,8 @@ pub async fn final_state(w: &World) -> Result<(), String> {
                 ));
             }
         }
-        // (3) convergence, (4) nothing stray or reverted credited, (5) amounts: SPEC §14's
-        // invariant 9 and the cover rule.
+        // (3) convergence, (4) nothing stray or reverted credited, (5) amounts: invariant 9
+        // (ARCHITECTURE.md) and the cover rule.
         let due = w.due_after_tolerance(o.due);
         let Some(key) = crate::check_cover(&o.order_ref, due, &snap, mine, &creditable)? else {
             continue;
@@ -381,10 +382,11 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
     Ok(())
 }
 
-/// SPEC §10 over the whole seed: every transition payrecon applied has exactly one event of
-/// its type and order (and no event lacks its transition); in the end every event is
-/// delivered; and each order that ends `final` was fulfilled exactly once, by the merchant's
-/// handler when its conditional update won, or by payrecon's event when payrecon's did.
+/// Events (docs/reference.md §6) over the whole seed: every transition payrecon applied has
+/// exactly one event of its type and order (and no event lacks its transition); in the end
+/// every event is delivered; and each order that ends `final` was fulfilled exactly once, by
+/// the merchant's handler when its conditional update won, or by payrecon's event when
+/// payrecon's did.
 pub async fn effects(w: &World) -> Result<(), String> {
     let refs: Vec<&str> = w.orders.iter().map(|o| o.order_ref.as_str()).collect();
     effects_of(w.store(), &w.merchant, &refs, || w.deliver_events()).await
@@ -429,8 +431,8 @@ where
     if c.pending != 0 || c.dead != 0 {
         return Err(format!("events left undelivered at the end: {c:?}"));
     }
-    // One event per transition payrecon applied, and one per payment it credited (SPEC §10,
-    // §14), each naming its cause and its cause's order.
+    // One event per transition payrecon applied, and one per payment it credited
+    // (docs/reference.md §6), each naming its cause and its cause's order.
     let transitions = db(s.count("payrecon_transitions").await)?;
     let events = db(s.count("payrecon_events").await)?;
     let count = |sql: &'static str| async move {

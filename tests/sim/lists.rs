@@ -1,8 +1,8 @@
-//! List shapes (SPEC §11), drawn from a third RNG of the seed: a history of notifications
-//! older than the window in front of the seed's own, the list served oldest or newest first,
-//! and whole reads forced per period or never. Checked: every notified payment is applied
-//! (as for every seed), and a run that searched a list which stood still read at most
-//! `failed pages + window pages + 1 + 2·log2(pages) + 4` pages.
+//! List shapes (docs/configuration.md, "Long notification lists"), drawn from a third RNG of
+//! the seed: a history of notifications older than the window in front of the seed's own, the
+//! list served oldest or newest first, and whole reads forced per period or never. Checked:
+//! every notified payment is applied (as for every seed), and a run that searched a list which
+//! stood still read at most `failed pages + window pages + 1 + 2·log2(pages) + 4` pages.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,6 +1,6 @@
 //! A seeded scenario simulator (issue 6): each seed generates orders, on-chain transfers,
 //! provider notifications, faults, merchant writes, a second instance and dry runs against
-//! the in-process sandbox, and checks the SPEC §8 invariants.
+//! the in-process sandbox, and checks the invariants of ARCHITECTURE.md.
 //!
 //! `PAYRECON_SIM_SEED=S` runs only seed S; `PAYRECON_SIM_SEEDS=N` runs seeds 0..N (default
 //! `DEFAULT_SEEDS`), split over `SHARDS` tests. With `PAYRECON_TEST_PG_URL` set, the first
@@ -110,7 +110,8 @@ pub struct Credited {
     pub state: String,
 }
 
-/// Every credited payment, by its order's `order_ref` (SPEC §14), oldest first.
+/// Every credited payment, by its order's `order_ref` (docs/reference.md §3,
+/// `payrecon_payments`), oldest first.
 pub async fn credited(
     store: &payrecon::store::Store,
 ) -> Result<HashMap<String, Vec<Credited>>, String> {

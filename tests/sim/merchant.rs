@@ -1,8 +1,8 @@
-//! The merchant's application (SPEC §10): a receiver of payrecon's events on loopback that
-//! fulfils an order on `order.final`, deduplicating on `webhook-id` as the reference receiver
-//! does, and the merchant's own webhook handler, which fulfils when *its* conditional update
-//! (the Qvard guide's `UPDATE … WHERE state <> 'paid'`) moved the order to `final`. The
-//! invariant: each order that ends `final` is fulfilled exactly once, whoever won.
+//! The merchant's application (docs/reference.md §6): a receiver of payrecon's events on
+//! loopback that fulfils an order on `order.final`, deduplicating on `webhook-id` as the
+//! reference receiver does, and the merchant's own webhook handler, which fulfils when *its*
+//! conditional update (the Qvard guide's `UPDATE … WHERE state <> 'paid'`) moved the order to
+//! `final`. The invariant: each order that ends `final` is fulfilled exactly once, whoever won.
 //!
 //! The receiver refuses some requests (500, deterministic per seed), so retries, and a
 //! second instance claiming the same outbox, are part of every seed that has events.
@@ -35,7 +35,8 @@ struct Inner {
     bad_signatures: u64,
     /// Per order, the rank of the highest `to_state` acknowledged (2xx) so far.
     acked: HashMap<String, u8>,
-    /// SPEC §10 order violations seen (an order's later event acknowledged first).
+    /// Violations of the per-order order of events (docs/reference.md §6) seen (an order's
+    /// later event acknowledged first).
     out_of_order: Vec<String>,
     /// Orders whose handler's update to `final` failed with its connection cut: whether it
     /// committed is unknown (a real handler fulfils in the transaction of its update, so

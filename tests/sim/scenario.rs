@@ -106,13 +106,14 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     // The newer fault classes draw from their own stream: the older ones keep their draws.
     let mut xr = StdRng::seed_from_u64(seed ^ 0x5eed_0fe7a);
-    // List shapes (SPEC §11) from a third stream: the other classes keep their draws.
+    // List shapes (docs/configuration.md, "Long notification lists") from a third stream: the
+    // other classes keep their draws.
     let mut lr = StdRng::seed_from_u64(seed ^ 0x1157_5a4e);
     let shape = crate::lists::ListShape::choose(&mut lr);
     let second = rng.gen_bool(0.3);
     let batch = [1usize, 3, 7, 500][rng.gen_range(0..4)];
-    // SPEC §14's tolerance on some seeds, from a fourth stream (the others keep their draws),
-    // with payments at its edge and just past it.
+    // The underpaid tolerance (docs/configuration.md, "Amounts") on some seeds, from a fourth
+    // stream (the others keep their draws), with payments at its edge and just past it.
     let mut tr = StdRng::seed_from_u64(seed ^ 0x7017_e4a3);
     let tolerance_bp: u128 = if tr.gen_bool(0.3) {
         [50, 1_000][tr.gen_range(0..2)]

@@ -1,12 +1,12 @@
-//! Tron seeds beside the EVM ones (SPEC §12): from a seed, orders paid in TRC-20 USDT or TRX
-//! to base58 deposit addresses on the fake java-tron node, Chaingateway `tron` records in
-//! every accepted spelling (base58, `41…`, `0x…`; txids with and without `0x`) or none at all
-//! (the deposit scan finds TRC-20 ones), under- and over-payments, non-payments to order
-//! addresses (freezes with a value, failed contract calls), stray payments, HTTP API faults
-//! the retries absorb, and reorgs above the solidified block (a payment moved to a later
-//! block, or dropped). Checked after every run (no failure, no key in the report, the audit
-//! table, nothing backwards) and after the chain settles: every reported (or scannable)
-//! payment still on chain is final, every order nothing paid is unpaid.
+//! Tron seeds beside the EVM ones (docs/configuration.md, "Tron"): from a seed, orders paid in
+//! TRC-20 USDT or TRX to base58 deposit addresses on the fake java-tron node, Chaingateway
+//! `tron` records in every accepted spelling (base58, `41…`, `0x…`; txids with and without
+//! `0x`) or none at all (the deposit scan finds TRC-20 ones), under- and over-payments,
+//! non-payments to order addresses (freezes with a value, failed contract calls), stray
+//! payments, HTTP API faults the retries absorb, and reorgs above the solidified block (a
+//! payment moved to a later block, or dropped). Checked after every run (no failure, no key in
+//! the report, the audit table, nothing backwards) and after the chain settles: every reported
+//! (or scannable) payment still on chain is final, every order nothing paid is unpaid.
 //!
 //! `PAYRECON_SIM_TRON_SEED=S` runs only seed S; `PAYRECON_SIM_TRON_SEEDS=N` runs 0..N (default
 //! `SEEDS`; the first `PG_SEEDS` also on PostgreSQL).
@@ -398,7 +398,8 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     let rows = crate::order_rows(&w.app.engine.store, refs).await?;
     for (o, row) in w.orders.iter().zip(&rows) {
         let s = row.state;
-        // Short of its amount (SPEC §14): credited, held unpaid, no key.
+        // Short of its amount (docs/configuration.md, "Amounts"): credited, held unpaid, no
+        // key.
         if let Some((_, true, false, amount)) = &o.paid {
             if u128::from(*amount) < u128::from(o.due) {
                 let have = (s, row.tx_hash.clone(), row.amount_paid.clone());

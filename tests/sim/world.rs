@@ -74,7 +74,8 @@ pub struct World {
     pub qv_faults: u64,
     /// The merchant's application: receives payrecon's events, fulfils on `order.final`.
     pub merchant: crate::merchant::Merchant,
-    /// How the provider's notification list is shaped (SPEC §11; set by the scenario).
+    /// How the provider's notification list is shaped (docs/configuration.md,
+    /// "Long notification lists"; set by the scenario).
     pub list: crate::lists::ListShape,
     /// `[reconcile] underpaid_tolerance` as a share in hundredths of a percent (0: none).
     pub tolerance_bp: u128,

@@ -1,11 +1,11 @@
-//! Payments the keyed sweep does not see (SPEC §14): those credited to orders still short of
-//! their amount (no key on their order), and the earlier parts of orders a later payment
-//! completed (the key names that one). Each run places them on chain like keyed rows: one
-//! re-included elsewhere by a reorg is re-keyed (its row only), one gone is a `reorged`
-//! finding every run and, while its order is short, counts toward nothing until the chain has
-//! it again (then the order moves if its payments cover it). A payment's own state follows
-//! the chain forward. So a top-up never completes an order with a payment at a stale position
-//! or gone, and a reorg never credits one payment twice.
+//! Payments the keyed sweep does not see (docs/how-it-works.md, "Reorgs"): those credited to
+//! orders still short of their amount (no key on their order), and the earlier parts of orders
+//! a later payment completed (the key names that one). Each run places them on chain like keyed
+//! rows: one re-included elsewhere by a reorg is re-keyed (its row only), one gone is a
+//! `reorged` finding every run and, while its order is short, counts toward nothing until the
+//! chain has it again (then the order moves if its payments cover it). A payment's own state
+//! follows the chain forward. So a top-up never completes an order with a payment at a stale
+//! position or gone, and a reorg never credits one payment twice.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -1,7 +1,7 @@
-//! One notification list read as SPEC §11 says: whole (the failed list, a forced full read,
-//! a fallback), or only the pages that can hold a record of the run's window, found by the
-//! boundary search over pages on `created_at` (`domain::page_search`) with every page read
-//! checked against the order the pages show.
+//! One notification list read as docs/configuration.md, "Long notification lists", says: whole
+//! (the failed list, a forced full read, a fallback), or only the pages that can hold a record
+//! of the run's window, found by the boundary search over pages on `created_at`
+//! (`domain::page_search`) with every page read checked against the order the pages show.
 //!
 //! Laravel pages by offset, and the list grows while it is read, so what was read is kept
 //! as record offsets counted from the list's fixed end (`domain::list_cover`): pages that

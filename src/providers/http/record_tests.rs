@@ -225,8 +225,9 @@ fn one_chain_needs_no_chain_field_and_webhooks_may_lack_a_time() {
     assert!(r.reason.contains("several chains"), "{}", r.reason);
 }
 
-/// An item of a Tron chain (`nile`) is read in Tron's spellings (SPEC §12): a base58 or `41…` asset, a txid with
-/// or without `0x`; an EVM-only spelling of a Tron asset with a bad checksum is rejected.
+/// An item of a Tron chain (`nile`) is read in Tron's spellings (docs/configuration.md,
+/// "Tron"): a base58 or `41…` asset, a txid with or without `0x`; an EVM-only spelling of a
+/// Tron asset with a bad checksum is rejected.
 #[test]
 fn a_tron_item_is_read_in_tron_spellings() {
     let id = "ab".repeat(32);

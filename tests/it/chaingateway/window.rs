@@ -1,7 +1,7 @@
-//! SPEC §11 against the fake: lists of 100,000 notifications served oldest first, newest
-//! first, shuffled, with equal times across pages, and changing while they are read. Every
-//! record of the window is read in each case, and the pages fetched are counted (by the
-//! fake) and held to `window pages + 2·log2(pages) + 4`.
+//! Long notification lists (docs/configuration.md) against the fake: lists of 100,000
+//! notifications served oldest first, newest first, shuffled, with equal times across pages,
+//! and changing while they are read. Every record of the window is read in each case, and the
+//! pages fetched are counted (by the fake) and held to `window pages + 2·log2(pages) + 4`.
 
 use std::collections::BTreeSet;
 
@@ -67,7 +67,7 @@ fn want(range: impl Iterator<Item = u64>) -> BTreeSet<String> {
     range.map(|i| format!("n-{i}")).collect()
 }
 
-/// The SPEC §11 goal for a window of `window` records.
+/// The goal for a window of `window` records (docs/benchmarks.md, "Steady state").
 fn bound(window: u64) -> u64 {
     let pages = N.div_ceil(PER);
     window.div_ceil(PER) + 2 * (pages as f64).log2().ceil() as u64 + 4

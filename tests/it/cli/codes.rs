@@ -1,5 +1,5 @@
-//! Exit codes (SPEC §2): 0 ok, 1 not completed, 2 usage, 3 --fail-on-gaps with gaps; what
-//! goes to stderr when the run cannot even start; no secret in any output.
+//! Exit codes (docs/reference.md §9): 0 ok, 1 not completed, 2 usage, 3 --fail-on-gaps with
+//! gaps; what goes to stderr when the run cannot even start; no secret in any output.
 
 use payrecon::sandbox::chaingateway::{FakeChaingateway, Fault};
 use payrecon::sandbox::SANDBOX_API_KEY;

@@ -1,5 +1,5 @@
-//! `run --format json`: exactly one JSON document on stdout, every SPEC §5 field; logs on
-//! stderr only.
+//! `run --format json`: exactly one JSON document on stdout, every field of
+//! docs/reference.md §4; logs on stderr only.
 
 use serde_json::Value;
 

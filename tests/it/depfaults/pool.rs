@@ -1,8 +1,8 @@
-//! `database.max_connections = 1` (SPEC §3) on SQLite and PostgreSQL: `serve` runs every
-//! second over 200 missing payments (a run lasts seconds) while 50 signed webhook deliveries,
-//! each posted twice at once, and `/readyz` polls arrive together. Nothing deadlocks: every
-//! request is answered, every delivery is stored once and applied once, the runs finish, and
-//! serve exits 0 on SIGTERM.
+//! `database.max_connections = 1` (docs/reference.md §2) on SQLite and PostgreSQL: `serve` runs
+//! every second over 200 missing payments (a run lasts seconds) while 50 signed webhook
+//! deliveries, each posted twice at once, and `/readyz` polls arrive together. Nothing
+//! deadlocks: every request is answered, every delivery is stored once and applied once, the
+//! runs finish, and serve exits 0 on SIGTERM.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

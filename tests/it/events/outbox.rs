@@ -38,7 +38,8 @@ async fn every_transition_payrecon_applies_has_exactly_one_event() {
         let audit = w.audit().await;
         let by_payrecon: Vec<_> = audit.iter().filter(|a| a.0 != "E-M").collect();
         assert_eq!(events.len(), by_payrecon.len(), "{events:?} {audit:?}");
-        // And one per payment payrecon credited (SPEC §14), none for the merchant's.
+        // And one per payment payrecon credited (docs/reference.md §6), none for the
+        // merchant's.
         assert_eq!(payments.len(), 3, "{payments:?}");
         assert!(payments
             .iter()
@@ -208,8 +209,8 @@ async fn body_of(store: &Store, id: &str) -> serde_json::Value {
     serde_json::from_str(&body).unwrap()
 }
 
-/// SPEC §14: every payment payrecon credits is one `order.payment_received` event, written
-/// with it; a short one says `held` and the shortfall, the top-up that covers the order
+/// docs/reference.md §6: every payment payrecon credits is one `order.payment_received` event,
+/// written with it; a short one says `held` and the shortfall, the top-up that covers the order
 /// says neither and comes before the order's transition event.
 #[tokio::test]
 async fn every_credited_payment_has_one_payment_received_event_in_order() {

@@ -1,5 +1,6 @@
 //! A Qvard record that names no transaction: the provider's status applies to the order it
-//! names (SPEC §9); the payment key is attached later, from the record that names it.
+//! names (docs/configuration.md, "The generic provider"); the payment key is attached later,
+//! from the record that names it.
 
 use payrecon::domain::State;
 

@@ -1,4 +1,5 @@
-//! Each gap kind of SPEC §1, produced on a real chain and handled as its table says.
+//! Each gap kind of docs/reference.md §8, produced on a real chain and handled as its table
+//! says.
 
 use payrecon::domain::{State, U256};
 use serde_json::json;

@@ -1,6 +1,7 @@
-//! SPEC §8 invariants end to end: never backwards, once per (order, to_state) under racing
-//! processes, unknown payments credit nothing, dry runs write nothing, resend cooldown across
-//! instances, no secret in reports or the runs table, bad records rejected and counted.
+//! The invariants of ARCHITECTURE.md end to end: never backwards, once per (order, to_state)
+//! under racing processes, unknown payments credit nothing, dry runs write nothing, resend
+//! cooldown across instances, no secret in reports or the runs table, bad records rejected and
+//! counted.
 
 use std::time::Duration;
 

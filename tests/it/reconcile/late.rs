@@ -1,6 +1,6 @@
-//! Late payments (SPEC §14): a payment in a block after its order's `expires_at` is credited
-//! and flagged `late_payment`; held with `late_payments = "hold"` (the default), counted with
-//! `"accept"`; judged by the block's time, read from the real node.
+//! Late payments (docs/configuration.md, "Amounts"): a payment in a block after its order's
+//! `expires_at` is credited and flagged `late_payment`; held with `late_payments = "hold"` (the
+//! default), counted with `"accept"`; judged by the block's time, read from the real node.
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -92,7 +92,7 @@ async fn a_payment_after_the_order_expired_is_credited_and_held_unless_accepted(
         );
         let m = w.app.engine.metrics.encode();
         assert!(held(&m, "late", 1) && held(&m, "underpaid", 0), "{m}");
-        // Its exception (SPEC §15), counted by the gauges at the end of the run.
+        // Its exception (README.md, "Exceptions"), counted by the gauges at the end of the run.
         assert!(
             m.contains("payrecon_exceptions_open{kind=\"late_payment\"} 1")
                 && m.contains("payrecon_exceptions_open{kind=\"amount_mismatch\"} 0"),

@@ -1,9 +1,9 @@
-//! SPEC §11 end to end: a Chaingateway account with 30,000 notifications older than the
-//! window (2,001 pages) and payments in the last hour. The first run reads the list whole
-//! (no whole read on record yet), the next ones the window's pages and the search's; each
-//! run's report says how many pages it read of how many, `payrecon status` shows it per
-//! list, a list served out of order is read whole with the metric counted, and every
-//! payment of the window is applied in every case.
+//! Long notification lists (docs/configuration.md) end to end: a Chaingateway account with
+//! 30,000 notifications older than the window (2,001 pages) and payments in the last hour. The
+//! first run reads the list whole (no whole read on record yet), the next ones the window's
+//! pages and the search's; each run's report says how many pages it read of how many,
+//! `payrecon status` shows it per list, a list served out of order is read whole with the
+//! metric counted, and every payment of the window is applied in every case.
 
 use jiff::SignedDuration;
 use payrecon::config::Config;

@@ -1,6 +1,7 @@
-//! A payment key the merchant's own code wrote into `orders` (SPEC §14): the next run that
-//! reads it on chain gives it its payment row (source `merchant`) with the chain's amount,
-//! and the order follows the cover rule from there; nothing is credited twice.
+//! A payment key the merchant's own code wrote into `orders` (docs/how-it-works.md,
+//! "Keys the merchant's own code wrote"): the next run that reads it on chain gives it its
+//! payment row (source `merchant`) with the chain's amount, and the order follows the cover
+//! rule from there; nothing is credited twice.
 
 use payrecon::domain::State;
 

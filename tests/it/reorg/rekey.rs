@@ -87,7 +87,8 @@ async fn a_confirmed_payment_reincluded_two_blocks_later_at_another_log_index_is
             )
         );
         assert_eq!(w.audit().await.len(), 1, "no new transition");
-        // One exception for the payment (SPEC §15), open until it is final again.
+        // One exception for the payment (README.md, "Exceptions"), open until it is final
+        // again.
         let reorged = || async {
             let f = payrecon::store::ExceptionFilter {
                 kind: Some("reorged".into()),

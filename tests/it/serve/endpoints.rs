@@ -61,10 +61,10 @@ fn assert_bounded_labels(text: &str) {
         "bad_request",
         "too_large",
         "unknown_provider",
-        // payrecon_events_total (SPEC §10).
+        // payrecon_events_total (docs/reference.md §5).
         "delivered",
         "dead",
-        // payrecon_orders_held (SPEC §14).
+        // payrecon_orders_held (docs/reference.md §5).
         "underpaid",
         "late",
     ];

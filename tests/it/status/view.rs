@@ -190,8 +190,8 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
         }
         assert!(gaps["total"]["missing"].as_u64().unwrap() >= 4, "{s}");
 
-        // Open exceptions: one per problem across both runs (SPEC §15). P-4 (held short) and
-        // P-5 (gone from the chain) were seen by both runs, P-7 by the second.
+        // Open exceptions: one per problem across both runs (README.md, "Exceptions"). P-4
+        // (held short) and P-5 (gone from the chain) were seen by both runs, P-7 by the second.
         let x = &s["exceptions"];
         assert_eq!(x["table"], true, "{url}: {s}");
         let open = |kind: &str| x["open"][kind]["open"].as_i64();

@@ -1,6 +1,6 @@
-//! `payrecon_payments` (SPEC §14) on both backends: the migration that gives every paid order
-//! its payment row, a held credit and the top-up that completes it, the guard on the amount
-//! before a credit, and a payment that can credit one order only.
+//! `payrecon_payments` (docs/reference.md §3) on both backends: the migration that gives every
+//! paid order its payment row, a held credit and the top-up that completes it, the guard on the
+//! amount before a credit, and a payment that can credit one order only.
 
 use std::path::Path;
 

@@ -1,11 +1,12 @@
-//! What payrecon promises about reorged payments (docs/how-it-works.md "Reorgs", SPEC §1 `reorged`, §8),
-//! checked against the real node's canonical chain: between runs no state moves back and a
-//! held payment is never swapped for another transaction; after the final runs every held
-//! payment still on chain sits at its canonical key and block with its canonical amount and
-//! at least the state its position implies, every held payment gone from the chain keeps
-//! its row and state and is flagged `reorged` (provider `chain`, action `none`) by the last
-//! run and counted in `payrecon_reorged_open`, and every live payment that can be found
-//! (notified, or a token payment the deposit scan sees) is credited to its order.
+//! What payrecon promises about reorged payments (docs/how-it-works.md "Reorgs",
+//! docs/reference.md §8 `reorged`, the invariants of ARCHITECTURE.md), checked against the real
+//! node's canonical chain: between runs no state moves back and a held payment is never swapped
+//! for another transaction; after the final runs every held payment still on chain sits at its
+//! canonical key and block with its canonical amount and at least the state its position
+//! implies, every held payment gone from the chain keeps its row and state and is flagged
+//! `reorged` (provider `chain`, action `none`) by the last run and counted in
+//! `payrecon_reorged_open`, and every live payment that can be found (notified, or a token
+//! payment the deposit scan sees) is credited to its order.
 
 use payrecon::domain::State;
 use payrecon::report::Report;
@@ -171,10 +172,10 @@ pub async fn converged(w: &AWorld, last: &Report) -> Result<u64, String> {
     Ok(gone)
 }
 
-/// A payment short of its order (SPEC §14): the order stays unpaid with no key; once found
-/// (notified, or a token payment the scan sees) it is credited once, at its canonical
-/// position; gone from the chain after it was credited, it is flagged `reorged` by the last
-/// run. Returns 1 when it is gone and flagged (counted in `payrecon_reorged_open`).
+/// A payment short of its order (docs/configuration.md, "Amounts"): the order stays unpaid with
+/// no key; once found (notified, or a token payment the scan sees) it is credited once, at its
+/// canonical position; gone from the chain after it was credited, it is flagged `reorged` by
+/// the last run. Returns 1 when it is gone and flagged (counted in `payrecon_reorged_open`).
 fn held_short(
     o: &super::world::Order,
     row: &OrderSnapshot,

@@ -21,7 +21,8 @@ pub struct Order {
     pub due: u128,
     /// Its payment in `pays`.
     pub pay: Option<usize>,
-    /// Its top-up in `pays`: the rest of a short payment, to the same address (SPEC §14).
+    /// Its top-up in `pays`: the rest of a short payment, to the same address
+    /// (docs/configuration.md, "Amounts").
     pub top_up: Option<usize>,
 }
 

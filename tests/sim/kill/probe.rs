@@ -1,5 +1,6 @@
 //! What a kill left behind: the ledger's rows and audit trail, read from the test process
-//! while no child runs, and the consistency a killed run must leave (SPEC §8 invariant 5).
+//! while no child runs, and the consistency a killed run must leave (invariant 5,
+//! ARCHITECTURE.md).
 
 use std::collections::HashMap;
 
@@ -115,7 +116,8 @@ pub async fn consistent(w: &World, before: &Snap, now: &Snap) -> Result<(), Stri
             ));
         }
         let complete = tx.is_some() && li.is_some() && paid.is_some() && block.is_some();
-        // Unpaid: no key; `amount_paid` only for a payment held short (SPEC §14).
+        // Unpaid: no key; `amount_paid` only for a payment held short (docs/configuration.md,
+        // "Amounts").
         let none = tx.is_none() && li.is_none();
         if (st == State::Unpaid && !none) || (st != State::Unpaid && !complete) {
             return Err(format!("{r}: a half-written payment: {o:?}"));
