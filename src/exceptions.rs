@@ -86,10 +86,7 @@ async fn read_only(config: &Config) -> Result<Store, StoreError> {
 }
 
 async fn close(store: Store) {
-    match store {
-        Store::Sqlite(p) => p.close().await,
-        Store::Postgres(p) => p.close().await,
-    }
+    store.close().await;
 }
 
 async fn list(config: &Config, args: &ExceptionsArgs) -> ExitCode {

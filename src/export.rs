@@ -238,10 +238,7 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
     };
     let assets = Assets::of(&config);
     let done = write_export(&store, &assets, since, until, args.format, out).await;
-    match store {
-        Store::Sqlite(p) => p.close().await,
-        Store::Postgres(p) => p.close().await,
-    }
+    store.close().await;
     match done {
         Ok(n) => {
             tracing::info!(payments = n, "Export written.");

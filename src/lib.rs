@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod orders;
 pub mod providers;
 pub mod report;
+pub mod run;
 #[cfg(feature = "demo")]
 pub mod sandbox;
 pub mod schedule;

@@ -232,3 +232,35 @@ async fn scheduled_run(
         }
     }
 }
+
+/// Resolves at the first SIGTERM or SIGINT. The handlers are installed when this is called,
+/// not when the future is first polled: a signal that arrives while serve starts up (after the
+/// listener answers, before the schedule loop waits) is a graceful shutdown, never the
+/// default action that kills the process.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::error!(error = %e, "Cannot install the signal handlers; stopping.");
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

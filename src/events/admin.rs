@@ -5,6 +5,9 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
+use std::process::ExitCode;
+
+use crate::cli::{EventStatus, EventsAction, EventsArgs, Format};
 use crate::config::Config;
 use crate::store::{EventCounts, EventFilter, EventRow, Store};
 
@@ -49,10 +52,7 @@ pub async fn list(config: &Config, filter: &EventFilter) -> Result<EventList, Ad
         })
     }
     .await;
-    match &store {
-        Store::Sqlite(p) => p.close().await,
-        Store::Postgres(p) => p.close().await,
-    }
+    store.close().await;
     read.map_err(|e| {
         let text = e.to_string();
         if text.contains("payrecon_events") {
@@ -75,10 +75,7 @@ pub async fn replay(config: &Config, filter: &EventFilter) -> Result<u64, AdminE
         .replay_events(filter, Timestamp::now())
         .await
         .map_err(|e| scrub(config, &e));
-    match &store {
-        Store::Sqlite(p) => p.close().await,
-        Store::Postgres(p) => p.close().await,
-    }
+    store.close().await;
     n
 }
 
@@ -137,4 +134,68 @@ impl EventList {
         }
         s
     }
+}
+
+/// Runs `payrecon events …` (exit 0 done, 1 a database error, 2 usage).
+pub async fn command(config: &Config, args: EventsArgs) -> ExitCode {
+    if let Some(EventsAction::Replay(r)) = args.action {
+        let since = match r
+            .since
+            .as_deref()
+            .map(|s| crate::config::parse_time_arg(s, Timestamp::now()))
+        {
+            Some(Err(e)) => return usage(&format!("--since: {e}")),
+            Some(Ok(t)) => Some(t),
+            None => None,
+        };
+        let filter = EventFilter {
+            id: r.id,
+            order_ref: r.order,
+            since,
+            ..Default::default()
+        };
+        return match replay(config, &filter).await {
+            Ok(n) => {
+                println!("{n} event(s) put back in the queue (ids unchanged)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e.to_string()),
+        };
+    }
+    if args.limit < 1 {
+        return usage("--limit must be at least 1");
+    }
+    let filter = EventFilter {
+        status: args.status.map(|s| {
+            match s {
+                EventStatus::Pending => "pending",
+                EventStatus::Dead => "dead",
+                EventStatus::Delivered => "delivered",
+            }
+            .to_string()
+        }),
+        order_ref: args.order,
+        limit: args.limit,
+        ..Default::default()
+    };
+    match list(config, &filter).await {
+        Ok(list) => {
+            match args.format {
+                Format::Json => println!("{}", list.to_json()),
+                Format::Text => print!("{}", list.to_text()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("payrecon: {msg}");
+    ExitCode::from(1)
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("payrecon: {msg}");
+    ExitCode::from(2)
 }

@@ -192,10 +192,7 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
         .await
         .map_err(|e| scrub(&e));
     let backend = store.backend_name();
-    match store {
-        Store::Sqlite(p) => p.close().await,
-        Store::Postgres(p) => p.close().await,
-    }
+    store.close().await;
     let mut status = build(data?, &names, backend, now, since, cooldown);
     status.events.enabled = config.events.is_some();
     Ok(status)
