@@ -154,7 +154,7 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
     };
     let catalog = config.catalog();
     let mut tally = Tally::default();
-    let mut batch: Vec<(u64, ExpectedOrder)> = Vec::with_capacity(REGISTER_BATCH);
+    let mut batch = Batch::default();
     let mut record = csv::StringRecord::new();
     let mut result = Ok(());
     loop {
@@ -176,7 +176,10 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
         }
         let at = record.position().map(|p| p.line()).unwrap_or(0);
         match row(&record, &index, &catalog) {
-            Ok(o) => batch.push((at, o)),
+            Ok(o) => {
+                batch.lines.push(at);
+                batch.orders.push(o);
+            }
             Err(errors) => {
                 tally.invalid += 1;
                 for e in errors {
@@ -184,7 +187,7 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
                 }
             }
         }
-        if batch.len() == REGISTER_BATCH {
+        if batch.orders.len() == REGISTER_BATCH {
             if let Err(e) = register(&store, &mut batch, &mut tally).await {
                 result = Err(e.to_string());
                 break;
@@ -307,18 +310,24 @@ fn row(
     expected_order(&input, catalog)
 }
 
+/// Good rows waiting to be registered, and the line of each.
+#[derive(Default)]
+struct Batch {
+    lines: Vec<u64>,
+    orders: Vec<ExpectedOrder>,
+}
+
 /// Registers the batch (one transaction) and names each conflict by its line.
 async fn register(
     store: &Store,
-    batch: &mut Vec<(u64, ExpectedOrder)>,
+    batch: &mut Batch,
     tally: &mut Tally,
 ) -> Result<(), crate::store::StoreError> {
-    if batch.is_empty() {
+    if batch.orders.is_empty() {
         return Ok(());
     }
-    let orders: Vec<ExpectedOrder> = batch.iter().map(|(_, o)| o.clone()).collect();
-    let outcomes = store.register_orders(&orders).await?;
-    for ((at, _), outcome) in batch.iter().zip(outcomes) {
+    let outcomes = store.register_orders(&batch.orders).await?;
+    for (at, outcome) in batch.lines.iter().zip(outcomes) {
         match outcome {
             Registered::Created(_) => tally.created += 1,
             Registered::Same(_) => tally.same += 1,
@@ -332,7 +341,8 @@ async fn register(
             }
         }
     }
-    batch.clear();
+    batch.lines.clear();
+    batch.orders.clear();
     Ok(())
 }
 

@@ -16,7 +16,7 @@ mod delivery;
 mod ingest;
 mod outbox;
 pub(crate) mod receiver;
-mod reference;
+pub(crate) mod reference;
 
 /// The events secret of these scenarios (also a secret that must never leak).
 pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

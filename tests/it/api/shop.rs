@@ -4,69 +4,20 @@
 //! and the receiver fulfils the order once; the API then shows the order final with its
 //! payment and delivered events. On SQLite and PostgreSQL.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::{get, TOKEN};
 use crate::cli::harness::{addr, World};
+use crate::events::reference::{has_standardwebhooks, reference_receiver, sqlite};
 use crate::events::SECRET;
 use crate::support::{self, wait_until};
 
-struct Child(std::process::Child);
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The reference receiver on a free port; its database file and port.
-async fn receiver(dir: &std::path::Path) -> (Child, String, u16) {
-    let db = dir.join("shop.db").to_str().unwrap().to_string();
-    let secret = dir.join("secret");
-    std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/events_receiver/receiver.py"
-    );
-    let mut child = Command::new("python3")
-        .args([script, "--db", &db, "--port", "0", "--secret-file"])
-        .arg(&secret)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the reference receiver");
-    let stdout = child.stdout.take().unwrap();
-    let line = tokio::task::spawn_blocking(move || {
-        let mut l = String::new();
-        BufReader::new(stdout).read_line(&mut l).unwrap();
-        l
-    })
-    .await
-    .unwrap();
-    let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
-    (Child(child), db, port)
-}
-
-fn sqlite(db: &str, sql: &str) -> String {
-    let script = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
-                  r=c.execute(sys.argv[2]).fetchall(); print(';'.join(','.join(map(str,x)) for x in r))";
-    let out = Command::new("python3")
-        .args(["-c", script, db, sql])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
-    let probe = Command::new("python3")
-        .args(["-c", "import standardwebhooks"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
+    if !has_standardwebhooks() {
         support::skip("python3 with standardwebhooks (pip install standardwebhooks) is missing");
         return;
     }
@@ -77,7 +28,7 @@ async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
     let (_guard, urls) = support::backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
-        let (_rx, db, port) = receiver(w.dir.path()).await;
+        let (_rx, db, port) = reference_receiver(w.dir.path()).await;
         // Runs every second; events to the receiver.
         let extra = format!(
             "[events]\nurl = \"http://127.0.0.1:{port}/payrecon/events\"\nsecret = \"{SECRET}\"\n\

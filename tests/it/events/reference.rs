@@ -15,7 +15,7 @@ use super::receiver::Receiver;
 use super::SECRET;
 use crate::support;
 
-struct Python(std::process::Child);
+pub(crate) struct Python(std::process::Child);
 impl Drop for Python {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -25,38 +25,14 @@ impl Drop for Python {
 
 #[tokio::test]
 async fn the_reference_receiver_fulfils_each_final_order_once() {
-    let probe = Command::new("python3")
-        .args(["-c", "import standardwebhooks"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
+    if !has_standardwebhooks() {
         support::skip("python3 with standardwebhooks (pip install standardwebhooks) is missing");
         return;
     }
     crate::reconcile::on_backends(|url| async move {
         let dir = tempfile::tempdir().unwrap();
-        let shop = dir.path().join("shop.db");
-        let secret = dir.path().join("secret");
-        std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
+        let (guard, db, port) = reference_receiver(dir.path()).await;
         // The merchant's own handler fulfilled D-1 already (its conditional update won).
-        let db = shop.to_str().unwrap().to_string();
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/events_receiver/receiver.py");
-        let mut child = Command::new("python3")
-            .args([script, "--db", &db, "--port", "0", "--secret-file"])
-            .arg(&secret)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the reference receiver");
-        let stdout = child.stdout.take().unwrap();
-        let guard = Python(child);
-        let line = tokio::task::spawn_blocking(move || {
-            let mut l = String::new();
-            BufReader::new(stdout).read_line(&mut l).unwrap();
-            l
-        })
-        .await
-        .unwrap();
-        let port: u16 = line.trim().rsplit(':').next().unwrap().parse().unwrap();
         sqlite_exec(
             &db,
             "INSERT INTO fulfilments (order_ref, to_state, via) VALUES ('D-1', 'final', 'merchant')",
@@ -115,11 +91,12 @@ async fn the_reference_receiver_fulfils_each_final_order_once() {
     .await;
 }
 
-/// Runs `sql` on the receiver's SQLite file with Python's sqlite3 (committed); the first
-/// column of the first row, if any.
-fn sqlite(db: &str, sql: &str) -> String {
+/// Runs `sql` on the receiver's SQLite file with Python's sqlite3 (committed); the rows it
+/// returns, `;` between rows and `,` between columns (one value: just that value).
+pub(crate) fn sqlite(db: &str, sql: &str) -> String {
     let script = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
-                  r=c.execute(sys.argv[2]).fetchone(); c.commit(); print('' if r is None else r[0])";
+                  r=c.execute(sys.argv[2]).fetchall(); c.commit(); \
+                  print(';'.join(','.join(map(str, x)) for x in r))";
     let out = Command::new("python3")
         .args(["-c", script, db, sql])
         .output()
@@ -138,4 +115,43 @@ fn sqlite_exec(db: &str, sql: &str) {
 
 fn sqlite_count(db: &str, sql: &str) -> i64 {
     sqlite(db, sql).parse().unwrap()
+}
+
+/// Whether python3 has the official `standardwebhooks` library (the receiver needs it).
+pub(crate) fn has_standardwebhooks() -> bool {
+    Command::new("python3")
+        .args(["-c", "import standardwebhooks"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The reference receiver (`examples/events_receiver/receiver.py`) on a free port, its
+/// database in `dir` and the events secret `SECRET`: the guard that stops it, the database
+/// file and the port.
+pub(crate) async fn reference_receiver(dir: &std::path::Path) -> (Python, String, u16) {
+    let db = dir.join("shop.db").to_str().unwrap().to_string();
+    let secret = dir.join("secret");
+    std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/events_receiver/receiver.py"
+    );
+    let mut child = Command::new("python3")
+        .args([script, "--db", &db, "--port", "0", "--secret-file"])
+        .arg(&secret)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the reference receiver");
+    let stdout = child.stdout.take().unwrap();
+    let guard = Python(child);
+    let line = tokio::task::spawn_blocking(move || {
+        let mut l = String::new();
+        BufReader::new(stdout).read_line(&mut l).unwrap();
+        l
+    })
+    .await
+    .unwrap();
+    let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
+    (guard, db, port)
 }
