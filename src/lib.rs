@@ -7,7 +7,7 @@
 //! - `providers`: provider HTTP APIs (Chaingateway, generic `kind = "http"` with presets).
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
 //! - `app`: assembles store, clients, metrics and engine from a config.
-//! - `schedule`, `serve`, `http`: the daemon; `sdnotify`: readiness and watchdog for systemd.
+//! - `schedule`, `serve`, `listener`: the daemon; `sdnotify`: readiness and watchdog for systemd.
 //! - `events`: delivers the events of applied transitions to the merchant's application
 //!   (Standard Webhooks, retries, per-order order; the outbox rows are `store`'s).
 //! - `status`: `payrecon status`, the operator's read-only view (text and JSON).
@@ -33,7 +33,7 @@ pub mod engine;
 pub mod events;
 pub mod exceptions;
 pub mod export;
-pub mod http;
+pub mod listener;
 pub mod metrics;
 pub mod orders;
 pub mod providers;

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::app::{App, AppError};
 use crate::engine::{RunOptions, Trigger};
@@ -33,67 +34,20 @@ pub async fn serve(
     let cron = parse_cron(&app.config.schedule.cron).map_err(AppError)?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
-    // Webhook deliveries: stored by the route, applied by one consumer task in batches.
-    let (sink, deliveries) = tokio::sync::mpsc::channel(DELIVERY_QUEUE);
-    let ingest = crate::webhook::Ingest {
-        endpoints: app.webhooks.clone(),
-        store: app.engine.store.clone(),
-        sink,
-        secrets: app.engine.secrets.clone(),
-        metrics: app.engine.metrics.clone(),
-    };
-    let webhooks = crate::webhook::router(Arc::new(ingest));
-    let consumer = tokio::spawn(apply_deliveries(app.engine.clone(), deliveries));
-    let mut router = crate::http::router(app.engine.clone(), Some(webhooks));
-    if let Some(api) = &app.config.api {
-        let secrets = app.engine.secrets.clone();
-        let api = crate::api::Api::new(
-            app.engine.store.clone(),
-            app.config.catalog(),
-            &api.token,
-            secrets,
-            app.engine.metrics.clone(),
-        );
-        router = router.merge(crate::api::router(Arc::new(api)));
-    }
-    let mut http_stop = stop_rx.clone();
-    let http = tokio::spawn(async move {
-        let graceful = async move {
-            let _ = http_stop.wait_for(|s| *s).await;
-        };
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(graceful)
-            .await
-        {
-            tracing::error!(error = %e, "The HTTP listener failed.");
-        }
-    });
+    let (router, consumer) = routes(&app);
+    let http = spawn_http(listener, router, stop_rx.clone());
     // Events to the merchant: delivered continuously, woken by every committed batch.
-    let deliverer = app.events.clone().map(|d| {
-        let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            d.run(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await
-        })
-    });
+    let deliverer = app
+        .events
+        .clone()
+        .map(|d| spawn_deliverer(d, stop_rx.clone()));
 
     tracing::info!(listen = %addr, cron = %app.config.schedule.cron, "payrecon is serving.");
     on_ready(addr);
     let notifier = Arc::new(Notifier::from_env());
     notifier.ready(&format!("Serving on {addr}; no run yet."));
 
-    let engine = app.engine.clone();
-    let lookback = app.config.schedule.lookback;
-    let watchdog = Watchdog::systemd(notifier.clone(), RUN_STUCK_AFTER);
-    let status = notifier.clone();
-    let scheduler = tokio::spawn(async move {
-        run_loop_fed(&cron, &SystemClock, stop_rx, watchdog.as_ref(), || {
-            scheduled_run(engine.clone(), lookback, status.clone())
-        })
-        .await
-    });
+    let scheduler = spawn_scheduler(&app, cron, stop_rx, &notifier);
 
     shutdown.await;
     notifier.stopping("Shutting down: waiting for the current run.");
@@ -113,6 +67,85 @@ pub async fn serve(
     }
     tracing::info!("payrecon stopped.");
     Ok(())
+}
+
+/// The routes (webhooks, the listener's own, the API if set) and the spawned delivery consumer.
+fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
+    // Webhook deliveries: stored by the route, applied by one consumer task in batches.
+    let (sink, deliveries) = tokio::sync::mpsc::channel(DELIVERY_QUEUE);
+    let ingest = crate::webhook::Ingest {
+        endpoints: app.webhooks.clone(),
+        store: app.engine.store.clone(),
+        sink,
+        secrets: app.engine.secrets.clone(),
+        metrics: app.engine.metrics.clone(),
+    };
+    let webhooks = crate::webhook::router(Arc::new(ingest));
+    let consumer = tokio::spawn(apply_deliveries(app.engine.clone(), deliveries));
+    let mut router = crate::listener::router(app.engine.clone(), Some(webhooks));
+    if let Some(api) = &app.config.api {
+        let secrets = app.engine.secrets.clone();
+        let api = crate::api::Api::new(
+            app.engine.store.clone(),
+            app.config.catalog(),
+            &api.token,
+            secrets,
+            app.engine.metrics.clone(),
+        );
+        router = router.merge(crate::api::router(Arc::new(api)));
+    }
+    (router, consumer)
+}
+
+/// Spawns the HTTP listener, which shuts down gracefully once `stop` turns true.
+fn spawn_http(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let graceful = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(graceful)
+            .await
+        {
+            tracing::error!(error = %e, "The HTTP listener failed.");
+        }
+    })
+}
+
+/// Spawns the event deliverer, which runs until `stop` turns true.
+fn spawn_deliverer(
+    d: Arc<crate::events::Deliverer>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        d.run(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+    })
+}
+
+/// Spawns the schedule loop: a run at each cron time until `stop`, feeding the watchdog.
+fn spawn_scheduler(
+    app: &App,
+    cron: croner::Cron,
+    stop: watch::Receiver<bool>,
+    notifier: &Arc<Notifier>,
+) -> JoinHandle<u64> {
+    let engine = app.engine.clone();
+    let lookback = app.config.schedule.lookback;
+    let watchdog = Watchdog::systemd(notifier.clone(), RUN_STUCK_AFTER);
+    let status = notifier.clone();
+    tokio::spawn(async move {
+        run_loop_fed(&cron, &SystemClock, stop, watchdog.as_ref(), || {
+            scheduled_run(engine.clone(), lookback, status.clone())
+        })
+        .await
+    })
 }
 
 /// On SQLite, an exclusive lock on `<database file>.serve.lock`, held while the returned file
@@ -160,7 +193,7 @@ const DELIVERY_BATCH: usize = 200;
 /// Applies stored deliveries as they come, in batches of what has queued up meanwhile.
 async fn apply_deliveries(
     engine: Arc<crate::engine::Engine>,
-    mut deliveries: tokio::sync::mpsc::Receiver<crate::store::StoredEvent>,
+    mut deliveries: tokio::sync::mpsc::Receiver<crate::store::StoredDelivery>,
 ) {
     while let Some(first) = deliveries.recv().await {
         let mut batch = vec![first];
@@ -170,7 +203,7 @@ async fn apply_deliveries(
                 Err(_) => break,
             }
         }
-        let tally = engine.process_webhook_events(batch).await;
+        let tally = engine.process_webhook_deliveries(batch).await;
         tracing::debug!(
             processed = tally.processed,
             rejected = tally.rejected,

@@ -182,13 +182,13 @@ async fn create(api: &Api, headers: HeaderMap, body: Body) -> Response {
 }
 
 async fn register(api: &Api, headers: &HeaderMap, body: Body) -> Response {
-    let raw = match crate::http::read_limited(headers, body, MAX_BODY).await {
+    let raw = match crate::listener::read_limited(headers, body, MAX_BODY).await {
         Ok(raw) => raw,
-        Err(crate::http::BodyError::TooLarge) => {
+        Err(crate::listener::BodyError::TooLarge) => {
             return Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "the body is over 64 KiB")
                 .into_response()
         }
-        Err(crate::http::BodyError::Broken) => {
+        Err(crate::listener::BodyError::Broken) => {
             return Problem::new(
                 StatusCode::BAD_REQUEST,
                 "the body could not be read to its end",

@@ -4,6 +4,7 @@
 //! `webhook`) are taken out of the table by the caller before this runs.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
 use self::raw::{RawFields, RawHttp, RawList, RawResend, Style};
 use super::{err, one_line, read_secret_file, ConfigError};
@@ -106,17 +107,59 @@ fn merge_under(table: &mut toml::Table, base: toml::Table) {
 
 fn build<V>(
     name: &str,
-    raw: RawHttp,
+    mut raw: RawHttp,
     known_chains: &BTreeMap<String, V>,
     decimals: &HashMap<String, u8>,
     preset: Option<String>,
 ) -> Result<HttpSettings, ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
+    let base_url = endpoint(name, &raw, known_chains)?;
+    let api_key = api_key(name, raw.api_key.take(), raw.api_key_file.take())?;
+    check_lists_and_statuses(name, &raw)?;
+    let payments = raw
+        .payments
+        .map(|l| list(&key("payments"), l))
+        .transpose()?;
+    let failed = raw.failed.map(|l| list(&key("failed"), l)).transpose()?;
+    let fields = fields(&key("fields"), raw.fields, raw.chains.len())?;
+    let resend = raw.resend.map(|r| resend(&key("resend"), r)).transpose()?;
+    Ok(HttpSettings {
+        kinds: Default::default(),
+        name: name.to_string(),
+        base_url,
+        api_key,
+        auth_header: raw.auth_header,
+        auth_scheme: raw.auth_scheme,
+        chains: raw.chains,
+        timeout: raw.timeout,
+        max_retries: raw.max_retries,
+        backoff: raw.backoff,
+        max_concurrency: raw.max_concurrency,
+        payments,
+        failed,
+        fields,
+        amount_unit: raw.amount_unit,
+        status_map: raw.status_map,
+        resend,
+        retry_window: raw.retry_window,
+        preset,
+        decimals: decimals.clone(),
+    })
+}
+
+/// Checks `kind`, `base_url` and `chains`; returns the base URL without its trailing `/`.
+fn endpoint<V>(
+    name: &str,
+    raw: &RawHttp,
+    known_chains: &BTreeMap<String, V>,
+) -> Result<String, ConfigError> {
     let key = |k: &str| format!("providers.{name}.{k}");
     if raw.kind != "http" {
         return Err(err(format!("{}: expected \"http\"", key("kind"))));
     }
     let base_url = raw
         .base_url
+        .as_deref()
         .ok_or_else(|| err(format!("{}: required", key("base_url"))))?;
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(err(format!(
@@ -136,7 +179,17 @@ fn build<V>(
             key("chains")
         )));
     }
-    let api_key = match (raw.api_key, raw.api_key_file) {
+    Ok(base_url.trim_end_matches('/').to_string())
+}
+
+/// The API key from `api_key` or `api_key_file` (not both); an empty one is refused.
+fn api_key(
+    name: &str,
+    inline: Option<Secret>,
+    file: Option<PathBuf>,
+) -> Result<Option<Secret>, ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
+    let api_key = match (inline, file) {
         (Some(_), Some(_)) => {
             return Err(err(format!(
                 "{}: set api_key or api_key_file, not both",
@@ -153,6 +206,12 @@ fn build<V>(
             key("api_key")
         )));
     }
+    Ok(api_key)
+}
+
+/// Checks `max_concurrency`, that `payments` or `failed` is set, that `status_map` is not empty.
+fn check_lists_and_statuses(name: &str, raw: &RawHttp) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
     if raw.max_concurrency == 0 {
         return Err(err(format!(
             "{}: must be at least 1",
@@ -171,35 +230,7 @@ fn build<V>(
             key("status_map")
         )));
     }
-    let payments = raw
-        .payments
-        .map(|l| list(&key("payments"), l))
-        .transpose()?;
-    let failed = raw.failed.map(|l| list(&key("failed"), l)).transpose()?;
-    let fields = fields(&key("fields"), raw.fields, raw.chains.len())?;
-    let resend = raw.resend.map(|r| resend(&key("resend"), r)).transpose()?;
-    Ok(HttpSettings {
-        kinds: Default::default(),
-        name: name.to_string(),
-        base_url: base_url.trim_end_matches('/').to_string(),
-        api_key,
-        auth_header: raw.auth_header,
-        auth_scheme: raw.auth_scheme,
-        chains: raw.chains,
-        timeout: raw.timeout,
-        max_retries: raw.max_retries,
-        backoff: raw.backoff,
-        max_concurrency: raw.max_concurrency,
-        payments,
-        failed,
-        fields,
-        amount_unit: raw.amount_unit,
-        status_map: raw.status_map,
-        resend,
-        retry_window: raw.retry_window,
-        preset,
-        decimals: decimals.clone(),
-    })
+    Ok(())
 }
 
 /// A JSON pointer: `/a/b` (or `""`, the whole document, where `allow_root`).

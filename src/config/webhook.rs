@@ -59,6 +59,19 @@ pub(super) fn take(
             err(format!("{}.{path}: {}", key("webhook"), e.into_inner()))
         })?,
     };
+    let Some(secret) = webhook_secret(name, secret, secret_file)? else {
+        return Ok(None);
+    };
+    settings(name, raw, implied, secret).map(Some)
+}
+
+/// The secret from `webhook_secret` or `webhook_secret_file` (not both; `None` without either).
+fn webhook_secret(
+    name: &str,
+    secret: Option<toml::Value>,
+    secret_file: Option<toml::Value>,
+) -> Result<Option<Secret>, ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
     let secret = match (secret, secret_file) {
         (Some(_), Some(_)) => {
             return Err(err(format!(
@@ -82,20 +95,18 @@ pub(super) fn take(
     if secret.expose().is_empty() {
         return Err(err(format!("{}: is empty", key("webhook_secret"))));
     }
-    let scheme = match (raw.scheme, implied) {
-        (Some(s), _) => s,
-        (None, Some(s)) => s.to_string(),
-        (None, None) => "http".to_string(),
-    };
-    if !matches!(
-        scheme.as_str(),
-        "qvard" | "paymos" | "chaingateway" | "http"
-    ) {
-        return Err(err(format!(
-            "{}: {scheme:?} is not one of \"qvard\", \"paymos\", \"chaingateway\", \"http\"",
-            key("webhook.scheme")
-        )));
-    }
+    Ok(Some(secret))
+}
+
+/// The settings from the `[providers.<name>.webhook]` table, checked key by key.
+fn settings(
+    name: &str,
+    raw: RawWebhook,
+    implied: Option<&str>,
+    secret: Secret,
+) -> Result<WebhookSettings, ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
+    let scheme = scheme(name, raw.scheme, implied)?;
     let encoding = raw.encoding.unwrap_or_else(|| "hex".into());
     if !matches!(encoding.as_str(), "hex" | "base64") {
         return Err(err(format!(
@@ -122,7 +133,7 @@ pub(super) fn take(
             key("webhook.tolerance")
         )));
     }
-    Ok(Some(WebhookSettings {
+    Ok(WebhookSettings {
         secret,
         scheme,
         header: raw.header,
@@ -131,5 +142,25 @@ pub(super) fn take(
         event_id: raw.event_id,
         timestamp_header: raw.timestamp_header,
         tolerance: raw.tolerance,
-    }))
+    })
+}
+
+/// The signature scheme: the table's, else the implied one, else `http`; one of the four.
+fn scheme(name: &str, set: Option<String>, implied: Option<&str>) -> Result<String, ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
+    let scheme = match (set, implied) {
+        (Some(s), _) => s,
+        (None, Some(s)) => s.to_string(),
+        (None, None) => "http".to_string(),
+    };
+    if !matches!(
+        scheme.as_str(),
+        "qvard" | "paymos" | "chaingateway" | "http"
+    ) {
+        return Err(err(format!(
+            "{}: {scheme:?} is not one of \"qvard\", \"paymos\", \"chaingateway\", \"http\"",
+            key("webhook.scheme")
+        )));
+    }
+    Ok(scheme)
 }

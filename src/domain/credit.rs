@@ -2,16 +2,26 @@
 //! whether the order moves, which payment its key names, and what the findings say (held short,
 //! overpaid, short within tolerance). Shared by the planners that give an order a payment: by
 //! deposit address and by the provider's `order_ref`. No IO.
+//!
+//! Here: an order without a payment key taking a payment (`plan_credit`) and the parts of the
+//! cover; `keyed`: orders that name their payment or hold payments short; `report`: the
+//! findings and their details.
+
+mod keyed;
+mod report;
 
 use std::collections::HashMap;
 
-use super::cover::{cover, Cover, Credit};
-use super::findings::{finding, planned};
-use super::model::{GapKind, State, U256};
+use self::report::{advanced, held, late, mismatch, overflowed};
+use super::cover::{cover, Credit};
+use super::model::{State, U256};
 use super::plan::{
-    Action, Attach, ChainTransfer, CreditedPayment, Finding, LedgerRow, LedgerView, NewPayment,
-    Observation, Outcome, Plan, PlannedTransition, Refusal,
+    Attach, ChainTransfer, CreditedPayment, LedgerRow, LedgerView, NewPayment, Observation, Plan,
+    PlannedTransition,
 };
+
+pub(super) use self::keyed::{held_again, plan_covered, plan_keyed_credit};
+pub(super) use self::report::moved_held;
 
 /// Payments a plan has credited so far, per order (held ones: the order can take more).
 #[derive(Debug, Default)]
@@ -68,7 +78,7 @@ pub(super) fn plan_credit(
 ) -> Credited {
     // An order that expires is judged by the payment's block time; without one the payment
     // waits (the engine reads block times for such orders, so this is a block it could not).
-    if row.expires_at.is_some() && t.block_time.is_none() {
+    if waits_for_block_time(row, t) {
         return Credited::Short;
     }
     // The order holds this payment at its pre-reorg position (a provider that names the
@@ -81,7 +91,52 @@ pub(super) fn plan_credit(
     let held_late = row.is_late(t.block_time) && !accept_late;
     let prior = in_plan.credits(row);
     let paid_before = in_plan.paid(row);
-    // What counts toward the cover: every credit but the late ones held for being late.
+    let (parts, which) = cover_parts(&prior, t, row, accept_late, held_late);
+    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+    // `amount_paid` after it: the payments on chain (a gone one counts toward nothing).
+    let total = paid_on_chain(&prior, t.amount);
+    let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
+        plan.findings.push(overflowed(obs, t, row));
+        return Credited::Short;
+    };
+    let credit = new_payment(t, row, paid_before, total, held_late, false);
+    let attach = c
+        .completing
+        .map(|i| completing_attach(which[i], &prior, t, total));
+    let covered = attach.is_some();
+    let to = row.state.max(c.state);
+    let idx = push_transition(plan, row, to, attach, Some(credit));
+    in_plan.push(row.id, credited_payment(t));
+    if row.is_late(t.block_time) {
+        plan.findings.push(late(obs, t, row, accept_late, idx));
+    }
+    if !covered {
+        if !held_late {
+            plan.findings.push(held(obs, t, row, &c));
+        }
+        return Credited::Short;
+    }
+    plan.findings.extend(advanced(obs, t, row, to, idx, how));
+    plan.findings.extend(mismatch(obs, t, row, &c, idx));
+    Credited::Covered
+}
+
+/// Whether `t` must wait before it credits `row`: the order expires, so the payment is judged
+/// by its block's time, and `t` comes without one.
+fn waits_for_block_time(row: &LedgerRow, t: &ChainTransfer) -> bool {
+    row.expires_at.is_some() && t.block_time.is_none()
+}
+
+/// What counts toward the cover of `row` when `t` credits it: every credit (`prior`) but the
+/// late ones held for being late, then `t` unless it is held late itself. Beside each part,
+/// which credit it is: an index into `prior`, or `None` for `t`.
+fn cover_parts(
+    prior: &[CreditedPayment],
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    accept_late: bool,
+    held_late: bool,
+) -> (Vec<Credit>, Vec<Option<usize>>) {
     let mut parts: Vec<Credit> = Vec::new();
     let mut which: Vec<Option<usize>> = Vec::new();
     for (i, p) in prior.iter().enumerate() {
@@ -94,174 +149,77 @@ pub(super) fn plan_credit(
         parts.push(of_transfer(t));
         which.push(None);
     }
-    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-    // `amount_paid` after it: the payments on chain (a gone one counts toward nothing).
-    let total = paid_on_chain(&prior, t.amount);
-    let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
-        let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-        f.detail = format!("{}; nothing credited", super::cover::SumOverflow);
-        plan.findings.push(f);
-        return Credited::Short;
-    };
-    let credit = NewPayment {
+    (parts, which)
+}
+
+/// The key a covered order takes: that of the payment which completed the cover (`which`: a
+/// credit of `prior`, or `t` itself when `None`), with the order's new `amount_paid`.
+fn completing_attach(
+    which: Option<usize>,
+    prior: &[CreditedPayment],
+    t: &ChainTransfer,
+    total: U256,
+) -> Attach {
+    match which.and_then(|k| prior.get(k)) {
+        Some(p) => Attach {
+            key: p.key.clone(),
+            amount: total,
+            block: p.block.clone().unwrap_or_default(),
+        },
+        None => Attach {
+            key: t.key.clone(),
+            amount: total,
+            block: t.block.clone(),
+        },
+    }
+}
+
+/// The payment row crediting `t` to `row` writes: the order's `amount_paid` from
+/// `paid_before` to `paid_after`, held when late, and whether the merchant's own code wrote
+/// the key (source `merchant`).
+fn new_payment(
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    paid_before: Option<U256>,
+    paid_after: U256,
+    held_late: bool,
+    merchant: bool,
+) -> NewPayment {
+    NewPayment {
         key: t.key.clone(),
         amount: t.amount,
         block: t.block.clone(),
         state: t.state,
         paid_before,
-        paid_after: total,
+        paid_after,
         amount_due: row.amount_due,
         block_time: t.block_time,
         held_late,
-        merchant: false,
-    };
-    let attach = c
-        .completing
-        .map(|i| match which[i].and_then(|k| prior.get(k)) {
-            Some(p) => Attach {
-                key: p.key.clone(),
-                amount: total,
-                block: p.block.clone().unwrap_or_default(),
-            },
-            None => Attach {
-                key: t.key.clone(),
-                amount: total,
-                block: t.block.clone(),
-            },
-        });
-    let covered = attach.is_some();
-    let to = row.state.max(c.state);
-    plan.transitions.push(PlannedTransition {
-        order_id: row.id,
-        order_ref: row.order_ref.clone(),
-        from: row.state,
-        to,
-        attach,
-        credit: Some(credit),
-    });
-    let idx = plan.transitions.len() - 1;
-    in_plan.push(
-        row.id,
-        CreditedPayment {
-            key: t.key.clone(),
-            amount: t.amount,
-            state: t.state,
-            block: Some(t.block.clone()),
-            block_time: t.block_time,
-            gone: false,
-        },
-    );
-    if row.is_late(t.block_time) {
-        plan.findings.push(late(obs, t, row, accept_late, idx));
+        merchant,
     }
-    if !covered {
-        if !held_late {
-            plan.findings.push(held(obs, t, row, &c));
-        }
-        return Credited::Short;
-    }
-    if row.state == State::Unpaid {
-        plan.findings.push(planned(
-            obs,
-            t,
-            row,
-            GapKind::Missing,
-            idx,
-            format!("payment of {} found on chain for {how}", t.amount),
-        ));
-    } else if to > row.state {
-        plan.findings.push(planned(
-            obs,
-            t,
-            row,
-            GapKind::Lagging,
-            idx,
-            format!(
-                "ledger has {} from the provider's status without a payment key, chain shows {}",
-                row.state, t.state
-            ),
-        ));
-    }
-    if c.paid != row.amount_due {
-        plan.findings.push(planned(
-            obs,
-            t,
-            row,
-            GapKind::AmountMismatch,
-            idx,
-            amounts_detail(&c, row.amount_due),
-        ));
-    }
-    Credited::Covered
 }
 
-/// A keyed row read on chain at its own key, when the key has no payment row (the merchant's
-/// own code wrote it: the payment gets its row, source `merchant`, with the chain's amount,
-/// state and block) or the order is still unpaid (the payment must cover it, and a late one
-/// is held). The order moves as the chain says, an unpaid one only when covered.
-pub(super) fn plan_keyed_credit(
-    plan: &mut Plan,
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    ledger: &LedgerView,
-) {
-    let unpaid = row.state == State::Unpaid;
-    if unpaid && row.expires_at.is_some() && t.block_time.is_none() {
-        return; // judged by its block time, which the engine could not read: it waits
-    }
-    let accept_late = ledger.policy.accept_late;
-    let held_late = unpaid && row.is_late(t.block_time) && !accept_late;
-    let mut to = row.state.max(t.state);
-    let mut amounts = None;
-    if unpaid {
-        let mut parts = Vec::new();
-        if !held_late {
-            parts.push(of_transfer(t));
-        }
-        let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-        let Ok(c) = cover(row.amount_due, tolerance, &parts) else {
-            return;
-        };
-        if c.completing.is_none() {
-            to = State::Unpaid;
-        }
-        amounts = Some(c);
-    }
-    if t.state < row.state {
-        plan.refused_backwards.push(Refusal {
-            order_ref: row.order_ref.clone(),
-            local: row.state,
-            observed: t.state,
-        });
-    }
-    let held_short = |c: &Option<Cover>| c.as_ref().map(|c| held(obs, t, row, c));
-    if to == row.state && !row.merchant_key {
-        // Nothing to write: a keyed order held short, or late, seen again.
-        plan.findings.extend(match held_late {
-            true => Some(late(obs, t, row, false, 0)),
-            false => held_short(&amounts),
-        });
-        return;
-    }
-    let credit = row.merchant_key.then(|| NewPayment {
+/// `t` as a payment this plan has credited: on chain, in its block.
+fn credited_payment(t: &ChainTransfer) -> CreditedPayment {
+    CreditedPayment {
         key: t.key.clone(),
         amount: t.amount,
-        block: t.block.clone(),
         state: t.state,
-        paid_before: row.amount_paid,
-        paid_after: t.amount,
-        amount_due: row.amount_due,
+        block: Some(t.block.clone()),
         block_time: t.block_time,
-        held_late,
-        merchant: true,
-    });
-    // The order keeps its key and takes the chain's amount and block with it.
-    let attach = (to > State::Unpaid).then(|| Attach {
-        key: t.key.clone(),
-        amount: t.amount,
-        block: t.block.clone(),
-    });
+        gone: false,
+    }
+}
+
+/// Plans `row`'s move to `to` (with the key it takes and the payment row it writes, if any)
+/// and returns the step's index, which its findings name.
+fn push_transition(
+    plan: &mut Plan,
+    row: &LedgerRow,
+    to: State,
+    attach: Option<Attach>,
+    credit: Option<NewPayment>,
+) -> usize {
     plan.transitions.push(PlannedTransition {
         order_id: row.id,
         order_ref: row.order_ref.clone(),
@@ -270,197 +228,7 @@ pub(super) fn plan_keyed_credit(
         attach,
         credit,
     });
-    let idx = plan.transitions.len() - 1;
-    if unpaid && row.is_late(t.block_time) {
-        plan.findings.push(late(obs, t, row, accept_late, idx));
-    }
-    if to == row.state {
-        if unpaid && !held_late {
-            plan.findings.extend(held_short(&amounts));
-        }
-        return;
-    }
-    plan.findings.push(planned(
-        obs,
-        t,
-        row,
-        GapKind::Lagging,
-        idx,
-        format!("ledger has {}, chain shows {}", row.state, t.state),
-    ));
-    if let Some(c) = amounts.filter(|c| c.paid != row.amount_due) {
-        plan.findings.push(planned(
-            obs,
-            t,
-            row,
-            GapKind::AmountMismatch,
-            idx,
-            amounts_detail(&c, row.amount_due),
-        ));
-    }
-}
-
-/// A `reorged` finding when `row` holds `t`'s transaction, credited in another block: the
-/// same payment re-included elsewhere by a reorg, which the chain sweep re-keys.
-pub(super) fn moved_held(obs: &Observation, t: &ChainTransfer, row: &LedgerRow) -> Option<Finding> {
-    let c = row.credits.iter().find(|c| {
-        c.key.tx_hash == t.key.tx_hash
-            && c.block
-                .as_ref()
-                .is_some_and(|b| !b.hash.is_empty() && b.hash != t.block.hash)
-    })?;
-    let mut f = finding(obs, t, row, GapKind::Reorged);
-    f.detail = format!(
-        "a payment held short, recorded at log index {} of block {}, is now at log index {} \
-         of block {}; the chain sweep moves its row",
-        c.key.log_index,
-        c.block.as_ref().map_or(0, |b| b.number),
-        t.key.log_index,
-        t.block.number
-    );
-    Some(f)
-}
-
-/// The `late_payment` finding of a payment in a block after its order expired: held, or
-/// (with `late_payments = "accept"`) what its step `idx` did.
-pub(super) fn late(
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    accepted: bool,
-    idx: usize,
-) -> Finding {
-    let mut f = finding(obs, t, row, GapKind::LatePayment);
-    let (when, expired) = (
-        t.block_time.map(|b| b.to_string()).unwrap_or_default(),
-        row.expires_at.map(|e| e.to_string()).unwrap_or_default(),
-    );
-    if accepted {
-        f.outcome = Outcome::Transition(idx);
-        f.detail = format!(
-            "late: paid {} in a block of {when}, after the order expired at {expired}; \
-             counted (late_payments = \"accept\")",
-            t.amount
-        );
-    } else {
-        f.outcome = Outcome::Decided(Action::Held);
-        f.detail = format!(
-            "late: paid {} in a block of {when}, after the order expired at {expired}; \
-             credited and held until an operator decides",
-            t.amount
-        );
-    }
-    f
-}
-
-/// A payment already credited to a held order, seen again: held for being late, or short.
-pub(super) fn held_again(
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    credits: &[CreditedPayment],
-    ledger: &LedgerView,
-) -> Option<Finding> {
-    let accept_late = ledger.policy.accept_late;
-    let seen = credits.iter().find(|c| c.key == t.key);
-    if !accept_late && seen.is_some_and(|c| row.is_late(c.block_time)) {
-        let mut seen_t = t.clone();
-        seen_t.block_time = seen.and_then(|c| c.block_time);
-        return Some(late(obs, &seen_t, row, false, 0));
-    }
-    let parts: Vec<Credit> = credits
-        .iter()
-        .filter(|c| counts_toward_cover(c, row, accept_late))
-        .map(as_credit)
-        .collect();
-    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-    let c = cover(row.amount_due, tolerance, &parts).ok()?;
-    let mut c = c;
-    // The detail names what was paid, the held late payments included.
-    c.paid = credits
-        .iter()
-        .filter(|p| !p.gone)
-        .fold(U256::ZERO, |a, p| a.saturating_add(p.amount));
-    c.completing.is_none().then(|| held(obs, t, row, &c))
-}
-
-/// An unpaid order without a key whose credited payments (on chain, and not held late) cover
-/// it, seen through one of them (`t`): it moves to the state they reached, keyed by the one
-/// that completed the cover. This happens when a payment that had left the chain is back, or
-/// when the tolerance or `late_payments` changed. False (nothing planned) otherwise.
-pub(super) fn plan_covered(
-    plan: &mut Plan,
-    obs: &Observation,
-    t: &ChainTransfer,
-    row: &LedgerRow,
-    credits: &[CreditedPayment],
-    ledger: &LedgerView,
-) -> bool {
-    let accept_late = ledger.policy.accept_late;
-    let counted: Vec<&CreditedPayment> = credits
-        .iter()
-        .filter(|c| counts_toward_cover(c, row, accept_late))
-        .collect();
-    let parts: Vec<Credit> = counted.iter().map(|c| as_credit(c)).collect();
-    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-    let Ok(c) = cover(row.amount_due, tolerance, &parts) else {
-        return false;
-    };
-    let Some(p) = c.completing.and_then(|i| counted.get(i)) else {
-        return false;
-    };
-    let Some(block) = p.block.clone() else {
-        return false;
-    };
-    let Some(paid) = paid_on_chain(credits, U256::ZERO) else {
-        return false;
-    };
-    plan.transitions.push(PlannedTransition {
-        order_id: row.id,
-        order_ref: row.order_ref.clone(),
-        from: row.state,
-        to: c.state,
-        attach: Some(Attach {
-            key: p.key.clone(),
-            amount: paid,
-            block,
-        }),
-        credit: None,
-    });
-    let idx = plan.transitions.len() - 1;
-    plan.findings.push(planned(
-        obs,
-        t,
-        row,
-        GapKind::Lagging,
-        idx,
-        format!(
-            "ledger has {} with payments that cover it (paid {paid} of {}), chain shows {}",
-            row.state, row.amount_due, c.state
-        ),
-    ));
-    true
-}
-
-/// The finding of a payment credited to an order that is still short: `held`.
-pub(super) fn held(obs: &Observation, t: &ChainTransfer, row: &LedgerRow, c: &Cover) -> Finding {
-    let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-    f.outcome = Outcome::Decided(Action::Held);
-    f.detail = amounts_detail(c, row.amount_due);
-    f
-}
-
-/// `underpaid: paid 20000000 of 25000000, short 5000000` (held, or `within tolerance`
-/// once covered), or `overpaid: paid … of …, excess …`.
-pub(super) fn amounts_detail(c: &Cover, due: U256) -> String {
-    let (paid, short, excess) = (c.paid, c.shortfall(due), c.excess(due));
-    if excess > U256::ZERO {
-        format!("overpaid: paid {paid} of {due}, excess {excess}")
-    } else if c.completing.is_some() {
-        format!("underpaid within tolerance: paid {paid} of {due}, short {short}")
-    } else {
-        format!("underpaid: paid {paid} of {due}, short {short}; held until covered")
-    }
+    plan.transitions.len() - 1
 }
 
 /// A transfer read on chain as a part of the cover.
@@ -488,6 +256,7 @@ pub(super) fn paid_on_chain(credits: &[CreditedPayment], extra: U256) -> Option<
         .try_fold(extra, |acc, p| acc.checked_add(p.amount))
 }
 
+/// A credited payment as a part of the cover (block 0 when it has none).
 pub(super) fn as_credit(p: &CreditedPayment) -> Credit {
     Credit {
         amount: p.amount,

@@ -5,36 +5,39 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+use super::resend::Resender;
 use super::simulate::{remember, simulate};
 use super::{Engine, RunCtx};
 use crate::domain::{
     reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerRow,
-    LedgerView, Observation, Outcome, Plan, ResendRequest,
+    LedgerView, Observation, Outcome, Plan,
 };
-use crate::metrics::{
-    GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, ResendL, ResendOutcome, TransitionL,
-};
-use crate::providers::Provider;
+use crate::metrics::{GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, TransitionL};
 use crate::report::{FindingOut, ProviderReport, MAX_FINDINGS};
 use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Source, StoreError};
 
-/// Resend requests (claim, then POST) in flight at once within a batch.
-const RESEND_CONCURRENCY: usize = 4;
-
-/// What one part of a run (a provider's lists, or the sweep) has done so far: its report
-/// entry, findings, the fingerprints it examined, its lease.
+/// What one part of a run (a provider's lists, or the sweep) has counted so far: its report
+/// entry, findings, whether it stopped early and its time; and, apart, what its write batches
+/// share (`shared`).
 pub struct PartTally {
     pub report: ProviderReport,
     pub findings: Vec<FindingOut>,
     pub truncated: bool,
     pub elapsed: Duration,
+    pub(crate) shared: BatchShared,
+}
+
+/// What the batches of one part share: the records already examined, the lease they write
+/// under, and (when nothing is written) the rows as earlier batches would have left them.
+#[derive(Default)]
+pub(crate) struct BatchShared {
     /// Fingerprints of records already examined in this run (distinct `checked`).
-    pub(crate) seen: super::seen::SeenSet,
+    pub seen: super::seen::SeenSet,
     /// The lease this part runs under (scheduled runs): every write batch presents it.
-    pub(crate) fence: Option<crate::store::Fence>,
+    pub fence: Option<crate::store::Fence>,
     /// When nothing is written (dry run, `apply = false`): the rows as earlier batches of
     /// this run would have left them, by order id, so that later batches plan on top of them.
-    pub(crate) simulated: HashMap<i64, LedgerRow>,
+    pub simulated: HashMap<i64, LedgerRow>,
 }
 
 impl PartTally {
@@ -44,9 +47,7 @@ impl PartTally {
             findings: Vec::new(),
             truncated: false,
             elapsed: Duration::ZERO,
-            seen: super::seen::SeenSet::default(),
-            fence: None,
-            simulated: HashMap::new(),
+            shared: BatchShared::default(),
         }
     }
 
@@ -68,12 +69,6 @@ impl PartTally {
 pub(crate) struct BatchInput<'a> {
     pub observations: &'a [Observation],
     pub claims: &'a [Claim],
-}
-
-/// Where a resend goes: the provider client, and how long the provider retries by itself.
-pub(crate) struct Resender<'a> {
-    pub provider: &'a Provider,
-    pub retry_window: Duration,
 }
 
 impl Engine {
@@ -181,7 +176,7 @@ impl Engine {
             };
             let outcomes = self
                 .store
-                .apply_fenced(&plan.transitions, &actx, acc.fence.as_ref())
+                .apply_fenced(&plan.transitions, &actx, acc.shared.fence.as_ref())
                 .await?;
             // The batch committed: its events are due now (the delivery loop also polls).
             if let Some(wake) = &self.events_wake {
@@ -294,99 +289,9 @@ impl Engine {
         self.metrics.refused.get_or_create(&l).inc_by(n);
     }
 
-    /// The batch's resends, up to `RESEND_CONCURRENCY` at a time; each is claimed in the
-    /// database first (cooldown, atomic across processes), then requested. A crash between
-    /// claim and request loses the requests in flight (at most `RESEND_CONCURRENCY`) until
-    /// the cooldown ends, never duplicates one. One action per request, in order.
-    async fn resends(
-        &self,
-        ctx: &RunCtx,
-        acc: &mut PartTally,
-        resender: Option<&Resender<'_>>,
-        requests: &[ResendRequest],
-    ) -> Result<Vec<(Action, Option<String>)>, StoreError> {
-        let (true, Some(r)) = (ctx.resend, resender) else {
-            return Ok(vec![(Action::None, None); requests.len()]);
-        };
-        let provider = acc.report.provider.clone();
-        let cooldown = self.settings.resend_cooldown;
-        let mut results = Vec::with_capacity(requests.len());
-        for chunk in requests.chunks(RESEND_CONCURRENCY) {
-            let pending: Vec<_> = chunk
-                .iter()
-                .map(|q| self.claim_and_resend(r, &provider, q, cooldown))
-                .collect();
-            results.extend(futures::future::join_all(pending).await);
-        }
-        let mut actions = Vec::with_capacity(requests.len());
-        for (q, result) in requests.iter().zip(results) {
-            let id = &q.notification_id;
-            let outcome = match result? {
-                Resend::Skipped(why) => {
-                    acc.report.resends.skipped += 1;
-                    tracing::info!(provider = %provider, notification = %id, reason = %why, "Resend skipped.");
-                    (ResendOutcome::skipped, (Action::ResendSkipped, Some(why)))
-                }
-                Resend::Requested => {
-                    acc.report.resends.requested += 1;
-                    tracing::info!(provider = %provider, notification = %id, "Resend requested.");
-                    (ResendOutcome::requested, (Action::ResendRequested, None))
-                }
-                Resend::Failed(error) => {
-                    acc.report.resends.failed += 1;
-                    tracing::warn!(provider = %provider, notification = %id, error = %error, "Resend request failed.");
-                    let note = format!("resend request failed: {error}");
-                    (ResendOutcome::failed, (Action::None, Some(note)))
-                }
-            };
-            self.metrics
-                .resends
-                .get_or_create(&ResendL {
-                    provider: provider.clone(),
-                    outcome: outcome.0,
-                })
-                .inc();
-            actions.push(outcome.1);
-        }
-        Ok(actions)
-    }
-
-    /// Claims one resend; when claimed, requests it. Skipped while the provider still
-    /// retries by itself (record younger than its retry window) and within the cooldown.
-    async fn claim_and_resend(
-        &self,
-        r: &Resender<'_>,
-        provider: &str,
-        q: &ResendRequest,
-        cooldown: Duration,
-    ) -> Result<Resend, StoreError> {
-        let now = Timestamp::now();
-        if let Some(why) =
-            super::retry_window::within_retry_window(q.record_time, now, r.retry_window)
-        {
-            return Ok(Resend::Skipped(why));
-        }
-        let claimed = self
-            .store
-            .claim_resend(provider, &q.notification_id, now, cooldown)
-            .await?;
-        if !claimed {
-            return Ok(Resend::Skipped(format!(
-                "a resend was requested within the cooldown ({})",
-                crate::config::format_duration(cooldown)
-            )));
-        }
-        Ok(
-            match r.provider.resend(&q.chain, &q.notification_id).await {
-                Ok(()) => Resend::Requested,
-                Err(e) => Resend::Failed(self.redact(&e)),
-            },
-        )
-    }
-
     /// Counts a record as checked once per run; false when it was already examined.
     pub(crate) fn mark_checked(&self, acc: &mut PartTally, chain: &str, fingerprint: u64) -> bool {
-        if !acc.seen.insert(fingerprint) {
+        if !acc.shared.seen.insert(fingerprint) {
             return false;
         }
         acc.report.checked += 1;
@@ -407,13 +312,6 @@ impl Engine {
     }
 }
 
-/// What became of one resend request.
-enum Resend {
-    Requested,
-    Skipped(String),
-    Failed(String),
-}
-
 /// The batch's plan (pure): its observations and claims against the view, on top of what
 /// earlier batches would have written when nothing is written.
 fn plan_batch(
@@ -428,8 +326,8 @@ fn plan_batch(
         claims,
     } = seen;
     let simulated_view;
-    let view = if !ctx.apply && !acc.simulated.is_empty() {
-        simulated_view = simulate(view, observations, &acc.simulated);
+    let view = if !ctx.apply && !acc.shared.simulated.is_empty() {
+        simulated_view = simulate(view, observations, &acc.shared.simulated);
         &simulated_view
     } else {
         view
@@ -440,7 +338,7 @@ fn plan_batch(
     }
     plan.findings.extend(extra);
     if !ctx.apply {
-        remember(&mut acc.simulated, view, &plan.transitions);
+        remember(&mut acc.shared.simulated, view, &plan.transitions);
     }
     plan
 }

@@ -13,9 +13,9 @@ use super::batch::PartTally;
 use super::error::PartError;
 use super::resolve::Resolved;
 use super::{Engine, ProviderEntry, RunCtx};
-use crate::providers::chaingateway::{ListPlan, ListStats, StatsCell};
 use crate::providers::Provider;
 use crate::providers::{ListKind, Page, ProviderError, ProviderRecord};
+use crate::providers::{ListPlan, ListStats, StatsCell};
 use crate::store::ListRead;
 
 impl Engine {
@@ -26,7 +26,7 @@ impl Engine {
         fence: Option<crate::store::Fence>,
     ) -> PartTally {
         let mut acc = PartTally::new(e.provider.name(), e.provider.kind());
-        acc.fence = fence;
+        acc.shared.fence = fence;
         let last_full = match self.store.last_full_reads(e.provider.name()).await {
             Ok(rows) => rows,
             Err(err) => {

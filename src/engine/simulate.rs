@@ -1,6 +1,6 @@
 //! Dry runs (and `reconcile.apply = false`) write nothing, so a later batch of the same run
 //! plans on top of what earlier batches *would* have written: the rows they would have
-//! keyed and advanced, kept per part (`PartTally::simulated`).
+//! keyed and advanced, kept per part (`BatchShared::simulated`).
 
 use std::collections::{HashMap, HashSet};
 

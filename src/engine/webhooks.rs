@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use super::batch::PartTally;
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::providers::ProviderRecord;
-use crate::store::{Source, StoreError, StoredEvent};
+use crate::store::{Source, StoreError, StoredDelivery};
 
 /// Deliveries read from the inbox per query when a run drains it.
 const INBOX_PAGE: i64 = 500;
@@ -39,15 +39,15 @@ impl InboxTally {
 
 impl Engine {
     /// Applies stored deliveries (any providers), batched per provider.
-    pub async fn process_webhook_events(&self, events: Vec<StoredEvent>) -> InboxTally {
-        let mut by_provider: BTreeMap<String, Vec<StoredEvent>> = BTreeMap::new();
+    pub async fn process_webhook_deliveries(&self, events: Vec<StoredDelivery>) -> InboxTally {
+        let mut by_provider: BTreeMap<String, Vec<StoredDelivery>> = BTreeMap::new();
         for e in events {
             by_provider.entry(e.provider.clone()).or_default().push(e);
         }
         let mut tally = InboxTally::default();
         for (name, events) in by_provider {
             let t = match self.providers.iter().find(|e| e.provider.name() == name) {
-                Some(entry) => self.process_provider_events(entry, events).await,
+                Some(entry) => self.process_provider_deliveries(entry, events).await,
                 None => {
                     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
                     let outcome = "rejected: the provider is no longer configured";
@@ -75,13 +75,13 @@ impl Engine {
         loop {
             let events = self
                 .store
-                .unprocessed_webhook_events(None, INBOX_PAGE)
+                .unprocessed_webhook_deliveries(None, INBOX_PAGE)
                 .await?;
             let n = events.len();
             if n == 0 {
                 break;
             }
-            let t = self.process_webhook_events(events).await;
+            let t = self.process_webhook_deliveries(events).await;
             tally.add(t);
             // Deferred deliveries come back first on the next query: stop when a page made
             // no progress, or was the last one.
@@ -101,10 +101,10 @@ impl Engine {
         Ok(tally)
     }
 
-    async fn process_provider_events(
+    async fn process_provider_deliveries(
         &self,
         entry: &ProviderEntry,
-        events: Vec<StoredEvent>,
+        events: Vec<StoredDelivery>,
     ) -> InboxTally {
         let name = entry.provider.name().to_string();
         let mut tally = InboxTally::default();
@@ -170,7 +170,7 @@ impl Engine {
     async fn mark(&self, ids: &[i64], outcome: &str) -> Result<(), StoreError> {
         let r = self
             .store
-            .mark_webhook_events(ids, outcome, Timestamp::now())
+            .mark_webhook_deliveries(ids, outcome, Timestamp::now())
             .await;
         if let Err(e) = &r {
             tracing::warn!(error = %self.redact(e), "Marking webhook deliveries processed failed; they will be processed again (idempotent).");

@@ -8,8 +8,6 @@
 mod list;
 mod record;
 
-pub use list::{ListPlan, ListStats, StatsCell};
-
 /// The page readers, for the fuzz targets in `fuzz/` only (not an API: no stability promise).
 #[doc(hidden)]
 pub mod fuzz_api {
@@ -53,7 +51,8 @@ use super::retry::{
     body_snippet, describe, retry_after, send_unrepeated, status_class, with_retries, Verdict,
 };
 use super::{
-    ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
+    ListKind, ListPlan, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatsCell,
+    StatusClass,
 };
 use crate::domain::ChainKind;
 use crate::secret::Secret;

@@ -6,9 +6,10 @@ use jiff::Timestamp;
 
 use futures::stream::{BoxStream, StreamExt};
 
-use super::chaingateway::{ChaingatewayClient, ChaingatewaySettings, ListPlan, StatsCell};
+use super::chaingateway::{ChaingatewayClient, ChaingatewaySettings};
 use super::http::{HttpClient, HttpSettings};
 use super::{ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver};
+use super::{ListPlan, StatsCell};
 use crate::secret::Secret;
 
 /// A provider's settings, by kind (`[providers.<name>] kind = ...`).

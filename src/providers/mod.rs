@@ -10,6 +10,11 @@ pub use dispatch::{Provider, ProviderKind};
 
 use std::sync::Arc;
 
+use std::sync::Mutex;
+
+use jiff::Timestamp;
+
+use crate::domain::page_search::Contradiction;
 use crate::domain::{Address, Asset, State, TxHash, U256};
 
 /// One notification, payment or event as a provider lists it (or a webhook delivers it),
@@ -93,3 +98,30 @@ pub enum StatusClass {
 
 /// Called once per HTTP attempt with its status class (wired to metrics by the engine).
 pub type RequestObserver = Arc<dyn Fn(StatusClass) + Send + Sync>;
+
+/// How a list is to be read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListPlan {
+    /// Read only the pages that can hold a record created at or after this time
+    /// (`since − list_margin`); `None`: read the list whole.
+    pub cutoff: Option<Timestamp>,
+}
+
+/// What one list read did: the report's `pages_read` / `pages_total`, `payrecon status`,
+/// `payrecon_list_full_scans_total`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListStats {
+    /// Pages fetched (probes, the window's pages, pages re-read because records moved).
+    pub pages_read: u64,
+    /// `last_page` as the list last reported it.
+    pub pages_total: u64,
+    /// Every record of the list was read: asked for, a fallback, or a window that held it all.
+    pub whole: bool,
+    /// Why the search gave up and the list was read whole.
+    pub fallback: Option<Contradiction>,
+    /// Records still moved after the re-read rounds (left for the next run).
+    pub unsettled: bool,
+}
+
+/// Where a list read leaves its `ListStats` (published when the read ends, however it ends).
+pub type StatsCell = Arc<Mutex<ListStats>>;

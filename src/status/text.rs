@@ -17,6 +17,19 @@ impl Status {
             "payrecon status ({}) at {}",
             self.database, self.generated_at
         );
+        self.providers_text(&mut s);
+        self.gaps_text(&mut s);
+        self.findings_text(&mut s);
+        self.resends_text(&mut s);
+        self.inbox_text(&mut s);
+        self.events_text(&mut s);
+        self.lists_text(&mut s);
+        self.leases_text(&mut s);
+        s
+    }
+
+    /// The providers table: one row per provider's last run, and its error if any.
+    fn providers_text(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "\n{:<12} {:<8} {:<8} {:<24} {:>9}  {:<24} last success",
@@ -43,8 +56,10 @@ impl Status {
                 let _ = writeln!(s, "{:<12} error: {e}", "");
             }
         }
-        self.gaps_text(&mut s);
-        self.findings_text(&mut s);
+    }
+
+    /// The pending resends: their count and cooldown, then one line each.
+    fn resends_text(&self, s: &mut String) {
         let r = &self.resends;
         let _ = writeln!(
             s,
@@ -58,6 +73,10 @@ impl Status {
                 i.provider, i.notification_id, i.requested_at
             );
         }
+    }
+
+    /// The webhook inbox: unprocessed deliveries and the oldest one's age.
+    fn inbox_text(&self, s: &mut String) {
         let w = &self.webhook_inbox;
         let _ = match (&w.oldest_received_at, w.oldest_age_seconds) {
             (Some(t), Some(age)) => writeln!(
@@ -67,66 +86,67 @@ impl Status {
             ),
             _ => writeln!(s, "\nwebhook inbox: {} unprocessed", w.unprocessed),
         };
+    }
+
+    /// The merchant events: pending and dead counts, the oldest pending one's age.
+    fn events_text(&self, s: &mut String) {
         let e = &self.events;
+        let off = if e.enabled {
+            ""
+        } else {
+            " (events are off in this configuration)"
+        };
         let _ = match (&e.oldest_pending_at, e.oldest_pending_age_seconds) {
             (Some(t), Some(age)) => writeln!(
                 s,
-                "\nevents: {} pending, {} dead, oldest pending written {t} ({age}s ago){}",
-                e.pending,
-                e.dead,
-                if e.enabled {
-                    ""
-                } else {
-                    " (events are off in this configuration)"
-                }
+                "\nevents: {} pending, {} dead, oldest pending written {t} ({age}s ago){off}",
+                e.pending, e.dead
             ),
-            _ => writeln!(
-                s,
-                "\nevents: {} pending, {} dead{}",
-                e.pending,
-                e.dead,
-                if e.enabled {
-                    ""
-                } else {
-                    " (events are off in this configuration)"
-                }
-            ),
+            _ => writeln!(s, "\nevents: {} pending, {} dead{off}", e.pending, e.dead),
         };
-        if !self.lists.is_empty() {
+    }
+
+    /// The list reads (nothing when there are none): pages read and the last whole read.
+    fn lists_text(&self, s: &mut String) {
+        if self.lists.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nlists (last run's pages read of pages; last whole read):"
+        );
+        for l in &self.lists {
             let _ = writeln!(
                 s,
-                "\nlists (last run's pages read of pages; last whole read):"
+                "  {:<12} {:<10} {:<6} {} of {} at {}; whole {}",
+                l.provider,
+                l.chain.as_deref().unwrap_or("*"),
+                l.list,
+                l.last_pages_read,
+                l.last_pages_total,
+                l.last_read_at,
+                l.last_full_read_at.as_deref().unwrap_or("never")
             );
-            for l in &self.lists {
-                let _ = writeln!(
-                    s,
-                    "  {:<12} {:<10} {:<6} {} of {} at {}; whole {}",
-                    l.provider,
-                    l.chain.as_deref().unwrap_or("*"),
-                    l.list,
-                    l.last_pages_read,
-                    l.last_pages_total,
-                    l.last_read_at,
-                    l.last_full_read_at.as_deref().unwrap_or("never")
-                );
-            }
         }
+    }
+
+    /// The leases: none without a lease table, else one line per provider's lease.
+    fn leases_text(&self, s: &mut String) {
         if !self.lease_table {
             let _ = writeln!(s, "\nleases: no leases (single instance)");
-        } else {
-            let _ = writeln!(s, "\nleases: {}", self.leases.len());
-            for l in &self.leases {
-                let _ = writeln!(
-                    s,
-                    "  {:<12} holder {} token {} expires {}",
-                    l.provider,
-                    l.holder.as_deref().unwrap_or("-"),
-                    l.token.map_or("-".into(), |t| t.to_string()),
-                    l.expires_at.as_deref().unwrap_or("-")
-                );
-            }
+            return;
         }
-        s
+        let _ = writeln!(s, "\nleases: {}", self.leases.len());
+        for l in &self.leases {
+            let _ = writeln!(
+                s,
+                "  {:<12} holder {} token {} expires {}",
+                l.provider,
+                l.holder.as_deref().unwrap_or("-"),
+                l.token.map_or("-".into(), |t| t.to_string()),
+                l.expires_at.as_deref().unwrap_or("-")
+            );
+        }
     }
 
     fn gaps_text(&self, s: &mut String) {

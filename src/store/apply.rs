@@ -1,15 +1,17 @@
-//! One transition, decided once for both backends: the rank check, the attach-only case, the
-//! conditional UPDATE, its audit row and its event in one savepoint, and what a miss means.
-//! A backend only spells the statements (`ApplySql`, implemented beside its other SQL in
-//! `sqlite.rs` and `postgres.rs`).
+//! A write batch, decided once for every backend (`apply_batch`), and one transition within
+//! it (`apply_one`): the rank check, the attach-only case, the conditional UPDATE, its audit
+//! row and its event in one savepoint, and what a miss means. A backend only spells the
+//! statements (`ApplySql`, implemented in its folder's `apply.rs`).
 
 use std::collections::HashMap;
 
-use sqlx::{Acquire, Database, Transaction};
+use jiff::Timestamp;
+use sqlx::{Acquire, Transaction};
 
+use super::dialect::Dialect;
 use super::outbox::{self, EventOrder, NewEvent};
-use super::rows::counted;
-use super::{is_unique_violation, ApplyContext, ApplyOutcome};
+use super::rows::{counted, sqlite_ts};
+use super::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Guard, Resolve};
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 
 /// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
@@ -63,8 +65,79 @@ macro_rules! record_transition {
 
 pub(super) use {advance, bind_attach, record_transition};
 
-/// The statements one transition needs, in a backend's dialect. Each sends one statement.
-pub(super) trait ApplySql: Database {
+/// One write batch, the same on every backend: begin (`Dialect::BEGIN_WRITE`), check the
+/// lease, read (and on PostgreSQL lock) the orders' states, check an operator's decision
+/// still stands, apply what the backend does set-wise (`ApplySql::apply_set`), the rest one
+/// transition at a time (`apply_one`), claim the decision's exception, commit.
+pub(super) async fn apply_batch<DB: ApplySql>(
+    pool: &sqlx::Pool<DB>,
+    batch: &[PlannedTransition],
+    ctx: &ApplyContext,
+    guard: Guard<'_>,
+) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
+    let now = sqlite_ts(Timestamp::now());
+    let mut tx = counted(pool).begin_with(DB::BEGIN_WRITE).await?;
+    if let Guard::Lease(f) = guard {
+        DB::check_fence(&mut tx, f).await?;
+    }
+    let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
+    let mut current: HashMap<i64, String> =
+        DB::lock_states(&mut tx, &ids).await?.into_iter().collect();
+    if let Guard::Exception(r) = guard {
+        DB::check_paid(&mut tx, r).await?;
+    }
+    let done = DB::apply_set(&mut tx, batch, ctx, &now, &current).await?;
+    let mut out = Vec::with_capacity(batch.len());
+    for (t, done) in batch.iter().zip(done) {
+        out.push(match done {
+            Some(outcome) => outcome,
+            None => apply_one(&mut tx, t, ctx, &now, &mut current).await?,
+        });
+    }
+    if let Guard::Exception(r) = guard {
+        DB::claim(&mut tx, r, &out).await?;
+    }
+    counted(tx).commit().await?;
+    Ok(out)
+}
+
+/// The statements a write batch needs, in a backend's dialect. Each sends one statement,
+/// except `apply_set`.
+pub(super) trait ApplySql: Dialect {
+    /// Fails the batch with `lease::FENCED` unless `fence` still holds (and, on PostgreSQL,
+    /// keeps the lease row locked until the commit).
+    async fn check_fence(
+        tx: &mut Transaction<'static, Self>,
+        fence: &Fence,
+    ) -> Result<(), sqlx::Error>;
+    /// `(id, state)` of these orders, locked until the commit (PostgreSQL `FOR UPDATE`, in id
+    /// order; SQLite's write lock is taken at `BEGIN IMMEDIATE`).
+    async fn lock_states(
+        tx: &mut Transaction<'static, Self>,
+        ids: &[i64],
+    ) -> Result<Vec<(i64, String)>, sqlx::Error>;
+    /// Fails with `exceptions::UNCHANGED` when the decision's order no longer has the
+    /// `amount_paid` it was decided on.
+    async fn check_paid(
+        tx: &mut Transaction<'static, Self>,
+        r: &Resolve,
+    ) -> Result<(), sqlx::Error>;
+    /// Claims the decision's exception after its steps (`exceptions::claim!`).
+    async fn claim(
+        tx: &mut Transaction<'static, Self>,
+        r: &Resolve,
+        out: &[ApplyOutcome],
+    ) -> Result<(), sqlx::Error>;
+    /// What the backend applies set-wise, one entry per step: `Some` outcome when done here,
+    /// `None` for a step to apply on its own (PostgreSQL: the whole batch when it can;
+    /// SQLite: the keys the merchant's code wrote).
+    async fn apply_set(
+        tx: &mut Transaction<'static, Self>,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        now: &str,
+        current: &HashMap<i64, String>,
+    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error>;
     /// Writes the payment columns of an order that has none (its state stays).
     async fn attach_only(
         sp: &mut Transaction<'_, Self>,

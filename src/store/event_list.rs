@@ -3,64 +3,17 @@
 //! retention `serve` applies.
 
 use jiff::Timestamp;
-use serde::Serialize;
 
+use super::dialect::{dispatch, Dialect};
 use super::events::PENDING;
-use super::rows::{db_error, on_pool, sqlite_ts};
-use super::status::pg_ts;
+use super::rows::{db_error, sqlite_ts};
+use super::types::{EventCounts, EventFilter, EventRow};
 use super::{Store, StoreError};
 
-/// One row of `payrecon events`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct EventRow {
-    pub id: String,
-    pub order_ref: Option<String>,
-    pub order_id: i64,
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// `pending` | `delivered` | `dead`.
-    pub status: String,
-    pub attempts: i64,
-    pub created_at: String,
-    pub next_attempt_at: Option<String>,
-    pub delivered_at: Option<String>,
-    pub dead_at: Option<String>,
-    pub last_status: Option<i64>,
-    pub last_error: Option<String>,
-}
-
-/// Filters of `payrecon events` (and which events `replay` takes).
-#[derive(Debug, Clone, Default)]
-pub struct EventFilter {
-    /// `pending` | `delivered` | `dead`.
-    pub status: Option<String>,
-    pub order_ref: Option<String>,
-    pub id: Option<String>,
-    /// Events written at or after this time.
-    pub since: Option<Timestamp>,
-    pub limit: i64,
-}
-
-/// Pending and dead counts, and the oldest pending event's creation time.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct EventCounts {
-    pub pending: i64,
-    pub dead: i64,
-    pub oldest_pending: Option<String>,
-}
-
-/// `WHERE` of a filter: the clauses and their text binds, in order (`?` / `$n` by backend).
-fn filter_sql(f: &EventFilter, pg: bool) -> (String, Vec<String>) {
+/// `WHERE` of a filter: the clauses and their text binds, in order.
+fn filter_sql<D: Dialect>(f: &EventFilter) -> (String, Vec<String>) {
     let mut clauses = Vec::new();
     let mut binds = Vec::new();
-    let bind = |v: String, binds: &mut Vec<String>| {
-        binds.push(v);
-        if pg {
-            format!("${}", binds.len())
-        } else {
-            format!("?{}", binds.len())
-        }
-    };
     match f.status.as_deref() {
         Some("pending") => clauses.push(PENDING.to_string()),
         Some("delivered") => clauses.push("e.delivered_at IS NOT NULL".into()),
@@ -68,19 +21,19 @@ fn filter_sql(f: &EventFilter, pg: bool) -> (String, Vec<String>) {
         _ => {}
     }
     if let Some(id) = &f.id {
-        let p = bind(id.clone(), &mut binds);
-        clauses.push(format!("e.id = {p}"));
+        binds.push(id.clone());
+        clauses.push(format!("e.id = {}", D::p(binds.len())));
     }
     if let Some(r) = &f.order_ref {
-        let p = bind(r.clone(), &mut binds);
+        binds.push(r.clone());
         clauses.push(format!(
-            "e.order_id IN (SELECT id FROM orders WHERE order_ref = {p})"
+            "e.order_id IN (SELECT id FROM orders WHERE order_ref = {})",
+            D::p(binds.len())
         ));
     }
     if let Some(t) = f.since {
-        let p = bind(sqlite_ts(t), &mut binds);
-        let p = if pg { format!("{p}::timestamptz") } else { p };
-        clauses.push(format!("e.created_at >= {p}"));
+        binds.push(sqlite_ts(t));
+        clauses.push(format!("e.created_at >= {}", D::ts(binds.len())));
     }
     if clauses.is_empty() {
         clauses.push("TRUE".into());
@@ -88,30 +41,62 @@ fn filter_sql(f: &EventFilter, pg: bool) -> (String, Vec<String>) {
     (clauses.join(" AND "), binds)
 }
 
+/// A row of `list_events`' query.
+#[derive(sqlx::FromRow)]
+struct RawEvent {
+    id: String,
+    order_ref: Option<String>,
+    order_id: i64,
+    kind: String,
+    attempts: i64,
+    created_at: String,
+    next_attempt_at: Option<String>,
+    delivered_at: Option<String>,
+    dead_at: Option<String>,
+    last_status: Option<i64>,
+    last_error: Option<String>,
+}
+
+impl From<RawEvent> for EventRow {
+    fn from(r: RawEvent) -> EventRow {
+        let status = if r.delivered_at.is_some() {
+            "delivered"
+        } else if r.dead_at.is_some() {
+            "dead"
+        } else {
+            "pending"
+        };
+        EventRow {
+            id: r.id,
+            order_ref: r.order_ref,
+            order_id: r.order_id,
+            kind: r.kind,
+            status: status.into(),
+            attempts: r.attempts,
+            created_at: r.created_at,
+            next_attempt_at: (status == "pending").then_some(r.next_attempt_at).flatten(),
+            delivered_at: r.delivered_at,
+            dead_at: r.dead_at,
+            last_status: r.last_status,
+            last_error: r.last_error,
+        }
+    }
+}
+
 impl Store {
     /// Pending and dead counts and the oldest pending event (one query).
     pub async fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        let sql = |ts: String| {
-            format!(
+        type Row = (i64, i64, Option<String>);
+        let row: Row = dispatch!(self, p => {
+            let sql = format!(
                 "SELECT COUNT(*) FILTER (WHERE e.dead_at IS NULL), \
                  COUNT(*) FILTER (WHERE e.dead_at IS NOT NULL), \
-                 MIN(CASE WHEN e.dead_at IS NULL THEN {ts} END) \
-                 FROM payrecon_events e WHERE e.delivered_at IS NULL"
-            )
-        };
-        type Row = (i64, i64, Option<String>);
-        let row: Row = match self {
-            Store::Sqlite(p) => {
-                sqlx::query_as(&sql("e.created_at".into()))
-                    .fetch_one(p)
-                    .await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_as(&sql(pg_ts("e.created_at")))
-                    .fetch_one(p)
-                    .await
-            }
-        }
+                 MIN(CASE WHEN e.dead_at IS NULL THEN {} END) \
+                 FROM payrecon_events e WHERE e.delivered_at IS NULL",
+                D::ts_text("e.created_at")
+            );
+            sqlx::query_as(&sql).fetch_one(p).await
+        })
         .map_err(|e| db_error("count pending events", e))?;
         Ok(EventCounts {
             pending: row.0,
@@ -122,50 +107,23 @@ impl Store {
 
     /// `payrecon events`: the newest `limit` events matching `f`, oldest first.
     pub async fn list_events(&self, f: &EventFilter) -> Result<Vec<EventRow>, StoreError> {
-        type Row = (
-            String,
-            Option<String>,
-            i64,
-            String,
-            i64,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-            Option<String>,
-        );
-        let (pg, ts): (bool, fn(&str) -> String) = match self {
-            Store::Sqlite(_) => (false, |c| c.to_string()),
-            Store::Postgres(_) => (true, pg_ts),
-        };
-        let (clause, binds) = filter_sql(f, pg);
-        let limit = if pg {
-            format!("${}", binds.len() + 1)
-        } else {
-            format!("?{}", binds.len() + 1)
-        };
-        let sql = format!(
-            "SELECT e.id, o.order_ref, e.order_id, e.type, {attempts}, {created}, {next}, \
-             {delivered}, {dead}, {status}, e.last_error \
-             FROM payrecon_events e LEFT JOIN orders o ON o.id = e.order_id \
-             WHERE {clause} ORDER BY e.seq DESC LIMIT {limit}",
-            attempts = if pg {
-                "e.attempts::bigint"
-            } else {
-                "e.attempts"
-            },
-            created = ts("e.created_at"),
-            next = ts("e.next_attempt_at"),
-            delivered = ts("e.delivered_at"),
-            dead = ts("e.dead_at"),
-            status = if pg {
-                "e.last_status::bigint"
-            } else {
-                "e.last_status"
-            },
-        );
-        let rows: Vec<Row> = on_pool!(self, p => {
+        let rows: Vec<RawEvent> = dispatch!(self, p => {
+            let (clause, binds) = filter_sql::<D>(f);
+            let ts = D::ts_text;
+            let sql = format!(
+                "SELECT e.id, o.order_ref, e.order_id, e.type AS kind, {} AS attempts, \
+                 {} AS created_at, {} AS next_attempt_at, {} AS delivered_at, {} AS dead_at, \
+                 {} AS last_status, e.last_error \
+                 FROM payrecon_events e LEFT JOIN orders o ON o.id = e.order_id \
+                 WHERE {clause} ORDER BY e.seq DESC LIMIT {}",
+                D::int8("e.attempts"),
+                ts("e.created_at"),
+                ts("e.next_attempt_at"),
+                ts("e.delivered_at"),
+                ts("e.dead_at"),
+                D::int8("e.last_status"),
+                D::p(binds.len() + 1),
+            );
             let mut q = sqlx::query_as(&sql);
             for b in &binds {
                 q = q.bind(b);
@@ -173,32 +131,7 @@ impl Store {
             q.bind(f.limit).fetch_all(p).await
         })
         .map_err(|e| db_error("list events", e))?;
-        let mut out: Vec<EventRow> = rows
-            .into_iter()
-            .map(|r| {
-                let status = if r.7.is_some() {
-                    "delivered"
-                } else if r.8.is_some() {
-                    "dead"
-                } else {
-                    "pending"
-                };
-                EventRow {
-                    id: r.0,
-                    order_ref: r.1,
-                    order_id: r.2,
-                    kind: r.3,
-                    status: status.into(),
-                    attempts: r.4,
-                    created_at: r.5,
-                    next_attempt_at: (status == "pending").then_some(r.6).flatten(),
-                    delivered_at: r.7,
-                    dead_at: r.8,
-                    last_status: r.9,
-                    last_error: r.10,
-                }
-            })
-            .collect();
+        let mut out: Vec<EventRow> = rows.into_iter().map(EventRow::from).collect();
         out.reverse();
         Ok(out)
     }
@@ -207,21 +140,15 @@ impl Store {
     /// at once, with their ids and bodies unchanged and a fresh retry schedule. Returns how
     /// many.
     pub async fn replay_events(&self, f: &EventFilter, now: Timestamp) -> Result<u64, StoreError> {
-        let pg = matches!(self, Store::Postgres(_));
-        let (clause, binds) = filter_sql(f, pg);
-        let n = binds.len() + 1;
-        let set_now = if pg {
-            format!("${n}::timestamptz")
-        } else {
-            format!("?{n}")
-        };
-        let sql = format!(
-            "UPDATE payrecon_events SET delivered_at = NULL, dead_at = NULL, attempts = 0, \
-             next_attempt_at = {set_now}, claimed_by = NULL, claimed_until = NULL, \
-             last_error = NULL WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {clause} \
-             AND (e.delivered_at IS NOT NULL OR e.dead_at IS NOT NULL))"
-        );
-        let res = on_pool!(self, p => {
+        let res = dispatch!(self, p => {
+            let (clause, binds) = filter_sql::<D>(f);
+            let sql = format!(
+                "UPDATE payrecon_events SET delivered_at = NULL, dead_at = NULL, attempts = 0, \
+                 next_attempt_at = {}, claimed_by = NULL, claimed_until = NULL, \
+                 last_error = NULL WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {clause} \
+                 AND (e.delivered_at IS NOT NULL OR e.dead_at IS NOT NULL))",
+                D::ts(binds.len() + 1)
+            );
             let mut q = sqlx::query(&sql);
             for b in &binds {
                 q = q.bind(b);
@@ -237,24 +164,17 @@ impl Store {
     /// Deletes delivered events delivered before `before` (retention); pending and dead
     /// events are never deleted. Returns how many.
     pub async fn prune_events(&self, before: Timestamp) -> Result<u64, StoreError> {
-        let res = match self {
-            Store::Sqlite(p) => sqlx::query(
-                "DELETE FROM payrecon_events WHERE delivered_at IS NOT NULL \
-                     AND delivered_at < ?1",
-            )
-            .bind(sqlite_ts(before))
-            .execute(p)
-            .await
-            .map(|r| r.rows_affected()),
-            Store::Postgres(p) => sqlx::query(
-                "DELETE FROM payrecon_events WHERE delivered_at IS NOT NULL \
-                     AND delivered_at < $1::timestamptz",
-            )
-            .bind(sqlite_ts(before))
-            .execute(p)
-            .await
-            .map(|r| r.rows_affected()),
-        };
+        let res = dispatch!(self, p => {
+            let sql = format!(
+                "DELETE FROM payrecon_events WHERE delivered_at IS NOT NULL AND delivered_at < {}",
+                D::ts(1)
+            );
+            sqlx::query(&sql)
+                .bind(sqlite_ts(before))
+                .execute(p)
+                .await
+                .map(|r| r.rows_affected())
+        });
         res.map_err(|e| db_error("delete delivered events past retention", e))
     }
 }

@@ -10,34 +10,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::rows::{db_error, on_pool, sqlite_ts};
-use super::status::pg_ts;
+use super::dialect::dispatch;
+use super::rows::{db_error, sqlite_ts};
+use super::types::{Attempt, ClaimedEvent};
 use super::{Store, StoreError};
-
-/// An event claimed for one delivery attempt.
-#[derive(Debug, Clone)]
-pub struct ClaimedEvent {
-    pub id: String,
-    pub order_id: i64,
-    pub body: String,
-    /// Attempts made before this one.
-    pub attempts: i64,
-}
-
-/// What one attempt came to.
-#[derive(Debug, Clone)]
-pub enum Attempt {
-    /// A 2xx within the timeout.
-    Delivered { status: u16 },
-    /// Failed; the next attempt is at `next`.
-    Retry {
-        status: Option<u16>,
-        error: String,
-        next: Timestamp,
-    },
-    /// Failed after the last delay of the schedule: kept as dead until replayed.
-    Dead { status: Option<u16>, error: String },
-}
 
 pub(super) const PENDING: &str = "e.delivered_at IS NULL AND e.dead_at IS NULL";
 
@@ -70,39 +46,15 @@ impl Store {
         let until = now + jiff::SignedDuration::try_from(lease).unwrap_or_default();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         type Row = (String, i64, String, i64);
-        let rows: Vec<Row> = match self {
-            Store::Sqlite(p) => {
-                sqlx::query_as(&format!(
-                    "UPDATE payrecon_events SET claimed_by = ?2, claimed_until = ?3 \
-                 WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {} \
-                 ORDER BY e.next_attempt_at, e.seq LIMIT ?4) \
-                 RETURNING id, order_id, body, attempts",
-                    due_sql("?1")
-                ))
+        let rows: Vec<Row> = dispatch!(self, p => {
+            sqlx::query_as(&D::claim_events_sql(&due_sql(&D::ts(1))))
                 .bind(sqlite_ts(now))
                 .bind(holder)
                 .bind(sqlite_ts(until))
                 .bind(limit)
                 .fetch_all(p)
                 .await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_as(&format!(
-                    "WITH due AS (SELECT e.id FROM payrecon_events e WHERE {} \
-                 ORDER BY e.next_attempt_at, e.seq LIMIT $4 FOR UPDATE SKIP LOCKED) \
-                 UPDATE payrecon_events e SET claimed_by = $2, claimed_until = $3::timestamptz \
-                 FROM due WHERE e.id = due.id \
-                 RETURNING e.id, e.order_id, e.body, e.attempts::bigint",
-                    due_sql("$1::timestamptz")
-                ))
-                .bind(sqlite_ts(now))
-                .bind(holder)
-                .bind(sqlite_ts(until))
-                .bind(limit)
-                .fetch_all(p)
-                .await
-            }
-        }
+        })
         .map_err(|e| db_error("claim events to deliver", e))?;
         Ok(rows
             .into_iter()
@@ -136,48 +88,45 @@ impl Store {
         };
         let status = status.map(i32::from);
         let now_s = sqlite_ts(now);
-        let (pg, cast) = match self {
-            Store::Sqlite(_) => (false, ""),
-            Store::Postgres(_) => (true, "::timestamptz"),
-        };
-        let p = |n: usize| if pg { format!("${n}") } else { format!("?{n}") };
+        dispatch!(self, pool => {
+        let p = D::p;
         let res = if let Attempt::Delivered { .. } = attempt {
             // Only while this holder's claim stands: a 2xx that comes back after a replay
             // released the claim must not mark the replayed event delivered unsent.
             let sql = format!(
-                "UPDATE payrecon_events SET attempts = attempts + 1, delivered_at = {}{cast}, \
+                "UPDATE payrecon_events SET attempts = attempts + 1, delivered_at = {}, \
                  last_status = {}, last_error = NULL, dead_at = NULL, claimed_by = NULL, \
                  claimed_until = NULL WHERE id = {} AND claimed_by = {} AND delivered_at IS NULL",
-                p(1),
+                D::ts(1),
                 p(2),
                 p(3),
                 p(4)
             );
-            on_pool!(self, pool => sqlx::query(&sql)
+            sqlx::query(&sql)
                     .bind(&now_s)
                     .bind(status)
                     .bind(id)
                     .bind(holder)
                     .execute(pool)
                     .await
-                    .map(|r| r.rows_affected()))
+                    .map(|r| r.rows_affected())
         } else {
             // Dead: `next_attempt_at` stays (a replay sets it); retry: the next attempt.
             let next_s = next.map(sqlite_ts);
             let dead_at = dead.then(|| now_s.clone());
             let sql = format!(
                 "UPDATE payrecon_events SET attempts = attempts + 1, last_status = {}, \
-                 last_error = {}, next_attempt_at = COALESCE({}{cast}, next_attempt_at), \
-                 dead_at = {}{cast}, claimed_by = NULL, claimed_until = NULL \
+                 last_error = {}, next_attempt_at = COALESCE({}, next_attempt_at), \
+                 dead_at = {}, claimed_by = NULL, claimed_until = NULL \
                  WHERE id = {} AND claimed_by = {} AND delivered_at IS NULL AND dead_at IS NULL",
                 p(1),
                 p(2),
-                p(3),
-                p(4),
+                D::ts(3),
+                D::ts(4),
                 p(5),
                 p(6)
             );
-            on_pool!(self, pool => sqlx::query(&sql)
+            sqlx::query(&sql)
                     .bind(status)
                     .bind(error)
                     .bind(&next_s)
@@ -186,35 +135,25 @@ impl Store {
                     .bind(holder)
                     .execute(pool)
                     .await
-                    .map(|r| r.rows_affected()))
+                    .map(|r| r.rows_affected())
         };
         res.map_err(|e| db_error("record an event delivery attempt", e))?;
         Ok(())
+        })
     }
 
     /// When the next event that is not due yet becomes due (`None`: no such event).
     pub async fn next_due_at(&self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
-        let at: Option<String> = match self {
-            Store::Sqlite(p) => {
-                sqlx::query_scalar(&format!(
-                    "SELECT MIN(e.next_attempt_at) FROM payrecon_events e WHERE {}",
-                    waiting_sql("?1")
-                ))
-                .bind(sqlite_ts(now))
-                .fetch_one(p)
-                .await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_scalar(&format!(
-                    "SELECT {} FROM payrecon_events e WHERE {}",
-                    pg_ts("MIN(e.next_attempt_at)"),
-                    waiting_sql("$1::timestamptz")
-                ))
-                .bind(sqlite_ts(now))
-                .fetch_one(p)
-                .await
-            }
-        }
+        let at: Option<String> = dispatch!(self, p => {
+            sqlx::query_scalar(&format!(
+                "SELECT {} FROM payrecon_events e WHERE {}",
+                D::ts_text("MIN(e.next_attempt_at)"),
+                waiting_sql(&D::ts(1))
+            ))
+            .bind(sqlite_ts(now))
+            .fetch_one(p)
+            .await
+        })
         .map_err(|e| db_error("read when the next event is due", e))?;
         Ok(at.and_then(|t| t.parse().ok()))
     }

@@ -7,7 +7,8 @@
 use futures::TryStreamExt;
 use jiff::Timestamp;
 
-use super::rows::{db_error, on_pool, pg_ms, sqlite_ms, sqlite_ts};
+use super::dialect::{dispatch, Dialect};
+use super::rows::{db_error, sqlite_ts};
 use super::{Store, StoreError};
 
 /// One credited payment with its order, as the export reads it (amounts in base units).
@@ -32,24 +33,76 @@ pub struct ExportRow {
     pub exception: Option<String>,
 }
 
-type Row = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    Option<i64>,
-    Option<i64>,
-    String,
-    Option<i64>,
-    String,
-    Option<String>,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-);
+/// A row of the export's query, times in milliseconds.
+#[derive(sqlx::FromRow)]
+struct RawExport {
+    order_ref: String,
+    chain: String,
+    asset: String,
+    amount: String,
+    tx_hash: String,
+    log_index: i64,
+    block_number: Option<i64>,
+    block_ms: Option<i64>,
+    state: String,
+    credited_ms: Option<i64>,
+    source: String,
+    provider: Option<String>,
+    order_state: String,
+    amount_due: String,
+    amount_paid: Option<String>,
+    exception: Option<String>,
+}
+
+impl From<RawExport> for ExportRow {
+    fn from(r: RawExport) -> ExportRow {
+        ExportRow {
+            order_ref: r.order_ref,
+            chain: r.chain,
+            asset: r.asset,
+            amount: r.amount,
+            tx_hash: r.tx_hash,
+            log_index: r.log_index,
+            block_number: r.block_number,
+            block_time: at(r.block_ms),
+            state: r.state,
+            credited_at: at(r.credited_ms),
+            source: r.source,
+            provider: r.provider,
+            order_state: r.order_state,
+            amount_due: r.amount_due,
+            amount_paid: r.amount_paid,
+            exception: r.exception,
+        }
+    }
+}
+
+/// The export's query: the payments whose block time (or credit time) is in `[$1, $2)`.
+fn export_sql<D: Dialect>() -> String {
+    format!(
+        "SELECT o.order_ref, p.chain, o.asset, {amount} AS amount, p.tx_hash, \
+         {log} AS log_index, {block} AS block_number, {bt} AS block_ms, p.state, \
+         {created} AS credited_ms, p.source, p.provider, o.state AS order_state, \
+         {due} AS amount_due, {paid} AS amount_paid, \
+         (SELECT x.kind || '/' || x.status FROM payrecon_exceptions x \
+          WHERE x.chain = p.chain AND x.tx_hash = p.tx_hash \
+          AND (x.log_index = p.log_index OR x.log_index IS NULL) ORDER BY x.id DESC LIMIT 1) \
+          AS exception \
+         FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+         WHERE COALESCE(p.block_time, p.created_at) >= {p1} \
+         AND COALESCE(p.block_time, p.created_at) < {p2} \
+         ORDER BY COALESCE(p.block_time, p.created_at), p.chain, p.tx_hash, p.log_index",
+        amount = D::amount_text("p.amount"),
+        due = D::amount_text("o.amount_due"),
+        paid = D::amount_text("o.amount_paid"),
+        log = D::int8("p.log_index"),
+        block = D::int8("p.block_number"),
+        bt = D::ms("p.block_time"),
+        created = D::ms("p.created_at"),
+        p1 = D::ts(1),
+        p2 = D::ts(2),
+    )
+}
 
 fn at(ms: Option<i64>) -> Option<Timestamp> {
     ms.and_then(|m| Timestamp::from_millisecond(m).ok())
@@ -64,72 +117,18 @@ impl Store {
         until: Timestamp,
         mut write: impl FnMut(ExportRow) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
-        let pg = matches!(self, Store::Postgres(_));
-        let (ms, p1, p2): (fn(&str) -> String, &str, &str) = if pg {
-            (pg_ms, "$1::timestamptz", "$2::timestamptz")
-        } else {
-            (sqlite_ms, "?1", "?2")
-        };
-        let int = |c: &str| {
-            if pg {
-                format!("{c}::bigint")
-            } else {
-                c.to_string()
-            }
-        };
-        let txt = |c: &str| {
-            if pg {
-                format!("{c}::text")
-            } else {
-                format!("CAST({c} AS TEXT)")
-            }
-        };
-        let sql = format!(
-            "SELECT o.order_ref, p.chain, o.asset, {amount}, p.tx_hash, {log}, {block}, \
-             {bt}, p.state, {created}, p.source, p.provider, o.state, {due}, {paid}, \
-             (SELECT x.kind || '/' || x.status FROM payrecon_exceptions x \
-              WHERE x.chain = p.chain AND x.tx_hash = p.tx_hash \
-              AND (x.log_index = p.log_index OR x.log_index IS NULL) ORDER BY x.id DESC LIMIT 1) \
-             FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-             WHERE COALESCE(p.block_time, p.created_at) >= {p1} \
-             AND COALESCE(p.block_time, p.created_at) < {p2} \
-             ORDER BY COALESCE(p.block_time, p.created_at), p.chain, p.tx_hash, p.log_index",
-            amount = txt("p.amount"),
-            due = txt("o.amount_due"),
-            paid = txt("o.amount_paid"),
-            log = int("p.log_index"),
-            block = int("p.block_number"),
-            bt = ms("p.block_time"),
-            created = ms("p.created_at"),
-        );
         let mut n = 0u64;
         let mut failed: Option<std::io::Error> = None;
-        let res: Result<(), sqlx::Error> = on_pool!(self, p => {
-            let mut rows = sqlx::query_as::<_, Row>(&sql)
+        let res: Result<(), sqlx::Error> = dispatch!(self, p => {
+            let sql = export_sql::<D>();
+            let mut rows = sqlx::query_as::<_, RawExport>(&sql)
                 .bind(sqlite_ts(since))
                 .bind(sqlite_ts(until))
                 .fetch(p);
             loop {
                 match rows.try_next().await {
                     Ok(Some(r)) => {
-                        if let Err(e) = write(ExportRow {
-                            order_ref: r.0,
-                            chain: r.1,
-                            asset: r.2,
-                            amount: r.3,
-                            tx_hash: r.4,
-                            log_index: r.5,
-                            block_number: r.6,
-                            block_time: at(r.7),
-                            state: r.8,
-                            credited_at: at(r.9),
-                            source: r.10,
-                            provider: r.11,
-                            order_state: r.12,
-                            amount_due: r.13,
-                            amount_paid: r.14,
-                            exception: r.15,
-                        }) {
+                        if let Err(e) = write(ExportRow::from(r)) {
                             failed = Some(e);
                             break Ok(());
                         }

@@ -4,6 +4,7 @@
 
 use sqlx::Row;
 
+use super::dialect::dispatch;
 use super::rows::db_error;
 use super::{FindingRow, Store, StoreError};
 use crate::domain::State;
@@ -67,12 +68,11 @@ fn state_of(s: &str) -> Result<State, StoreError> {
 /// as numbered parameters too.
 macro_rules! fetch_all {
     ($store:expr, $sql:expr, $doing:expr $(, $bind:expr)*) => {{
-        let rows: Result<Vec<Vec<RowValue>>, sqlx::Error> = match $store {
-            Store::Sqlite(p) => sqlx::query($sql)$(.bind($bind))*.fetch_all(p).await
-                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
-            Store::Postgres(p) => sqlx::query($sql)$(.bind($bind))*.fetch_all(p).await
-                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
-        };
+        let rows: Result<Vec<Vec<RowValue>>, sqlx::Error> = dispatch!($store, p => {
+            let sql: &str = &$sql;
+            sqlx::query(&sql)$(.bind($bind))*.fetch_all(p).await
+                .map(|rs| rs.iter().map(|r| row_values(r)).collect())
+        });
         rows.map_err(|e| db_error($doing, e))?
     }};
 }
@@ -115,14 +115,17 @@ where
 
 impl Store {
     pub async fn order_by_ref(&self, order_ref: &str) -> Result<Option<OrderSnapshot>, StoreError> {
-        let sql = if matches!(self, Store::Postgres(_)) {
-            "SELECT id, order_ref, state, tx_hash, log_index, amount_paid::text, block_number, \
-             block_hash FROM orders WHERE order_ref = $1"
-        } else {
-            "SELECT id, order_ref, state, tx_hash, log_index, CAST(amount_paid AS TEXT), \
-             block_number, block_hash FROM orders WHERE order_ref = $1"
-        };
-        let rows = fetch_all!(self, sql, "read an order", order_ref);
+        let rows = fetch_all!(
+            self,
+            format!(
+                "SELECT id, order_ref, state, tx_hash, log_index, {}, block_number, \
+                 block_hash FROM orders WHERE order_ref = {}",
+                D::amount_text("amount_paid"),
+                D::p(1)
+            ),
+            "read an order",
+            order_ref
+        );
         let Some(r) = rows.first() else {
             return Ok(None);
         };
@@ -194,14 +197,17 @@ impl Store {
 
     /// One run row, or None.
     pub async fn run_by_id(&self, run_id: &str) -> Result<Option<RunSnapshot>, StoreError> {
-        let sql = if matches!(self, Store::Postgres(_)) {
-            "SELECT id, \"trigger\", status, finished_at::text, checked, gaps, applied, \
-             resends_requested, error FROM payrecon_runs WHERE id = $1"
-        } else {
-            "SELECT id, \"trigger\", status, finished_at, checked, gaps, applied, \
-             resends_requested, error FROM payrecon_runs WHERE id = $1"
-        };
-        let rows = fetch_all!(self, sql, "read a run", run_id);
+        let rows = fetch_all!(
+            self,
+            format!(
+                "SELECT id, \"trigger\", status, {}, checked, gaps, applied, \
+                 resends_requested, error FROM payrecon_runs WHERE id = {}",
+                "CAST(finished_at AS TEXT)",
+                D::p(1)
+            ),
+            "read a run",
+            run_id
+        );
         Ok(rows.first().map(|r| RunSnapshot {
             id: r[0].text().unwrap_or_default(),
             trigger: r[1].text().unwrap_or_default(),

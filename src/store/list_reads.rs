@@ -5,36 +5,10 @@
 
 use jiff::Timestamp;
 
-use super::rows::{counted, db_error, on_pool, sqlite_ts};
-use super::status::pg_ts;
+use super::dialect::dispatch;
+use super::rows::{counted, db_error};
+use super::types::{ListRead, ListReadRow};
 use super::{Store, StoreError};
-
-/// One list's row, as `status` shows it (timestamps RFC 3339 UTC with milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListReadRow {
-    pub provider: String,
-    /// '' for a list of every chain.
-    pub chain: String,
-    /// `all` | `failed`.
-    pub list: String,
-    pub pages_read: i64,
-    pub pages_total: i64,
-    pub read_at: String,
-    pub last_full_at: Option<String>,
-}
-
-/// What a run read of one list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListRead<'a> {
-    pub provider: &'a str,
-    pub chain: &'a str,
-    pub list: &'a str,
-    pub pages_read: u64,
-    pub pages_total: u64,
-    pub at: Timestamp,
-    /// Every record was read.
-    pub whole: bool,
-}
 
 const UPSERT_TAIL: &str = "ON CONFLICT (provider, chain, list) DO UPDATE SET \
      pages_read = excluded.pages_read, pages_total = excluded.pages_total, \
@@ -47,27 +21,15 @@ impl Store {
         &self,
         provider: &str,
     ) -> Result<Vec<(String, String, Timestamp)>, StoreError> {
-        let rows: Vec<(String, String, String)> = match self {
-            Store::Sqlite(p) => {
-                sqlx::query_as(
-                    "SELECT chain, list, last_full_at FROM payrecon_list_reads \
-                     WHERE provider = ?1 AND last_full_at IS NOT NULL",
-                )
-                .bind(provider)
-                .fetch_all(counted(p))
-                .await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_as(&format!(
-                    "SELECT chain, list, {} FROM payrecon_list_reads \
-                     WHERE provider = $1 AND last_full_at IS NOT NULL",
-                    pg_ts("last_full_at")
-                ))
-                .bind(provider)
-                .fetch_all(counted(p))
-                .await
-            }
-        }
+        let rows: Vec<(String, String, String)> = dispatch!(self, p => {
+            let sql = format!(
+                "SELECT chain, list, {} FROM payrecon_list_reads \
+                 WHERE provider = {} AND last_full_at IS NOT NULL",
+                D::ts_text("last_full_at"),
+                D::p(1)
+            );
+            sqlx::query_as(&sql).bind(provider).fetch_all(counted(p)).await
+        })
         .map_err(|e| db_error("read the lists' last full reads", e))?;
         Ok(rows
             .into_iter()
@@ -79,38 +41,31 @@ impl Store {
     pub async fn record_list_read(&self, r: &ListRead<'_>) -> Result<(), StoreError> {
         let full = r.whole.then_some(r.at);
         let (read, total) = (r.pages_read as i64, r.pages_total as i64);
-        match self {
-            Store::Sqlite(p) => sqlx::query(&format!(
+        dispatch!(self, p => {
+            let sql = format!(
                 "INSERT INTO payrecon_list_reads (provider, chain, list, pages_read, \
-                     pages_total, read_at, last_full_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                     {UPSERT_TAIL}"
-            ))
-            .bind(r.provider)
-            .bind(r.chain)
-            .bind(r.list)
-            .bind(read)
-            .bind(total)
-            .bind(sqlite_ts(r.at))
-            .bind(full.map(sqlite_ts))
-            .execute(counted(p))
-            .await
-            .map(|_| ()),
-            Store::Postgres(p) => sqlx::query(&format!(
-                "INSERT INTO payrecon_list_reads (provider, chain, list, pages_read, \
-                     pages_total, read_at, last_full_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $7::timestamptz) {UPSERT_TAIL}"
-            ))
-            .bind(r.provider)
-            .bind(r.chain)
-            .bind(r.list)
-            .bind(read)
-            .bind(total)
-            .bind(r.at.to_string())
-            .bind(full.map(|t| t.to_string()))
-            .execute(counted(p))
-            .await
-            .map(|_| ()),
-        }
+                 pages_total, read_at, last_full_at) VALUES ({}, {}, {}, {}, {}, {}, {}) \
+                 {UPSERT_TAIL}",
+                D::p(1),
+                D::p(2),
+                D::p(3),
+                D::p(4),
+                D::p(5),
+                D::ts(6),
+                D::ts(7)
+            );
+            sqlx::query(&sql)
+                .bind(r.provider)
+                .bind(r.chain)
+                .bind(r.list)
+                .bind(read)
+                .bind(total)
+                .bind(D::ts_bind(r.at))
+                .bind(full.map(D::ts_bind))
+                .execute(counted(p))
+                .await
+                .map(|_| ())
+        })
         .map_err(|e| db_error("record a list read", e))?;
         Ok(())
     }
@@ -119,19 +74,13 @@ impl Store {
     pub async fn list_reads(&self) -> Result<Vec<ListReadRow>, StoreError> {
         type T = (String, String, String, i64, i64, String, Option<String>);
         let order = "ORDER BY provider, chain, list";
-        let rows: Vec<T> = on_pool!(self, p => {
-            let sql = match self {
-                Store::Sqlite(_) => format!(
-                    "SELECT provider, chain, list, pages_read, pages_total, read_at, \
-                     last_full_at FROM payrecon_list_reads {order}"
-                ),
-                Store::Postgres(_) => format!(
-                    "SELECT provider, chain, list, pages_read, pages_total, {}, {} \
-                     FROM payrecon_list_reads {order}",
-                    pg_ts("read_at"),
-                    pg_ts("last_full_at")
-                ),
-            };
+        let rows: Vec<T> = dispatch!(self, p => {
+            let sql = format!(
+                "SELECT provider, chain, list, pages_read, pages_total, {}, {} \
+                 FROM payrecon_list_reads {order}",
+                D::ts_text("read_at"),
+                D::ts_text("last_full_at")
+            );
             sqlx::query_as(&sql).fetch_all(counted(p)).await
         })
         .map_err(|e| db_error("read the list reads", e))?;

@@ -4,11 +4,13 @@
 
 mod apply;
 mod attach;
+mod dialect;
 mod error;
 mod event_list;
 mod events;
 mod exceptions;
 mod export;
+mod held;
 mod inbox;
 #[cfg(feature = "demo")]
 mod inspect;
@@ -16,14 +18,15 @@ mod lease;
 mod list_reads;
 mod outbox;
 mod payments;
-mod pg_batch;
 mod postgres;
 mod readonly;
 mod registry;
 mod rows;
+mod runs;
 mod sqlite;
 mod status;
 mod sweep;
+mod types;
 mod unpaid;
 
 use std::collections::{BTreeSet, HashSet};
@@ -32,71 +35,25 @@ use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
+use dialect::dispatch;
 pub use error::StoreError;
 use error::{is_retryable, is_unique_violation};
-pub use event_list::{EventCounts, EventFilter, EventRow};
-pub use events::{Attempt, ClaimedEvent};
-pub use exceptions::{
-    ExceptionFilter, ExceptionRow, FinalSeen, OpenExceptions, Resolve, EXCEPTION_KINDS,
-};
 pub use export::ExportRow;
-pub use inbox::StoredEvent;
+pub use held::HeldPayment;
 #[cfg(feature = "demo")]
 pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
-pub use lease::Fence;
-pub use list_reads::{ListRead, ListReadRow};
 pub use outbox::event_type;
-pub use payments::HeldPayment;
 pub use registry::{OrderPage, OrderView, PaymentView, Registered, REGISTER_BATCH};
 pub use status::{LeaseRow, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT};
-pub use sweep::{Rekey, RekeyOutcome};
-
-/// What a batch of transitions checks in its transaction before it writes anything.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Guard<'a> {
-    None,
-    /// The lease still holds (a scheduled run's part).
-    Lease(&'a Fence),
-    /// The exception is still open, and is now resolved by this decision.
-    Exception(&'a Resolve),
-}
-
-/// Who applies a transition (`payrecon_transitions.source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Reconcile,
-    Webhook,
-    /// A person's decision on an exception (`payrecon exceptions accept|attach`).
-    Operator,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Reconcile => "reconcile",
-            Source::Webhook => "webhook",
-            Source::Operator => "operator",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct ApplyContext {
-    pub source: Source,
-    /// Provider name (`chain` for the sweep).
-    pub provider: String,
-    pub run_id: String,
-    /// Write each applied transition's event (`payrecon_events`) in its transaction:
-    /// `[events] url` is set. The merchant's own writes (demo, tests) pass false.
-    pub events: bool,
-}
-
-impl ApplyContext {
-    /// An empty run id (a webhook outside any run) is stored as NULL.
-    fn run_id_or_null(&self) -> Option<&str> {
-        Some(self.run_id.as_str()).filter(|s| !s.is_empty())
-    }
-}
+pub(crate) use types::Guard;
+#[cfg(feature = "demo")]
+pub use types::NewOrder;
+pub use types::{
+    ApplyContext, ApplyOutcome, Attempt, ClaimedEvent, EventCounts, EventFilter, EventRow,
+    ExceptionFilter, ExceptionRow, Fence, FinalSeen, FindingRow, ListRead, ListReadRow,
+    OpenExceptions, Rekey, RekeyOutcome, Resolve, RunRow, RunTotals, Source, StoredDelivery,
+    EXCEPTION_KINDS,
+};
 
 /// RFC 3339 UTC with exactly three fractional digits (how payrecon spells stored times).
 pub fn rfc3339_ms(t: Timestamp) -> String {
@@ -112,78 +69,6 @@ pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
     let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
     let path = opts.get_filename();
     (!path.as_os_str().is_empty()).then(|| path.to_path_buf())
-}
-
-/// What happened to one planned transition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApplyOutcome {
-    /// Applied; `from` is the state the row actually had.
-    Applied { from: State },
-    /// The row is already at or past the target state (someone else got there first).
-    Backwards,
-    /// The audit row for `(order, to_state)` exists, or the payment key is taken by another row.
-    Duplicate,
-    /// The payment key was attached to an order already in the target state (no transition).
-    Attached,
-    /// A payment was credited to an order that stays where it is: short of its amount, it is
-    /// held (docs/configuration.md, "Amounts").
-    Credited,
-    /// A payment was not credited: the order's amount or key changed since the step was
-    /// planned (another writer got there first). Planned again, it is credited.
-    Stale,
-}
-
-/// A finding as stored in `payrecon_findings` (and listed in the run report).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FindingRow {
-    pub provider: String,
-    pub kind: String,
-    pub chain: String,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    pub order_ref: Option<String>,
-    pub local_state: Option<String>,
-    pub observed_state: Option<String>,
-    pub action: String,
-    pub detail: String,
-    /// The payment's amount in base units, where the finding names one transfer (kept on its
-    /// exception, README.md, "Exceptions"; not a column of `payrecon_findings`, not in the
-    /// report).
-    #[serde(skip)]
-    pub amount: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct RunRow {
-    pub id: String,
-    /// `schedule` | `cli`.
-    pub trigger: String,
-    pub started_at: Timestamp,
-    pub since: Timestamp,
-    pub until: Timestamp,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RunTotals {
-    pub status: String,
-    pub checked: i64,
-    pub gaps: i64,
-    pub applied: i64,
-    pub resends_requested: i64,
-    pub error: Option<String>,
-    /// The providers the run reconciled, as `",cg,chain,"` (`None`: not recorded).
-    pub providers: Option<String>,
-}
-
-/// An order as the merchant inserts it (demo, tests, benchmarks; feature `demo`).
-#[cfg(feature = "demo")]
-#[derive(Debug, Clone)]
-pub struct NewOrder {
-    pub order_ref: String,
-    pub chain: String,
-    pub pay_to: String,
-    pub asset: String,
-    pub amount_due: crate::domain::U256,
 }
 
 #[derive(Clone)]
@@ -215,33 +100,21 @@ impl Store {
 
     /// `"sqlite"` or `"postgres"`.
     pub fn backend_name(&self) -> &'static str {
-        match self {
-            Store::Sqlite(_) => "sqlite",
-            Store::Postgres(_) => "postgres",
-        }
+        dispatch!(self, _ => D::NAME)
     }
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        match self {
-            Store::Sqlite(p) => sqlite::migrate(p).await,
-            Store::Postgres(p) => postgres::migrate(p).await,
-        }
+        dispatch!(self, p => D::migrate(p).await)
     }
 
     /// Closes the pool (waits for its connections to be returned).
     pub async fn close(&self) {
-        match self {
-            Store::Sqlite(p) => p.close().await,
-            Store::Postgres(p) => p.close().await,
-        }
+        dispatch!(self, p => p.close().await)
     }
 
     /// A round trip (`SELECT 1`), for `/readyz` and `check`.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        let res = match self {
-            Store::Sqlite(p) => sqlx::query("SELECT 1").execute(p).await.map(|_| ()),
-            Store::Postgres(p) => sqlx::query("SELECT 1").execute(p).await.map(|_| ()),
-        };
+        let res = dispatch!(self, p => sqlx::query("SELECT 1").execute(p).await.map(|_| ()));
         res.map_err(|e| rows::db_error("ping the database", e))
     }
 
@@ -260,10 +133,7 @@ impl Store {
             .collect();
         let slots: Vec<&(String, String, String)> =
             slots.iter().collect::<BTreeSet<_>>().into_iter().collect();
-        let mut view = match self {
-            Store::Sqlite(p) => sqlite::load_view(p, &keys, &slots).await?,
-            Store::Postgres(p) => postgres::load_view(p, &keys, &slots).await?,
-        };
+        let mut view = dispatch!(self, p => D::load_view(p, &keys, &slots).await?);
         let mut rows: Vec<&mut LedgerRow> = view
             .by_key
             .values_mut()
@@ -277,10 +147,7 @@ impl Store {
     /// log index: used to tell a held payment the chain lost (`reorged`) from a stray one.
     pub async fn rows_by_tx(&self, txs: &[(String, TxHash)]) -> Result<Vec<LedgerRow>, StoreError> {
         let txs: Vec<&(String, TxHash)> = txs.iter().collect::<BTreeSet<_>>().into_iter().collect();
-        match self {
-            Store::Sqlite(p) => sqlite::rows_by_tx(p, &txs).await,
-            Store::Postgres(p) => postgres::rows_by_tx(p, &txs).await,
-        }
+        dispatch!(self, p => D::rows_by_tx(p, &txs).await)
     }
 
     /// The `final` payments of these transactions on `chain` unchanged since before
@@ -300,10 +167,7 @@ impl Store {
         &self,
         keys: &[PaymentKey],
     ) -> Result<HashSet<PaymentKey>, StoreError> {
-        let found = match self {
-            Store::Sqlite(p) => sqlite::attached_keys(p, keys).await?,
-            Store::Postgres(p) => postgres::attached_keys(p, keys).await?,
-        };
+        let found = dispatch!(self, p => D::attached_keys(p, keys).await?);
         Ok(keys
             .iter()
             .filter(|k| {
@@ -364,10 +228,7 @@ impl Store {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let res = match self {
-                Store::Sqlite(p) => sqlite::apply(p, &sorted, ctx, guard).await,
-                Store::Postgres(p) => postgres::apply(p, &sorted, ctx, guard).await,
-            };
+            let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard).await);
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
@@ -424,10 +285,8 @@ impl Store {
         let mut after = after_id;
         while (out.len() as i64) < limit {
             let want = limit - out.len() as i64;
-            let (rows, last, fetched) = match self {
-                Store::Sqlite(p) => sweep::sqlite_page(p, after, want, recent_final).await?,
-                Store::Postgres(p) => sweep::pg_page(p, after, want, recent_final).await?,
-            };
+            let (rows, last, fetched) =
+                dispatch!(self, p => D::sweep_page(p, after, want, recent_final).await?);
             out.extend(rows);
             match last {
                 Some(last) if fetched as i64 == want => after = last,
@@ -441,10 +300,7 @@ impl Store {
     /// `block_number`, `block_hash`) in one statement guarded by the old values; the state
     /// and the audit trail are not touched. Never fails on a key collision (an outcome).
     pub async fn rekey(&self, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
-        match self {
-            Store::Sqlite(p) => sweep::sqlite_rekey(p, r).await,
-            Store::Postgres(p) => sweep::pg_rekey(p, r).await,
-        }
+        sweep::rekey(self, r).await
     }
 
     /// A keyset page (by payment id, after `after`) of the payments the sweep follows beside
@@ -457,7 +313,7 @@ impl Store {
         limit: i64,
         recent_since: Option<Timestamp>,
     ) -> Result<(Vec<HeldPayment>, Option<i64>), StoreError> {
-        payments::held_page(self, after, limit, recent_since).await
+        held::held_page(self, after, limit, recent_since).await
     }
 
     /// Moves payments forward to the states the chain shows, never back (one statement).
@@ -477,101 +333,28 @@ impl Store {
     /// `expires_at`.
     pub async fn count_held(&self) -> Result<(i64, i64), StoreError> {
         let held = "o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL";
-        let late = |bt: &str, exp: &str| {
-            format!(
+        let res = dispatch!(self, p => {
+            let sql = format!(
                 "SELECT COUNT(*) FILTER (WHERE NOT l), COUNT(*) FILTER (WHERE l) FROM (SELECT \
                  EXISTS (SELECT 1 FROM payrecon_payments p WHERE p.order_id = o.id \
-                 AND {bt} > {exp}) AS l FROM orders o WHERE {held}) h"
-            )
-        };
-        let res = match self {
-            Store::Sqlite(p) => {
-                let sql = late(
-                    &rows::sqlite_ms("p.block_time"),
-                    &rows::sqlite_ms("o.expires_at"),
-                );
-                sqlx::query_as(&sql).fetch_one(rows::counted(p)).await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_as(&late("p.block_time", "o.expires_at"))
-                    .fetch_one(rows::counted(p))
-                    .await
-            }
-        };
+                 AND {} > {}) AS l FROM orders o WHERE {held}) h",
+                D::cmp_time("p.block_time"),
+                D::cmp_time("o.expires_at")
+            );
+            sqlx::query_as(&sql).fetch_one(rows::counted(p)).await
+        });
         res.map_err(|e| rows::db_error("count the orders held", e))
     }
 
     /// Moves held payment `payment_id` to `r`'s new position, guarded like `rekey`.
     pub async fn rekey_held(&self, payment_id: i64, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
-        payments::rekey_held(self, payment_id, r).await
+        held::rekey_held(self, payment_id, r).await
     }
 
     /// Records the blocks of payments whose rows hold none, in one statement (`Rekey` with
     /// the old and new log index equal). Returns the rows written.
     pub async fn record_blocks(&self, rows: &[Rekey]) -> Result<u64, StoreError> {
-        match self {
-            Store::Sqlite(p) => sweep::sqlite_record_blocks(p, rows).await,
-            Store::Postgres(p) => sweep::pg_record_blocks(p, rows).await,
-        }
-    }
-
-    /// Claims the right to request a resend: true (and recorded) when no request for this
-    /// notification was made within `cooldown` before `now`. Atomic across processes.
-    pub async fn claim_resend(
-        &self,
-        provider: &str,
-        notification_id: &str,
-        now: Timestamp,
-        cooldown: std::time::Duration,
-    ) -> Result<bool, StoreError> {
-        match self {
-            Store::Sqlite(p) => {
-                sqlite::claim_resend(p, provider, notification_id, now, cooldown).await
-            }
-            Store::Postgres(p) => {
-                postgres::claim_resend(p, provider, notification_id, now, cooldown).await
-            }
-        }
-    }
-
-    pub async fn start_run(&self, run: &RunRow) -> Result<(), StoreError> {
-        match self {
-            Store::Sqlite(p) => sqlite::start_run(p, run).await,
-            Store::Postgres(p) => postgres::start_run(p, run).await,
-        }
-    }
-
-    pub async fn finish_run(
-        &self,
-        run_id: &str,
-        finished_at: Timestamp,
-        totals: &RunTotals,
-    ) -> Result<(), StoreError> {
-        let updated = match self {
-            Store::Sqlite(p) => sqlite::finish_run(p, run_id, finished_at, totals).await?,
-            Store::Postgres(p) => postgres::finish_run(p, run_id, finished_at, totals).await?,
-        };
-        if updated == 0 {
-            return Err(StoreError::Invalid(format!(
-                "record the end of run {run_id}: no such run"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Multi-row inserts, in chunks.
-    pub async fn insert_findings(
-        &self,
-        run_id: &str,
-        findings: &[FindingRow],
-    ) -> Result<(), StoreError> {
-        if findings.is_empty() {
-            return Ok(());
-        }
-        match self {
-            Store::Sqlite(p) => sqlite::insert_findings(p, run_id, findings).await,
-            Store::Postgres(p) => postgres::insert_findings(p, run_id, findings).await,
-        }
+        dispatch!(self, p => D::record_blocks(p, rows).await)
     }
 
     /// Multi-row inserts, in chunks (demo, tests, benchmarks; feature `demo`: the daemon
@@ -581,10 +364,7 @@ impl Store {
         if orders.is_empty() {
             return Ok(());
         }
-        match self {
-            Store::Sqlite(p) => sqlite::insert_orders(p, orders).await,
-            Store::Postgres(p) => postgres::insert_orders(p, orders).await,
-        }
+        dispatch!(self, p => D::insert_orders(p, orders).await)
     }
 }
 

@@ -4,9 +4,7 @@
 //! these exact bytes on every attempt.
 
 use serde::Serialize;
-use sqlx::{Postgres, Sqlite, Transaction};
 
-use super::rows::counted;
 use super::ApplyContext;
 use crate::domain::{NewPayment, PlannedTransition, State};
 
@@ -22,13 +20,6 @@ pub(crate) type EventOrder = (
     String,         // amount_due (text)
     Option<String>, // amount_paid (text)
 );
-
-/// `RETURNING` list of an UPDATE of `orders` (SQLite), in `EventOrder` order.
-pub(crate) const SQLITE_RETURNING: &str = "order_ref, chain, tx_hash, log_index, block_number, \
-     block_hash, asset, CAST(amount_due AS TEXT), CAST(amount_paid AS TEXT)";
-/// The same for PostgreSQL, on the alias `o`.
-pub(crate) const PG_RETURNING: &str = "o.order_ref, o.chain, o.tx_hash, o.log_index, \
-     o.block_number, o.block_hash, o.asset, o.amount_due::text, o.amount_paid::text";
 
 /// An event row about to be written: of a transition, or of a payment (docs/reference.md §6).
 pub(crate) struct NewEvent {
@@ -223,63 +214,6 @@ pub(crate) fn payment_event(
         kind: PAYMENT_RECEIVED,
         body: serde_json::to_string(&body).unwrap_or_default(),
     }
-}
-
-pub(crate) async fn sqlite_insert(
-    tx: &mut Transaction<'_, Sqlite>,
-    e: &NewEvent,
-    now: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO payrecon_events \
-         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
-         VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6, ?6)",
-    )
-    .bind(&e.id)
-    .bind(e.transition_id)
-    .bind(e.order_id)
-    .bind(e.kind)
-    .bind(&e.body)
-    .bind(now)
-    .bind(e.payment_id)
-    .execute(counted(&mut **tx))
-    .await?;
-    Ok(())
-}
-
-/// One statement for any number of events (the set-wise batch and row by row alike).
-pub(crate) async fn pg_insert(
-    tx: &mut Transaction<'_, Postgres>,
-    events: &[NewEvent],
-    now: &str,
-) -> Result<(), sqlx::Error> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let transitions: Vec<Option<i64>> = events.iter().map(|e| e.transition_id).collect();
-    let payments: Vec<Option<i64>> = events.iter().map(|e| e.payment_id).collect();
-    let orders: Vec<i64> = events.iter().map(|e| e.order_id).collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
-    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
-    sqlx::query(
-        "INSERT INTO payrecon_events \
-         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
-         SELECT t.id, t.transition_id, t.payment_id, t.order_id, t.type, t.body, \
-         $6::timestamptz, $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], \
-         $7::bigint[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY \
-         AS t(id, transition_id, payment_id, order_id, type, body, ord) ORDER BY t.ord",
-    )
-    .bind(&ids)
-    .bind(&transitions)
-    .bind(&orders)
-    .bind(&kinds)
-    .bind(&bodies)
-    .bind(now)
-    .bind(&payments)
-    .execute(counted(&mut **tx))
-    .await?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,13 +4,11 @@
 //! (`payrecon_leases`, added by a later migration), read only when it exists.
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use jiff::Timestamp;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
-use super::rows::{connect_error, counted, db_error, sqlite_ts};
+use super::dialect::dispatch;
+use super::rows::{counted, db_error, sqlite_ts};
 use super::status::{LeaseRow, EVENTS, EXCEPTIONS, LEASES, LIST_READS, REQUIRED};
 use super::{Store, StoreError};
 
@@ -21,41 +19,12 @@ impl Store {
         let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
         let max = max_connections.clamp(1, 4);
         match scheme {
-            "sqlite" => {
-                // No journal_mode pragma: setting it could convert (write) the file.
-                let options = SqliteConnectOptions::from_str(url)
-                    .map_err(|e| connect_error(url, e))?
-                    .create_if_missing(false)
-                    .pragma("query_only", "ON")
-                    .busy_timeout(Duration::from_secs(5));
-                SqlitePoolOptions::new()
-                    .max_connections(max)
-                    .connect_with(options)
-                    .await
-                    .map(Store::Sqlite)
-                    .map_err(|e| match connect_error(url, e) {
-                        StoreError::Connect { url, reason } => StoreError::Connect {
-                            url,
-                            reason: format!(
-                                "{reason} (a read-only view never creates the SQLite file; \
-                                 `payrecon migrate` does)"
-                            ),
-                        },
-                        other => other,
-                    })
-            }
-            "postgres" | "postgresql" => {
-                let options = PgConnectOptions::from_str(url)
-                    .map_err(|e| connect_error(url, e))?
-                    .options([("default_transaction_read_only", "on")]);
-                PgPoolOptions::new()
-                    .max_connections(max)
-                    .acquire_timeout(Duration::from_secs(5))
-                    .connect_with(options)
-                    .await
-                    .map(Store::Postgres)
-                    .map_err(|e| connect_error(url, e))
-            }
+            "sqlite" => super::sqlite::connect_read_only(url, max)
+                .await
+                .map(Store::Sqlite),
+            "postgres" | "postgresql" => super::postgres::connect_read_only(url, max)
+                .await
+                .map(Store::Postgres),
             _ => Store::connect(url, 1).await,
         }
     }
@@ -67,25 +36,17 @@ impl Store {
             .chain([&LEASES, &EVENTS, &LIST_READS, &EXCEPTIONS])
             .map(|s| s.to_string())
             .collect();
-        let rows = match self {
-            Store::Sqlite(p) => {
-                sqlx::query_as::<_, (String,)>(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' \
-                 AND name IN (SELECT value FROM json_each($1))",
-                )
-                .bind(serde_json::to_string(&names).unwrap_or_default())
+        let rows = dispatch!(self, p => {
+            let sql = format!(
+                "SELECT t.name FROM {} WHERE {} ORDER BY t.n",
+                D::numbered_texts(1, "t"),
+                D::table_exists("t.name")
+            );
+            sqlx::query_as::<_, (String,)>(&sql)
+                .bind(D::texts(&names))
                 .fetch_all(counted(p))
                 .await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_as::<_, (String,)>(
-                    "SELECT t FROM UNNEST($1::text[]) AS t WHERE to_regclass(t) IS NOT NULL",
-                )
-                .bind(&names)
-                .fetch_all(counted(p))
-                .await
-            }
-        };
+        });
         Ok(rows
             .map_err(|e| db_error("list the payrecon tables", e))?
             .into_iter()
@@ -96,16 +57,11 @@ impl Store {
     /// Every lease, by provider. `expires_at` is read as text whatever its type, then
     /// spelled as RFC 3339 UTC when it reads as a timestamp.
     pub(super) async fn leases(&self) -> Result<Vec<LeaseRow>, StoreError> {
-        let lite = "SELECT CAST(provider AS TEXT), CAST(holder AS TEXT), CAST(token AS INTEGER), \
+        let sql = "SELECT CAST(provider AS TEXT), CAST(holder AS TEXT), CAST(token AS BIGINT), \
              CAST(expires_at AS TEXT) FROM payrecon_leases ORDER BY provider";
-        let pg = "SELECT provider::text, holder::text, token::bigint, expires_at::text \
-             FROM payrecon_leases ORDER BY provider";
         type T = (String, Option<String>, Option<i64>, Option<String>);
-        let rows: Vec<T> = match self {
-            Store::Sqlite(p) => sqlx::query_as(lite).fetch_all(counted(p)).await,
-            Store::Postgres(p) => sqlx::query_as(pg).fetch_all(counted(p)).await,
-        }
-        .map_err(|e| db_error("read the leases", e))?;
+        let rows: Vec<T> = dispatch!(self, p => sqlx::query_as(sql).fetch_all(counted(p)).await)
+            .map_err(|e| db_error("read the leases", e))?;
         Ok(rows
             .into_iter()
             .map(|(provider, holder, token, expires_at)| LeaseRow {

@@ -11,7 +11,8 @@ use std::collections::{HashMap, HashSet};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::rows::{counted, db_error, on_pool, pg_ms, sqlite_ms, sqlite_ts};
+use super::dialect::{dispatch, Dialect};
+use super::rows::{counted, db_error, sqlite_ts};
 use super::{Store, StoreError};
 use crate::domain::{ExpectedOrder, StoredOrder};
 
@@ -111,17 +112,6 @@ struct ViewRow {
     updated_ms: Option<i64>,
 }
 
-/// Whether `pos` is a position `order_page` gave on this backend: microseconds since the
-/// epoch on PostgreSQL, the stored RFC 3339 text on SQLite (a cursor from elsewhere is a bad
-/// request, not a failed query).
-fn position_ok(pg: bool, pos: &str) -> bool {
-    if pg {
-        pos.parse::<i64>().is_ok()
-    } else {
-        pos.parse::<Timestamp>().is_ok()
-    }
-}
-
 #[derive(sqlx::FromRow)]
 struct PagedRow {
     #[sqlx(flatten)]
@@ -158,36 +148,32 @@ impl ViewRow {
     }
 }
 
-/// The view's columns on one backend.
-fn view_columns(pg: bool) -> String {
-    type Column = fn(&str) -> String;
-    let (ms, text): (Column, Column) = if pg {
-        (pg_ms, |c| format!("{c}::text"))
-    } else {
-        (sqlite_ms, |c| format!("CAST({c} AS TEXT)"))
-    };
+/// The view's columns.
+fn view_columns<D: Dialect>() -> String {
     format!(
         "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
          {paid} AS amount_paid, o.state, o.tx_hash, o.log_index, o.block_number, o.block_hash, \
          {exp} AS expires_ms, {created} AS created_ms, {changed} AS changed_ms, \
          {updated} AS updated_ms",
-        due = text("o.amount_due"),
-        paid = text("o.amount_paid"),
-        exp = ms("o.expires_at"),
-        created = ms("o.created_at"),
-        changed = ms("o.state_changed_at"),
-        updated = ms("o.payrecon_updated_at"),
+        due = D::amount_text("o.amount_due"),
+        paid = D::amount_text("o.amount_paid"),
+        exp = D::ms("o.expires_at"),
+        created = D::ms("o.created_at"),
+        changed = D::ms("o.state_changed_at"),
+        updated = D::ms("o.payrecon_updated_at"),
     )
 }
 
 /// One batch: the INSERT that skips taken refs, then the read of every ref, in one
-/// transaction (`$db` the sqlx database, `$begin` its BEGIN, `$num`/`$ts` the casts of an
-/// amount and a time bind).
+/// transaction (inside `dispatch!`: `D` the dialect, `$pool` its pool).
 macro_rules! register_batch {
-    ($db:ty, $begin:expr, $batch:expr, $pg:expr, $num:expr, $ts:expr) => {{
+    ($pool:expr, $batch:expr) => {{
         let batch = $batch;
-        let mut tx = $begin.await.map_err(|e| db_error("register orders", e))?;
-        let mut qb = sqlx::QueryBuilder::<$db>::new(
+        let mut tx = counted($pool)
+            .begin_with(D::BEGIN_WRITE)
+            .await
+            .map_err(|e| db_error("register orders", e))?;
+        let mut qb = sqlx::QueryBuilder::<D>::new(
             "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) ",
         );
         qb.push_values(batch, |mut b, o: &ExpectedOrder| {
@@ -196,9 +182,9 @@ macro_rules! register_batch {
                 .push_bind(o.pay_to.as_str())
                 .push_bind(o.asset.as_str())
                 .push_bind(o.amount_due.to_string())
-                .push_unseparated($num)
+                .push_unseparated(D::AMOUNT_CAST)
                 .push_bind(o.expires_at.map(sqlite_ts))
-                .push_unseparated($ts);
+                .push_unseparated(D::TS_CAST);
         });
         qb.push(" ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref");
         let inserted: Vec<(String,)> = qb
@@ -206,9 +192,9 @@ macro_rules! register_batch {
             .fetch_all(counted(&mut *tx))
             .await
             .map_err(|e| db_error("register orders", e))?;
-        let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+        let mut qb = sqlx::QueryBuilder::<D>::new(format!(
             "SELECT {} FROM orders o WHERE o.order_ref IN (",
-            view_columns($pg)
+            view_columns::<D>()
         ));
         let mut refs = qb.separated(", ");
         for o in batch {
@@ -237,24 +223,7 @@ impl Store {
     ) -> Result<Vec<Registered>, StoreError> {
         let mut out = Vec::with_capacity(orders.len());
         for batch in orders.chunks(REGISTER_BATCH) {
-            let (inserted, rows) = match self {
-                Store::Sqlite(p) => register_batch!(
-                    sqlx::Sqlite,
-                    counted(p).begin_with("BEGIN IMMEDIATE"),
-                    batch,
-                    false,
-                    "",
-                    ""
-                ),
-                Store::Postgres(p) => register_batch!(
-                    sqlx::Postgres,
-                    counted(p).begin(),
-                    batch,
-                    true,
-                    "::numeric",
-                    "::timestamptz"
-                ),
-            };
+            let (inserted, rows) = dispatch!(self, p => register_batch!(p, batch));
             let mut new: HashSet<String> = inserted.into_iter().map(|(r,)| r).collect();
             let stored: HashMap<String, OrderView> = rows
                 .into_iter()
@@ -294,30 +263,30 @@ impl Store {
 
     /// The payments credited to an order, in chain order.
     pub async fn order_payments(&self, order_id: i64) -> Result<Vec<PaymentView>, StoreError> {
-        let sql = if matches!(self, Store::Postgres(_)) {
-            "SELECT chain, tx_hash, log_index, amount::text AS amount, block_number, block_hash, \
-             state, source, provider, \
-             to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS created_at, \
-             to_char(reorged_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS reorged_at \
-             FROM payrecon_payments WHERE order_id = $1 ORDER BY block_number, log_index, id"
-        } else {
-            "SELECT chain, tx_hash, log_index, CAST(amount AS TEXT) AS amount, block_number, \
-             block_hash, state, source, provider, created_at, reorged_at \
-             FROM payrecon_payments WHERE order_id = ?1 ORDER BY block_number, log_index, id"
-        };
-        on_pool!(self, p => sqlx::query_as(sql).bind(order_id).fetch_all(counted(p)).await)
-            .map_err(|e| db_error("read an order's payments", e))
+        dispatch!(self, p => {
+            let sql = format!(
+                "SELECT chain, tx_hash, log_index, {} AS amount, block_number, block_hash, \
+                 state, source, provider, {} AS created_at, {} AS reorged_at \
+                 FROM payrecon_payments WHERE order_id = {} \
+                 ORDER BY block_number, log_index, id",
+                D::amount_text("amount"),
+                D::ts_text("created_at"),
+                D::ts_text("reorged_at"),
+                D::p(1)
+            );
+            sqlx::query_as(&sql).bind(order_id).fetch_all(counted(p)).await
+        })
+        .map_err(|e| db_error("read an order's payments", e))
     }
 
     /// One order by its ref.
     pub async fn order_view(&self, order_ref: &str) -> Result<Option<OrderView>, StoreError> {
-        let pg = matches!(self, Store::Postgres(_));
-        let sql = format!(
-            "SELECT {} FROM orders o WHERE o.order_ref = {}",
-            view_columns(pg),
-            if pg { "$1" } else { "?1" }
-        );
-        let row: Option<ViewRow> = on_pool!(self, p => {
+        let row: Option<ViewRow> = dispatch!(self, p => {
+            let sql = format!(
+                "SELECT {} FROM orders o WHERE o.order_ref = {}",
+                view_columns::<D>(),
+                D::p(1)
+            );
             sqlx::query_as(&sql).bind(order_ref).fetch_optional(counted(p)).await
         })
         .map_err(|e| db_error("read an order", e))?;
@@ -327,60 +296,42 @@ impl Store {
     /// A page of orders in `(updated_at, id)` order: those matching `page`'s filters after its
     /// position, at most `page.limit`. Each view's `position` is where the next page starts.
     pub async fn order_page(&self, page: &OrderPage) -> Result<Vec<OrderView>, StoreError> {
-        let pg = matches!(self, Store::Postgres(_));
-        let p = |n: usize| if pg { format!("${n}") } else { format!("?{n}") };
-        // Positions compare the stored time itself (indexed, and exact: microseconds on
-        // PostgreSQL, the stored text on SQLite).
-        let at = |n: usize| {
-            if pg {
-                format!(
-                    "('epoch'::timestamptz + {}::bigint * interval '1 microsecond')",
-                    p(n)
-                )
-            } else {
-                p(n)
+        let rows: Vec<PagedRow> = dispatch!(self, pool => {
+            let p = D::p;
+            let mut clauses = vec!["o.payrecon_updated_at IS NOT NULL".to_string()];
+            let mut binds: Vec<String> = Vec::new();
+            if let Some(s) = &page.state {
+                binds.push(s.clone());
+                clauses.push(format!("o.state = {}", p(binds.len())));
             }
-        };
-        let mut clauses = vec!["o.payrecon_updated_at IS NOT NULL".to_string()];
-        let mut binds: Vec<String> = Vec::new();
-        if let Some(s) = &page.state {
-            binds.push(s.clone());
-            clauses.push(format!("o.state = {}", p(binds.len())));
-        }
-        if let Some(t) = page.updated_since {
-            binds.push(sqlite_ts(t));
-            let cast = if pg { "::timestamptz" } else { "" };
-            clauses.push(format!("o.payrecon_updated_at >= {}{cast}", p(binds.len())));
-        }
-        let mut after_id = None;
-        if let Some((pos, id)) = &page.after {
-            if !position_ok(pg, pos) {
-                return Err(StoreError::Invalid(
-                    "cursor: not a position of this database".into(),
+            if let Some(t) = page.updated_since {
+                binds.push(sqlite_ts(t));
+                clauses.push(format!("o.payrecon_updated_at >= {}", D::ts(binds.len())));
+            }
+            let mut after_id = None;
+            if let Some((pos, id)) = &page.after {
+                if !D::position_ok(pos) {
+                    return Err(StoreError::Invalid(
+                        "cursor: not a position of this database".into(),
+                    ));
+                }
+                binds.push(pos.clone());
+                after_id = Some(*id);
+                // A row value: one range of the (payrecon_updated_at, id) index.
+                clauses.push(format!(
+                    "(o.payrecon_updated_at, o.id) > ({t}, {id})",
+                    t = D::position_param(binds.len()),
+                    id = p(binds.len() + 1)
                 ));
             }
-            binds.push(pos.clone());
-            after_id = Some(*id);
-            // A row value: one range of the (payrecon_updated_at, id) index.
-            clauses.push(format!(
-                "(o.payrecon_updated_at, o.id) > ({t}, {id})",
-                t = at(binds.len()),
-                id = p(binds.len() + 1)
-            ));
-        }
-        let limit = p(binds.len() + usize::from(after_id.is_some()) + 1);
-        let sql = format!(
-            "SELECT {cols}, {pos} AS position FROM orders o WHERE {w} \
-             ORDER BY o.payrecon_updated_at, o.id LIMIT {limit}",
-            cols = view_columns(pg),
-            pos = if pg {
-                "((EXTRACT(EPOCH FROM o.payrecon_updated_at) * 1000000)::bigint)::text"
-            } else {
-                "o.payrecon_updated_at"
-            },
-            w = clauses.join(" AND "),
-        );
-        let rows: Vec<PagedRow> = on_pool!(self, pool => {
+            let limit = p(binds.len() + usize::from(after_id.is_some()) + 1);
+            let sql = format!(
+                "SELECT {cols}, {pos} AS position FROM orders o WHERE {w} \
+                 ORDER BY o.payrecon_updated_at, o.id LIMIT {limit}",
+                cols = view_columns::<D>(),
+                pos = D::position("o.payrecon_updated_at"),
+                w = clauses.join(" AND "),
+            );
             let mut q = sqlx::query_as(&sql);
             for b in &binds {
                 q = q.bind(b);

@@ -20,15 +20,18 @@ pub(crate) fn counted<T>(x: T) -> T {
     x
 }
 
-/// Records a run's findings in one transaction, `$chunk` rows per multi-row INSERT, and opens
-/// or touches their exceptions in the same transaction (README.md, "Exceptions"): the one
-/// spelling for both backends (`$db` the sqlx database, `$begin` the dialect's BEGIN, `$now`
-/// its current time).
+/// Records a run's findings in one transaction, `Dialect::INSERT_ROWS` rows per multi-row
+/// INSERT, and opens or touches their exceptions in the same transaction (README.md,
+/// "Exceptions"): `$db` the dialect, `$pool` its pool.
 macro_rules! insert_findings {
-    ($db:ty, $begin:expr, $run_id:expr, $findings:expr, $chunk:expr, $now:expr) => {{
+    ($db:ty, $pool:expr, $run_id:expr, $findings:expr) => {{
+        use $crate::store::dialect::Dialect as _;
         use $crate::store::rows::{counted, db_error};
-        let mut tx = $begin.await.map_err(|e| db_error("record findings", e))?;
-        for chunk in $findings.chunks($chunk) {
+        let mut tx = counted($pool)
+            .begin_with(<$db>::BEGIN_WRITE)
+            .await
+            .map_err(|e| db_error("record findings", e))?;
+        for chunk in $findings.chunks(<$db>::INSERT_ROWS) {
             let mut qb = sqlx::QueryBuilder::<$db>::new(
                 "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, \
                  log_index, order_ref, local_state, observed_state, action, detail) ",
@@ -51,7 +54,7 @@ macro_rules! insert_findings {
                 .await
                 .map_err(|e| db_error("record findings", e))?;
         }
-        $crate::store::exceptions::upsert!($db, tx, $run_id, $findings, $now)
+        $crate::store::exceptions::upsert!($db, tx, $run_id, $findings, <$db>::NOW)
             .map_err(|e| db_error("open or touch exceptions", e))?;
         counted(tx)
             .commit()
@@ -64,39 +67,8 @@ pub(crate) use insert_findings;
 /// Keys (and slots) per lookup query: far below every bind or array limit.
 pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 
-/// The columns every ledger read selects, in this order (amounts as text).
-pub(crate) const SQLITE_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
-     CAST(o.amount_due AS TEXT), o.tx_hash, o.log_index, CAST(o.amount_paid AS TEXT), \
-     o.block_number, o.block_hash, o.state, \
-     CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER), \
-     CASE WHEN o.tx_hash IS NULL OR EXISTS (SELECT 1 FROM payrecon_payments kp \
-     WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index) \
-     THEN 1 ELSE 0 END";
-pub(crate) const PG_ROW_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
-     o.amount_due::text, o.tx_hash, o.log_index, o.amount_paid::text, \
-     o.block_number, o.block_hash, o.state, CASE WHEN isfinite(o.expires_at) \
-     THEN (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint END, \
-     CASE WHEN o.tx_hash IS NULL OR EXISTS (SELECT 1 FROM payrecon_payments kp \
-     WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index) \
-     THEN 1::bigint ELSE 0::bigint END";
-
-/// How many columns `*_ROW_COLUMNS` select: a query's own columns follow from this index.
+/// How many columns `Dialect::ROW_COLUMNS` select: a query's own columns follow from this index.
 pub(crate) const ROW_COLUMN_COUNT: usize = 14;
-
-/// A timestamp column as milliseconds since the epoch, `None` for NULL (`julianday` reads the
-/// merchant's spellings too: `2026-11-01 10:00:00`, `…T…Z`).
-pub(crate) fn sqlite_ms(column: &str) -> String {
-    format!("CAST(ROUND((julianday({column}) - 2440587.5) * 86400000.0) AS INTEGER)")
-}
-pub(crate) fn pg_ms(column: &str) -> String {
-    // `infinity` has no milliseconds: read as NULL (never), not a failed query. Truncated to
-    // the millisecond first (exact on the stored microseconds), like SQLite's text: a time
-    // shown is never later than the time stored.
-    format!(
-        "CASE WHEN isfinite({column}) \
-         THEN (EXTRACT(EPOCH FROM date_trunc('milliseconds', {column})) * 1000)::bigint END"
-    )
-}
 
 /// A ledger row as the database returned it, before validation.
 pub(crate) struct RawRow {
@@ -118,7 +90,7 @@ pub(crate) struct RawRow {
     pub key_credited: i64,
 }
 
-/// Decodes a row selected with `*_ROW_COLUMNS`; works for both backends' row types.
+/// Decodes a row selected with `Dialect::ROW_COLUMNS`; works for both backends' row types.
 macro_rules! decode_raw_row {
     ($row:expr) => {{
         use sqlx::Row as _;
@@ -148,18 +120,6 @@ macro_rules! decode_raw_row {
     }};
 }
 pub(crate) use decode_raw_row;
-
-/// The same expression on either backend's pool (`$p` bound to it): for statements whose
-/// text and binds are the same on both (placeholders chosen by the caller).
-macro_rules! on_pool {
-    ($store:expr, $p:ident => $body:expr) => {
-        match $store {
-            $crate::store::Store::Sqlite($p) => $body,
-            $crate::store::Store::Postgres($p) => $body,
-        }
-    };
-}
-pub(crate) use on_pool;
 
 impl RawRow {
     /// Validates every value: state, amounts, hash, block number.

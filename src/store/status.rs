@@ -5,7 +5,8 @@
 
 use jiff::Timestamp;
 
-use super::rows::{counted, cutoff, db_error, sqlite_ts};
+use super::dialect::{dispatch, Dialect};
+use super::rows::{counted, cutoff, db_error};
 use super::{Store, StoreError};
 
 /// Items listed per open-finding kind and for pending resends.
@@ -28,7 +29,7 @@ pub(super) const LIST_READS: &str = "payrecon_list_reads";
 pub(super) const EXCEPTIONS: &str = "payrecon_exceptions";
 
 /// One `payrecon_runs` row as `status` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RunStatusRow {
     pub id: String,
     pub trigger: String,
@@ -84,42 +85,30 @@ pub struct StatusData {
     pub list_reads: Option<Vec<super::ListReadRow>>,
 }
 
-/// A timestamp column as RFC 3339 UTC text with milliseconds (PostgreSQL).
-pub(super) fn pg_ts(col: &str) -> String {
-    format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+/// The columns of a `RunStatusRow`, times as text.
+fn run_cols<D: Dialect>() -> String {
+    format!(
+        "id, \"trigger\", {} AS started_at, {} AS finished_at, status, error",
+        D::ts_text("started_at"),
+        D::ts_text("finished_at")
+    )
 }
 
-const RUN_COLS: &str = "id, \"trigger\", started_at, finished_at, status, error";
-
-type RunTuple = (
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-);
-
-fn run_row(t: RunTuple) -> RunStatusRow {
-    RunStatusRow {
-        id: t.0,
-        trigger: t.1,
-        started_at: t.2,
-        finished_at: t.3,
-        status: t.4,
-        error: t.5,
-    }
+/// A run row of `read_runs`: which one it is (`last` or `finished`), and the run.
+#[derive(sqlx::FromRow)]
+struct WhichRun {
+    which: String,
+    #[sqlx(flatten)]
+    run: RunStatusRow,
 }
 
-/// Runs `sql_lite` on SQLite or `sql_pg` on PostgreSQL, decoding rows as `$t`.
+/// Runs `$sql` (written with the dialect `D`'s spellings) with `$bind`s, decoding rows as `$t`.
 macro_rules! fetch {
-    ($store:expr, $t:ty, $lite:expr, $pg:expr, $doing:expr $(, $bind:expr)*) => {{
-        let r: Result<Vec<$t>, sqlx::Error> = match $store {
-            Store::Sqlite(p) => sqlx::query_as::<_, $t>($lite)$(.bind($bind))*
-                .fetch_all(counted(p)).await,
-            Store::Postgres(p) => sqlx::query_as::<_, $t>($pg)$(.bind($bind))*
-                .fetch_all(counted(p)).await,
-        };
+    ($store:expr, $t:ty, $sql:expr, $doing:expr $(, $bind:expr)*) => {{
+        let r: Result<Vec<$t>, sqlx::Error> = dispatch!($store, p => {
+            let sql: String = $sql;
+            sqlx::query_as::<_, $t>(&sql)$(.bind($bind))*.fetch_all(counted(p)).await
+        });
         r.map_err(|e| db_error($doing, e))?
     }};
 }
@@ -176,38 +165,25 @@ impl Store {
 
     /// The last started run and the last finished one (one query).
     async fn read_runs(&self, d: &mut StatusData) -> Result<(), StoreError> {
-        let lite = format!(
-            "SELECT * FROM (SELECT 'last', {RUN_COLS} FROM payrecon_runs \
-               ORDER BY started_at DESC, id DESC LIMIT 1) \
-             UNION ALL SELECT * FROM (SELECT 'finished', {RUN_COLS} FROM payrecon_runs \
-               WHERE finished_at IS NOT NULL ORDER BY started_at DESC, id DESC LIMIT 1)"
+        let rows = fetch!(
+            self,
+            WhichRun,
+            {
+                let cols = run_cols::<D>();
+                format!(
+                    "SELECT * FROM (SELECT 'last' AS which, {cols} FROM payrecon_runs \
+                       ORDER BY started_at DESC, id DESC LIMIT 1) AS l \
+                     UNION ALL SELECT * FROM (SELECT 'finished' AS which, {cols} \
+                       FROM payrecon_runs WHERE finished_at IS NOT NULL \
+                       ORDER BY started_at DESC, id DESC LIMIT 1) AS f"
+                )
+            },
+            "read the last runs"
         );
-        let pg_cols = format!(
-            "id, \"trigger\", {}, {}, status, error",
-            pg_ts("started_at"),
-            pg_ts("finished_at")
-        );
-        let pg = format!(
-            "(SELECT 'last', {pg_cols} FROM payrecon_runs ORDER BY started_at DESC, id DESC \
-               LIMIT 1) \
-             UNION ALL (SELECT 'finished', {pg_cols} FROM payrecon_runs \
-               WHERE finished_at IS NOT NULL ORDER BY started_at DESC, id DESC LIMIT 1)"
-        );
-        type T = (
-            String,
-            String,
-            String,
-            String,
-            Option<String>,
-            String,
-            Option<String>,
-        );
-        let rows = fetch!(self, T, &lite, &pg, "read the last runs");
-        for (which, id, trigger, started, finished, status, error) in rows {
-            let row = run_row((id, trigger, started, finished, status, error));
+        for WhichRun { which, run } in rows {
             match which.as_str() {
-                "last" => d.last_run = Some(row),
-                _ => d.last_finished_run = Some(row),
+                "last" => d.last_run = Some(run),
+                _ => d.last_finished_run = Some(run),
             }
         }
         Ok(())
@@ -216,26 +192,19 @@ impl Store {
     /// The most recently started run that included `name` (one query).
     async fn last_run_of(&self, name: &str) -> Result<Option<RunStatusRow>, StoreError> {
         let tag = format!(",{name},");
-        let lite = format!(
-            "SELECT {RUN_COLS} FROM payrecon_runs WHERE providers IS NULL \
-             OR instr(providers, ?1) > 0 ORDER BY started_at DESC, id DESC LIMIT 1"
-        );
-        let pg = format!(
-            "SELECT id, \"trigger\", {}, {}, status, error FROM payrecon_runs \
-             WHERE providers IS NULL OR strpos(providers, $1) > 0 \
-             ORDER BY started_at DESC, id DESC LIMIT 1",
-            pg_ts("started_at"),
-            pg_ts("finished_at")
-        );
         let rows = fetch!(
             self,
-            RunTuple,
-            &lite,
-            &pg,
+            RunStatusRow,
+            format!(
+                "SELECT {} FROM payrecon_runs WHERE providers IS NULL OR {} > 0 \
+                 ORDER BY started_at DESC, id DESC LIMIT 1",
+                run_cols::<D>(),
+                D::instr("providers", &D::p(1))
+            ),
             "read a provider's last run",
             &tag
         );
-        Ok(rows.into_iter().next().map(run_row))
+        Ok(rows.into_iter().next())
     }
 
     /// Per provider, when the last finished run in which it did not fail finished. A
@@ -245,89 +214,61 @@ impl Store {
         &self,
         providers: &[String],
     ) -> Result<Vec<(String, Option<String>)>, StoreError> {
-        let lite = "SELECT p.value, (SELECT MAX(r.finished_at) FROM payrecon_runs r \
-             WHERE r.finished_at IS NOT NULL \
-             AND (r.providers IS NULL OR instr(r.providers, ',' || p.value || ',') > 0) \
-             AND (r.status = 'ok' OR (r.status = 'failed' \
-             AND instr(COALESCE(r.error, ''), p.value || ': ') <> 1 \
-             AND instr(COALESCE(r.error, ''), '; ' || p.value || ': ') = 0))) \
-             FROM json_each($1) p ORDER BY p.key";
-        let pg = format!(
-            "SELECT p.name, (SELECT {} FROM payrecon_runs r \
-             WHERE r.finished_at IS NOT NULL \
-             AND (r.providers IS NULL OR strpos(r.providers, ',' || p.name || ',') > 0) \
-             AND (r.status = 'ok' OR (r.status = 'failed' \
-             AND strpos(COALESCE(r.error, ''), p.name || ': ') <> 1 \
-             AND strpos(COALESCE(r.error, ''), '; ' || p.name || ': ') = 0))) \
-             FROM UNNEST($1::text[]) WITH ORDINALITY AS p(name, n) ORDER BY p.n",
-            pg_ts("MAX(r.finished_at)")
-        );
-        let names = serde_json::to_string(providers).unwrap_or_default();
-        match self {
-            Store::Sqlite(p) => {
-                sqlx::query_as::<_, (String, Option<String>)>(lite)
-                    .bind(names)
-                    .fetch_all(counted(p))
-                    .await
-            }
-            Store::Postgres(p) => {
-                sqlx::query_as::<_, (String, Option<String>)>(&pg)
-                    .bind(providers)
-                    .fetch_all(counted(p))
-                    .await
-            }
-        }
-        .map_err(|e| db_error("read the last successful runs", e))
+        Ok(fetch!(
+            self,
+            (String, Option<String>),
+            {
+                let error = "COALESCE(r.error, '')";
+                format!(
+                    "SELECT p.name, (SELECT {} FROM payrecon_runs r \
+                     WHERE r.finished_at IS NOT NULL \
+                     AND (r.providers IS NULL OR {} > 0) \
+                     AND (r.status = 'ok' OR (r.status = 'failed' \
+                     AND {} <> 1 AND {} = 0))) \
+                     FROM {} ORDER BY p.n",
+                    D::ts_text("MAX(r.finished_at)"),
+                    D::instr("r.providers", "',' || p.name || ','"),
+                    D::instr(error, "p.name || ': '"),
+                    D::instr(error, "'; ' || p.name || ': '"),
+                    D::numbered_texts(1, "p")
+                )
+            },
+            "read the last successful runs",
+            D::texts(providers)
+        ))
     }
 
     /// Findings per provider and kind created at or after `since` (one query).
     async fn gaps_since(&self, since: Timestamp) -> Result<Vec<(String, String, i64)>, StoreError> {
-        const GROUP: &str = "GROUP BY provider, kind ORDER BY provider, kind";
-        let lite = format!(
-            "SELECT provider, kind, COUNT(*) FROM payrecon_findings WHERE created_at >= $1 {GROUP}"
-        );
-        let pg = format!(
-            "SELECT provider, kind, COUNT(*) FROM payrecon_findings \
-             WHERE created_at >= $1::timestamptz {GROUP}"
-        );
-        let bound = match self {
-            Store::Sqlite(_) => sqlite_ts(since),
-            Store::Postgres(_) => since.to_string(),
-        };
         Ok(fetch!(
             self,
             (String, String, i64),
-            &lite,
-            &pg,
+            format!(
+                "SELECT provider, kind, COUNT(*) FROM payrecon_findings WHERE created_at >= {} \
+                 GROUP BY provider, kind ORDER BY provider, kind",
+                D::ts(1)
+            ),
             "count the recent gaps",
-            bound
+            D::ts_bind(since)
         ))
     }
 
     /// Resend requests made after `after`, newest first, with their count (one query).
     async fn read_resends(&self, d: &mut StatusData, after: Timestamp) -> Result<(), StoreError> {
-        const TAIL: &str = "ORDER BY requested_at DESC, provider, notification_id LIMIT $2";
-        let lite = format!(
-            "SELECT provider, notification_id, requested_at, COUNT(*) OVER () \
-             FROM payrecon_resends WHERE requested_at > $1 {TAIL}"
-        );
-        let pg = format!(
-            "SELECT provider, notification_id, {}, COUNT(*) OVER () \
-             FROM payrecon_resends WHERE requested_at > $1::timestamptz {TAIL}",
-            pg_ts("requested_at")
-        );
-        let bound = match self {
-            Store::Sqlite(_) => sqlite_ts(after),
-            Store::Postgres(_) => after.to_string(),
-        };
         type T = (String, String, String, i64);
         let rows = fetch!(
             self,
             T,
-            &lite,
-            &pg,
+            format!(
+                "SELECT provider, notification_id, {}, COUNT(*) OVER () \
+                 FROM payrecon_resends WHERE requested_at > {} \
+                 ORDER BY requested_at DESC, provider, notification_id LIMIT {}",
+                D::ts_text("requested_at"),
+                D::ts(1),
+                D::p(2)
+            ),
             "read the pending resends",
-            bound,
+            D::ts_bind(after),
             STATUS_LIST_LIMIT
         );
         d.pending_resends = rows.first().map(|r| r.3).unwrap_or(0);
@@ -346,14 +287,13 @@ impl Store {
 
     /// Unprocessed webhook deliveries: how many, and the oldest one's `received_at`.
     async fn read_inbox(&self, d: &mut StatusData) -> Result<(), StoreError> {
-        const FROM: &str = "FROM payrecon_webhook_events WHERE processed_at IS NULL";
-        let lite = format!("SELECT COUNT(*), MIN(received_at) {FROM}");
-        let pg = format!("SELECT COUNT(*), {} {FROM}", pg_ts("MIN(received_at)"));
         let rows = fetch!(
             self,
             (i64, Option<String>),
-            &lite,
-            &pg,
+            format!(
+                "SELECT COUNT(*), {} FROM payrecon_webhook_events WHERE processed_at IS NULL",
+                D::ts_text("MIN(received_at)")
+            ),
             "read the webhook inbox"
         );
         if let Some((n, oldest)) = rows.into_iter().next() {

@@ -1,10 +1,7 @@
 //! Keyset pages of one chain's unpaid orders without a payment key (the deposit scan).
 
-use sqlx::{PgPool, SqlitePool};
-
-use super::rows::{
-    counted, db_error, decode_raw_row, valid_rows, PG_ROW_COLUMNS, SQLITE_ROW_COLUMNS,
-};
+use super::dialect::dispatch;
+use super::rows::{counted, db_error, decode_raw_row, valid_rows};
 use super::{Store, StoreError};
 use crate::domain::LedgerRow;
 
@@ -17,56 +14,23 @@ impl Store {
         after_id: i64,
         limit: i64,
     ) -> Result<(Vec<LedgerRow>, Option<i64>), StoreError> {
-        let rows = match self {
-            Store::Sqlite(p) => sqlite_page(p, chain, after_id, limit).await?,
-            Store::Postgres(p) => pg_page(p, chain, after_id, limit).await?,
-        };
-        Ok(rows)
+        dispatch!(self, pool => {
+            let sql = format!(
+                "SELECT {} FROM orders o WHERE o.chain = {} AND o.id > {} \
+                 AND o.state = 'unpaid' AND o.tx_hash IS NULL ORDER BY o.id LIMIT {}",
+                D::ROW_COLUMNS, D::p(1), D::p(2), D::p(3)
+            );
+            let rows = sqlx::query(&sql)
+                .bind(chain)
+                .bind(after_id)
+                .bind(limit)
+                .fetch_all(counted(pool))
+                .await
+                .map_err(|e| db_error("read unpaid orders", e))?;
+            let last = rows
+                .last()
+                .and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
+            Ok((valid_rows(rows.iter().map(|r| decode_raw_row!(r))), last))
+        })
     }
-}
-
-async fn sqlite_page(
-    pool: &SqlitePool,
-    chain: &str,
-    after_id: i64,
-    limit: i64,
-) -> Result<(Vec<LedgerRow>, Option<i64>), StoreError> {
-    let sql = format!(
-        "SELECT {SQLITE_ROW_COLUMNS} FROM orders o WHERE o.chain = ?1 AND o.id > ?2 \
-         AND o.state = 'unpaid' AND o.tx_hash IS NULL ORDER BY o.id LIMIT ?3"
-    );
-    let rows = sqlx::query(&sql)
-        .bind(chain)
-        .bind(after_id)
-        .bind(limit)
-        .fetch_all(counted(pool))
-        .await
-        .map_err(|e| db_error("read unpaid orders", e))?;
-    let last = rows
-        .last()
-        .and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
-    Ok((valid_rows(rows.iter().map(|r| decode_raw_row!(r))), last))
-}
-
-async fn pg_page(
-    pool: &PgPool,
-    chain: &str,
-    after_id: i64,
-    limit: i64,
-) -> Result<(Vec<LedgerRow>, Option<i64>), StoreError> {
-    let sql = format!(
-        "SELECT {PG_ROW_COLUMNS} FROM orders o WHERE o.chain = $1 AND o.id > $2 \
-         AND o.state = 'unpaid' AND o.tx_hash IS NULL ORDER BY o.id LIMIT $3"
-    );
-    let rows = sqlx::query(&sql)
-        .bind(chain)
-        .bind(after_id)
-        .bind(limit)
-        .fetch_all(counted(pool))
-        .await
-        .map_err(|e| db_error("read unpaid orders", e))?;
-    let last = rows
-        .last()
-        .and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
-    Ok((valid_rows(rows.iter().map(|r| decode_raw_row!(r))), last))
 }

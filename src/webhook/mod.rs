@@ -5,7 +5,7 @@
 //! offered to `sink` without waiting; one the sink cannot take stays unprocessed in the table
 //! for the next run.
 //!
-//! Applying the event is the engine's job (`Engine::process_webhook_events`).
+//! Applying the event is the engine's job (`Engine::process_webhook_deliveries`).
 
 mod endpoint;
 mod verify;
@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::metrics::{Metrics, WebhookOutcome};
 use crate::secret::{redact, Secret};
-use crate::store::{Store, StoredEvent};
+use crate::store::{Store, StoredDelivery};
 
 pub use endpoint::endpoint;
 pub use verify::{
@@ -44,7 +44,7 @@ pub struct Ingest {
     pub endpoints: HashMap<String, Endpoint>,
     pub store: Store,
     /// Receives each newly stored event (`try_send`: never waited for).
-    pub sink: mpsc::Sender<StoredEvent>,
+    pub sink: mpsc::Sender<StoredDelivery>,
     /// Redacted from every error text (webhook secrets, API keys, database password).
     pub secrets: Vec<Secret>,
     pub metrics: Arc<Metrics>,
@@ -164,13 +164,13 @@ async fn ingest_one(
     headers: &HeaderMap,
     body: Body,
 ) -> Answer {
-    let raw = match crate::http::read_limited(headers, body, MAX_BODY).await {
+    let raw = match crate::listener::read_limited(headers, body, MAX_BODY).await {
         Ok(raw) => raw,
-        Err(crate::http::BodyError::TooLarge) => {
+        Err(crate::listener::BodyError::TooLarge) => {
             tracing::info!("A webhook body over 64 KiB was refused.");
             return TOO_LARGE;
         }
-        Err(crate::http::BodyError::Broken) => {
+        Err(crate::listener::BodyError::Broken) => {
             tracing::info!("A webhook body could not be read to its end.");
             return BAD_REQUEST;
         }
@@ -204,7 +204,7 @@ async fn ingest_one(
 async fn store(ingest: &Ingest, endpoint: &Endpoint, event: &str, body: &str) -> Answer {
     let inserted = ingest
         .store
-        .insert_webhook_event(&endpoint.provider, event, body, jiff::Timestamp::now())
+        .insert_webhook_delivery(&endpoint.provider, event, body, jiff::Timestamp::now())
         .await;
     match inserted {
         Ok(Some(stored)) => {

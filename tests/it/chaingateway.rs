@@ -7,10 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use payrecon::domain::{Address, Asset, U256};
-use payrecon::providers::chaingateway::{
-    ChaingatewayClient, ChaingatewaySettings, ListPlan, StatsCell,
-};
-use payrecon::providers::{ListKind, Page, ProviderError, StatusClass};
+use payrecon::providers::chaingateway::{ChaingatewayClient, ChaingatewaySettings};
+use payrecon::providers::{ListKind, ListPlan, Page, ProviderError, StatsCell, StatusClass};
 use payrecon::sandbox::chaingateway::{notification, BlockShape, FakeChaingateway, Fault};
 use payrecon::secret::Secret;
 use serde_json::{json, Value};

@@ -225,7 +225,7 @@ pub(crate) async fn wait_processed(store: &Store, provider: &str) {
         APPLY_WITHIN,
         || async {
             store
-                .unprocessed_webhook_events(Some(provider), 10)
+                .unprocessed_webhook_deliveries(Some(provider), 10)
                 .await
                 .expect("list the inbox")
                 .is_empty()

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use payrecon::metrics::Metrics;
 use payrecon::secret::Secret;
-use payrecon::store::{Store, StoredEvent};
+use payrecon::store::{Store, StoredDelivery};
 use payrecon::webhook::{self, sign, Encoding, Endpoint, Ingest, Scheme};
 use tokio::sync::mpsc;
 
@@ -27,7 +27,7 @@ pub const SECRET: &str = "whsec_it_5f0c9a7e21";
 pub struct Hook {
     pub base: String,
     pub store: Store,
-    pub rx: mpsc::Receiver<StoredEvent>,
+    pub rx: mpsc::Receiver<StoredDelivery>,
     pub metrics: Arc<Metrics>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -132,7 +132,7 @@ impl Hook {
     }
 
     /// Events on the sink now (without waiting for more).
-    pub fn drain_sink(&mut self) -> Vec<StoredEvent> {
+    pub fn drain_sink(&mut self) -> Vec<StoredDelivery> {
         let mut out = Vec::new();
         while let Ok(e) = self.rx.try_recv() {
             out.push(e);
@@ -141,7 +141,7 @@ impl Hook {
     }
 
     pub async fn stored(&self, provider: &str) -> i64 {
-        self.store.webhook_event_count(provider).await.unwrap()
+        self.store.webhook_delivery_count(provider).await.unwrap()
     }
 
     pub fn counted(&self, provider: &str, outcome: &str) -> f64 {
@@ -202,7 +202,7 @@ async fn webhook_valid_delivery_is_stored_once_and_answered_200_empty() {
         assert_eq!(hook.counted("qvard", "duplicate"), 1.0);
         let unprocessed = hook
             .store
-            .unprocessed_webhook_events(Some("qvard"), 10)
+            .unprocessed_webhook_deliveries(Some("qvard"), 10)
             .await
             .unwrap();
         assert_eq!(unprocessed, sent, "{url}");

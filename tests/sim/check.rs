@@ -317,7 +317,7 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
     };
     let s = w.store();
     let provider = payrecon::sandbox::SANDBOX_PROVIDER;
-    let stored = db(s.webhook_event_count(provider).await)?;
+    let stored = db(s.webhook_delivery_count(provider).await)?;
     if stored != h.accepted.len() as i64 {
         return Err(format!(
             "{stored} webhook events stored, {} accepted (tampered: {:?})",
@@ -325,7 +325,7 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
             h.tampered
         ));
     }
-    let left = db(s.unprocessed_webhook_events(None, 10).await)?;
+    let left = db(s.unprocessed_webhook_deliveries(None, 10).await)?;
     if let Some(e) = left.first() {
         return Err(format!(
             "{} webhook events still unprocessed after the fault-free runs, e.g. {}",

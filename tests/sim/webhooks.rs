@@ -82,7 +82,7 @@ pub struct Hooks {
     taken: Arc<AtomicU64>,
     done: Arc<AtomicU64>,
     /// The route's end of the consumer's queue (to see it empty).
-    queue: tokio::sync::mpsc::Sender<payrecon::store::StoredEvent>,
+    queue: tokio::sync::mpsc::Sender<payrecon::store::StoredDelivery>,
     server: JoinHandle<()>,
     consumer: JoinHandle<()>,
 }
@@ -107,7 +107,7 @@ impl Hooks {
             metrics: app.engine.metrics.clone(),
         };
         let webhooks = payrecon::webhook::router(Arc::new(ingest));
-        let router = payrecon::http::router(app.engine.clone(), Some(webhooks));
+        let router = payrecon::listener::router(app.engine.clone(), Some(webhooks));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port for webhooks");
@@ -130,7 +130,7 @@ impl Hooks {
                 }
                 let n = batch.len() as u64;
                 took.fetch_add(n, Ordering::SeqCst);
-                engine.process_webhook_events(batch).await;
+                engine.process_webhook_deliveries(batch).await;
                 finished.fetch_add(n, Ordering::SeqCst);
             }
         });

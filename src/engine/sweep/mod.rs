@@ -44,7 +44,7 @@ impl Engine {
         fence: Option<crate::store::Fence>,
     ) -> PartTally {
         let mut acc = PartTally::new(Part::Sweep.name(), Part::Sweep.name());
-        acc.fence = fence;
+        acc.shared.fence = fence;
         let sweep = Sweep {
             engine: self,
             ctx,

@@ -10,7 +10,6 @@
 //! not carry Laravel's `total` and `per_page` are read whole, page by page.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use futures::stream::{self, StreamExt};
 use jiff::Timestamp;
@@ -19,7 +18,7 @@ use tokio::sync::mpsc;
 use super::ChaingatewayClient;
 use crate::domain::list_cover::{Cover, Frame};
 use crate::domain::page_search::{Contradiction, Direction, PageSearch};
-use crate::providers::{ListKind, Page, ProviderError};
+use crate::providers::{ListKind, ListPlan, ListStats, Page, ProviderError, StatsCell};
 
 /// Rounds of re-reading pages that records moved to while the list was read; what still
 /// moves after them is left for the next run (it is still in its window).
@@ -27,33 +26,6 @@ const MOVE_ROUNDS: usize = 6;
 /// Search probes in flight at once (at most `max_concurrency`): a 4-ary search reads about
 /// `1.5·log2(pages)` pages in `log4(pages)` rounds.
 const PROBES: usize = 3;
-
-/// How a list is to be read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ListPlan {
-    /// Read only the pages that can hold a record created at or after this time
-    /// (`since − list_margin`); `None`: read the list whole.
-    pub cutoff: Option<Timestamp>,
-}
-
-/// What one list read did: the report's `pages_read` / `pages_total`, `payrecon status`,
-/// `payrecon_list_full_scans_total`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListStats {
-    /// Pages fetched (probes, the window's pages, pages re-read because records moved).
-    pub pages_read: u64,
-    /// `last_page` as the list last reported it.
-    pub pages_total: u64,
-    /// Every record of the list was read: asked for, a fallback, or a window that held it all.
-    pub whole: bool,
-    /// Why the search gave up and the list was read whole.
-    pub fallback: Option<Contradiction>,
-    /// Records still moved after the re-read rounds (left for the next run).
-    pub unsettled: bool,
-}
-
-/// Where a list read leaves its `ListStats` (published when the read ends, however it ends).
-pub type StatsCell = Arc<Mutex<ListStats>>;
 
 /// A page as served: its records, their times, and where it sat in the list.
 pub(super) struct Served {

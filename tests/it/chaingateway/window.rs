@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
-use payrecon::providers::chaingateway::{ListPlan, ListStats, StatsCell};
 use payrecon::providers::ListKind;
+use payrecon::providers::{ListPlan, ListStats, StatsCell};
 use payrecon::sandbox::chaingateway::{notification, FakeChaingateway, ListChange};
 use serde_json::Value;
 

@@ -49,7 +49,7 @@ async fn ingest_chaingateway_delivery_is_applied_per_the_chain_once() {
             rows[0].run_id, None,
             "{url}: a webhook applies outside any run"
         );
-        assert_eq!(w.store().webhook_event_count(CG).await.unwrap(), 1);
+        assert_eq!(w.store().webhook_delivery_count(CG).await.unwrap(), 1);
 
         // The same delivery again: 200 and empty, nothing new stored or applied.
         assert_eq!(
@@ -59,7 +59,7 @@ async fn ingest_chaingateway_delivery_is_applied_per_the_chain_once() {
         );
         assert_eq!(d.webhooks(CG, "duplicate").await, 1.0, "{url}");
         assert_eq!(d.webhooks(CG, "accepted").await, 1.0, "{url}");
-        assert_eq!(w.store().webhook_event_count(CG).await.unwrap(), 1);
+        assert_eq!(w.store().webhook_delivery_count(CG).await.unwrap(), 1);
         assert_eq!(audit(w.store()).await, rows, "{url}");
         assert_eq!(w.order("C-1").await, o, "{url}");
 
@@ -101,7 +101,11 @@ async fn ingest_fifty_concurrent_copies_of_one_delivery_apply_once() {
         wait_applied(&w, "C-2").await;
         wait_processed(w.store(), CG).await;
 
-        assert_eq!(w.store().webhook_event_count(CG).await.unwrap(), 1, "{url}");
+        assert_eq!(
+            w.store().webhook_delivery_count(CG).await.unwrap(),
+            1,
+            "{url}"
+        );
         assert_eq!(d.webhooks(CG, "accepted").await, 1.0, "{url}");
         assert_eq!(d.webhooks(CG, "duplicate").await, 49.0, "{url}");
         let o = w.order("C-2").await;

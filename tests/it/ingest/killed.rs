@@ -75,7 +75,7 @@ async fn ingest_delivery_stored_by_a_killed_serve_is_applied_once_by_the_next_ru
         assert_eq!(answer, (200, String::new()), "{url}\n{}", serve.stderr());
         let stored = w
             .store()
-            .unprocessed_webhook_events(Some(CG), 10)
+            .unprocessed_webhook_deliveries(Some(CG), 10)
             .await
             .unwrap();
         assert_eq!(stored.len(), 1, "{url}: stored before the answer");
@@ -116,7 +116,7 @@ async fn ingest_delivery_stored_by_a_killed_serve_is_applied_once_by_the_next_ru
             0,
             "{url}: the inbox row is processed"
         );
-        assert_eq!(w.store().webhook_event_count(CG).await.unwrap(), 1);
+        assert_eq!(w.store().webhook_delivery_count(CG).await.unwrap(), 1);
 
         let second = output(payrecon(&config, &["run", "--format", "json"])).await;
         second.assert_code(0);

@@ -70,7 +70,11 @@ async fn ingest_qvard_status_delivery_applies_the_status_map_by_order_ref() {
             "{url}"
         );
         assert_eq!(d.webhooks(QV, "accepted").await, 3.0, "{url}");
-        assert_eq!(w.store().webhook_event_count(QV).await.unwrap(), 3, "{url}");
+        assert_eq!(
+            w.store().webhook_delivery_count(QV).await.unwrap(),
+            3,
+            "{url}"
+        );
         wait_processed(w.store(), QV).await;
 
         assert_eq!(w.order("A-1").await, a1, "{url}");

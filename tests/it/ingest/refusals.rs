@@ -117,7 +117,7 @@ async fn ingest_refused_deliveries_store_and_apply_nothing() {
                 "{url} {provider}"
             );
             assert_eq!(
-                w.store().webhook_event_count(provider).await.unwrap(),
+                w.store().webhook_delivery_count(provider).await.unwrap(),
                 0,
                 "{url}"
             );
@@ -140,8 +140,16 @@ async fn ingest_refused_deliveries_store_and_apply_nothing() {
         assert_eq!(w.order("R-1").await.state, State::Confirmed, "{url}");
         assert_eq!(w.order("A-1").await, before.1, "{url}");
         assert_one_webhook_transition(&audit(w.store()).await, "R-1", State::Confirmed, CG);
-        assert_eq!(w.store().webhook_event_count(CG).await.unwrap(), 1, "{url}");
-        assert_eq!(w.store().webhook_event_count(QV).await.unwrap(), 0, "{url}");
+        assert_eq!(
+            w.store().webhook_delivery_count(CG).await.unwrap(),
+            1,
+            "{url}"
+        );
+        assert_eq!(
+            w.store().webhook_delivery_count(QV).await.unwrap(),
+            0,
+            "{url}"
+        );
         d.stop().await;
     })
     .await;

@@ -126,7 +126,7 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
         };
         let received = Timestamp::now() - SignedDuration::from_mins(5);
         w.store
-            .insert_webhook_event(SANDBOX_PROVIDER, "ev-1", "{}", received)
+            .insert_webhook_delivery(SANDBOX_PROVIDER, "ev-1", "{}", received)
             .await
             .unwrap();
         let old = Timestamp::now() - SignedDuration::from_hours(2);

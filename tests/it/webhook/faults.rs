@@ -56,7 +56,7 @@ async fn webhook_a_full_or_closed_sink_does_not_block_the_answer() {
     // Every event is in the inbox, unprocessed, for the next run.
     let waiting = hook
         .store
-        .unprocessed_webhook_events(None, 10)
+        .unprocessed_webhook_deliveries(None, 10)
         .await
         .unwrap();
     assert_eq!(waiting.len(), 4);

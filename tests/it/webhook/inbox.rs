@@ -19,7 +19,7 @@ async fn webhook_inbox_stores_each_event_once() {
         store.migrate().await.expect("second migrate");
         let body = r#"{"id":"ord_1","status":"completed","note":"é"}"#;
         let first = store
-            .insert_webhook_event("qvard", "ord_1:completed", body, t0())
+            .insert_webhook_delivery("qvard", "ord_1:completed", body, t0())
             .await
             .unwrap()
             .expect("a new event");
@@ -27,31 +27,31 @@ async fn webhook_inbox_stores_each_event_once() {
         assert_eq!(first.event_id, "ord_1:completed");
         assert_eq!(first.body, body);
         let again = store
-            .insert_webhook_event("qvard", "ord_1:completed", "{}", t0())
+            .insert_webhook_delivery("qvard", "ord_1:completed", "{}", t0())
             .await
             .unwrap();
         assert_eq!(again, None, "{url}");
         // Another provider, or another event id, is another event.
         assert!(store
-            .insert_webhook_event("paymos", "ord_1:completed", body, t0())
+            .insert_webhook_delivery("paymos", "ord_1:completed", body, t0())
             .await
             .unwrap()
             .is_some());
         assert!(store
-            .insert_webhook_event("qvard", "ord_1:final", body, t0())
+            .insert_webhook_delivery("qvard", "ord_1:final", body, t0())
             .await
             .unwrap()
             .is_some());
         assert_eq!(
-            store.webhook_event_count("qvard").await.unwrap(),
+            store.webhook_delivery_count("qvard").await.unwrap(),
             2,
             "{url}"
         );
-        assert_eq!(store.webhook_event_count("paymos").await.unwrap(), 1);
-        assert_eq!(store.webhook_event_count("other").await.unwrap(), 0);
+        assert_eq!(store.webhook_delivery_count("paymos").await.unwrap(), 1);
+        assert_eq!(store.webhook_delivery_count("other").await.unwrap(), 0);
         // The listed event is the stored one, byte for byte, with the returned timestamp.
         let listed = store
-            .unprocessed_webhook_events(Some("qvard"), 10)
+            .unprocessed_webhook_deliveries(Some("qvard"), 10)
             .await
             .unwrap();
         assert_eq!(listed[0], first, "{url}");
@@ -74,7 +74,7 @@ async fn webhook_inbox_racing_inserts_yield_one_new_event() {
                     other.clone()
                 };
                 tokio::spawn(async move {
-                    s.insert_webhook_event("cg", "4711", r#"{"id":4711}"#, now)
+                    s.insert_webhook_delivery("cg", "4711", r#"{"id":4711}"#, now)
                         .await
                 })
             })
@@ -86,7 +86,11 @@ async fn webhook_inbox_racing_inserts_yield_one_new_event() {
             }
         }
         assert_eq!(new, 1, "{url}");
-        assert_eq!(store.webhook_event_count("cg").await.unwrap(), 1, "{url}");
+        assert_eq!(
+            store.webhook_delivery_count("cg").await.unwrap(),
+            1,
+            "{url}"
+        );
     }
 }
 
@@ -104,25 +108,28 @@ async fn webhook_inbox_lists_unprocessed_oldest_first() {
             ("a", "e4", 40),
         ] {
             store
-                .insert_webhook_event(provider, id, "{}", at(secs))
+                .insert_webhook_delivery(provider, id, "{}", at(secs))
                 .await
                 .unwrap()
                 .unwrap();
         }
-        let ids = |events: Vec<payrecon::store::StoredEvent>| -> Vec<String> {
+        let ids = |events: Vec<payrecon::store::StoredDelivery>| -> Vec<String> {
             events.into_iter().map(|e| e.event_id).collect()
         };
-        let all = store.unprocessed_webhook_events(None, 100).await.unwrap();
+        let all = store
+            .unprocessed_webhook_deliveries(None, 100)
+            .await
+            .unwrap();
         assert_eq!(
             all[0].received_at.as_millisecond(),
             at(10).as_millisecond(),
             "{url}"
         );
         assert_eq!(ids(all.clone()), ["e1", "e2", "e3", "e4"], "{url}");
-        let first_two = store.unprocessed_webhook_events(None, 2).await.unwrap();
+        let first_two = store.unprocessed_webhook_deliveries(None, 2).await.unwrap();
         assert_eq!(ids(first_two), ["e1", "e2"]);
         let of_a = store
-            .unprocessed_webhook_events(Some("a"), 100)
+            .unprocessed_webhook_deliveries(Some("a"), 100)
             .await
             .unwrap();
         assert_eq!(ids(of_a), ["e1", "e3", "e4"]);
@@ -133,21 +140,27 @@ async fn webhook_inbox_lists_unprocessed_oldest_first() {
             .map(|e| e.id)
             .collect();
         store
-            .mark_webhook_events(&done[..2], "applied", at(50))
+            .mark_webhook_deliveries(&done[..2], "applied", at(50))
             .await
             .unwrap();
         store
-            .mark_webhook_events(&[], "applied", at(50))
+            .mark_webhook_deliveries(&[], "applied", at(50))
             .await
             .unwrap();
-        let left = store.unprocessed_webhook_events(None, 100).await.unwrap();
+        let left = store
+            .unprocessed_webhook_deliveries(None, 100)
+            .await
+            .unwrap();
         assert_eq!(ids(left), ["e3", "e4"], "{url}");
         // A marked event keeps its first outcome; marking it again changes nothing.
         store
-            .mark_webhook_events(&done, "ignored", at(60))
+            .mark_webhook_deliveries(&done, "ignored", at(60))
             .await
             .unwrap();
-        let left = store.unprocessed_webhook_events(None, 100).await.unwrap();
+        let left = store
+            .unprocessed_webhook_deliveries(None, 100)
+            .await
+            .unwrap();
         assert_eq!(ids(left), ["e3"], "{url}");
         let outcomes = outcomes(&store).await;
         assert_eq!(
@@ -161,9 +174,9 @@ async fn webhook_inbox_lists_unprocessed_oldest_first() {
             "{url}"
         );
         // Marked rows are still stored (a duplicate delivery stays a duplicate).
-        assert_eq!(store.webhook_event_count("a").await.unwrap(), 3);
+        assert_eq!(store.webhook_delivery_count("a").await.unwrap(), 3);
         assert!(store
-            .insert_webhook_event("a", "e1", "{}", at(70))
+            .insert_webhook_delivery("a", "e1", "{}", at(70))
             .await
             .unwrap()
             .is_none());

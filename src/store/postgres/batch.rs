@@ -9,10 +9,13 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::{Acquire, Postgres, Transaction};
 
-use super::outbox::{self, EventOrder, NewEvent, PG_RETURNING};
-use super::rows::{counted, rank_sql};
-use super::{is_unique_violation, ApplyContext, ApplyOutcome};
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
+use crate::store::dialect::Dialect;
+use crate::store::outbox::{self, EventOrder, NewEvent};
+use crate::store::rows::{counted, rank_sql};
+use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome};
+
+const RETURNING: &str = <Postgres as Dialect>::RETURNING;
 
 /// `o.id` then the `EventOrder` columns, as one flat row.
 type IdAndOrder = (
@@ -104,7 +107,7 @@ async fn write_all(
                     Some(outbox::payment_event(*id, t, p, ctx, now))
                 })
                 .collect();
-            outbox::pg_insert(sp, &events, now).await?;
+            super::apply::insert_events(sp, &events, now).await?;
         }
     }
     let mut forward = Vec::new();
@@ -141,7 +144,7 @@ async fn adopt(
     let col = |f: fn(&Attach) -> String| column(&attaches, f);
     let ids: Vec<i64> = attaches.iter().map(|(id, _)| *id).collect();
     let log_indexes = column(&attaches, |a| a.key.log_index);
-    let blocks = column(&attaches, |a| super::sweep::block_number(&a.block));
+    let blocks = column(&attaches, |a| crate::store::sweep::block_number(&a.block));
     let res = sqlx::query(
         "UPDATE orders o SET amount_paid = v.amount::numeric, block_number = v.block_number, \
          block_hash = v.block_hash \
@@ -163,9 +166,9 @@ async fn adopt(
     Ok(res.rows_affected() == adopted.len() as u64)
 }
 
-/// The UPDATE and the audit INSERT; true when both took every row of the batch (otherwise
-/// the caller rolls back: an audit row already there means the row was moved back since, and
-/// row by row undoes just that one).
+/// The set-wise transitions of `batch` (the order's state before each in `from`): the
+/// orders' UPDATE, the audit rows, the payments that follow, the events. False when any row
+/// did not take its step (the caller goes row by row instead).
 async fn write(
     sp: &mut Transaction<'_, Postgres>,
     batch: &[PlannedTransition],
@@ -173,6 +176,40 @@ async fn write(
     ctx: &ApplyContext,
     now: &str,
 ) -> Result<bool, sqlx::Error> {
+    let updated = update_orders(sp, batch, now).await?;
+    if updated.len() != batch.len() {
+        return Ok(false);
+    }
+    let inserted = insert_transitions(sp, batch, from, ctx, now).await?;
+    if inserted.len() != batch.len() {
+        return Ok(false);
+    }
+    let follow: Vec<(i64, &str)> = batch
+        .iter()
+        .filter(|t| crate::store::apply::needs_follow(t))
+        .map(|t| (t.order_id, t.to.as_str()))
+        .collect();
+    if !follow.is_empty() {
+        let (ids, to): (Vec<i64>, Vec<&str>) = follow.into_iter().unzip();
+        super::apply::follow_all(sp, &ids, &to, now).await?;
+    }
+    if !ctx.events {
+        return Ok(true);
+    }
+    let Some(events) = transition_events(batch, from, updated, inserted, ctx, now) else {
+        return Ok(false);
+    };
+    super::apply::insert_events(sp, &events, now).await?;
+    Ok(true)
+}
+
+/// One UPDATE moving every order of `batch` forward (and writing its attach when its key is
+/// free): the orders as it left them.
+async fn update_orders(
+    sp: &mut Transaction<'_, Postgres>,
+    batch: &[PlannedTransition],
+    now: &str,
+) -> Result<Vec<IdAndOrder>, sqlx::Error> {
     // A text column of the attach, NULL for transitions without one.
     let attach = |f: fn(&Attach) -> String| -> Vec<Option<String>> {
         batch.iter().map(|t| t.attach.as_ref().map(f)).collect()
@@ -194,8 +231,8 @@ async fn write(
         })
         .collect();
     let rank = rank_sql("o.state");
-    let cols = PG_RETURNING;
-    let updated = sqlx::query_as::<_, IdAndOrder>(&format!(
+    let cols = RETURNING;
+    sqlx::query_as::<_, IdAndOrder>(&format!(
         "UPDATE orders o SET state = t.to_state, state_changed_at = $11::timestamptz, \
          tx_hash = CASE WHEN t.attach THEN t.tx_hash ELSE o.tx_hash END, \
          log_index = CASE WHEN t.attach THEN t.log_index ELSE o.log_index END, \
@@ -224,12 +261,21 @@ async fn write(
     .bind(attach(|a| a.key.chain.clone()))
     .bind(now)
     .fetch_all(counted(&mut **sp))
-    .await?;
-    if updated.len() != batch.len() {
-        return Ok(false);
-    }
+    .await
+}
+
+/// The audit rows of `batch` in one INSERT: `(order id, transition id)` of each written.
+async fn insert_transitions(
+    sp: &mut Transaction<'_, Postgres>,
+    batch: &[PlannedTransition],
+    from: &[State],
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+    let ids: Vec<i64> = batch.iter().map(|t| t.order_id).collect();
     let from_states: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
-    let inserted = sqlx::query_as::<_, (i64, i64)>(
+    let to_states: Vec<&str> = batch.iter().map(|t| t.to.as_str()).collect();
+    sqlx::query_as::<_, (i64, i64)>(
         "INSERT INTO payrecon_transitions \
          (order_id, from_state, to_state, source, provider, run_id, created_at) \
          SELECT t.id, t.from_state, t.to_state, $4, $5, $6, $7::timestamptz \
@@ -244,51 +290,43 @@ async fn write(
     .bind(ctx.run_id_or_null())
     .bind(now)
     .fetch_all(counted(&mut **sp))
-    .await?;
-    if inserted.len() != batch.len() {
-        return Ok(false);
-    }
-    let follow: Vec<(i64, &str)> = batch
-        .iter()
-        .filter(|t| super::apply::needs_follow(t))
-        .map(|t| (t.order_id, t.to.as_str()))
-        .collect();
-    if !follow.is_empty() {
-        let (ids, to): (Vec<i64>, Vec<&str>) = follow.into_iter().unzip();
-        super::payments::pg_follow(sp, &ids, &to, now).await?;
-    }
-    if ctx.events {
-        let transition_of: HashMap<i64, i64> = inserted.into_iter().collect();
-        let orders: HashMap<i64, EventOrder> = updated
-            .into_iter()
-            .map(|(id, a, b, c, d, e, f, g, h, i)| (id, (a, b, c, d, e, f, g, h, i)))
-            .collect();
-        let mut events = Vec::with_capacity(batch.len());
-        for (pos, t) in batch.iter().enumerate() {
-            let Some(order) = orders.get(&t.order_id) else {
-                return Ok(false);
-            };
-            let Some(&transition_id) = transition_of.get(&t.order_id) else {
-                return Ok(false);
-            };
-            let (from, to) = (from[pos], t.to);
-            events.push(outbox::new_event(
-                t.order_id,
-                transition_id,
-                from,
-                to,
-                order,
-                ctx,
-                now,
-            ));
-        }
-        outbox::pg_insert(sp, &events, now).await?;
-    }
-    Ok(true)
+    .await
 }
 
-/// Credits every payment of the batch in one INSERT, each guarded like `pg_credit`; the id
-/// of each payment written, by order (a batch here has one step per order).
+/// Each transition's event, from the order as the UPDATE left it and its audit row's id;
+/// `None` when a step lacks either.
+fn transition_events(
+    batch: &[PlannedTransition],
+    from: &[State],
+    updated: Vec<IdAndOrder>,
+    inserted: Vec<(i64, i64)>,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Option<Vec<NewEvent>> {
+    let transition_of: HashMap<i64, i64> = inserted.into_iter().collect();
+    let orders: HashMap<i64, EventOrder> = updated
+        .into_iter()
+        .map(|(id, a, b, c, d, e, f, g, h, i)| (id, (a, b, c, d, e, f, g, h, i)))
+        .collect();
+    let mut events = Vec::with_capacity(batch.len());
+    for (pos, t) in batch.iter().enumerate() {
+        let order = orders.get(&t.order_id)?;
+        let transition_id = *transition_of.get(&t.order_id)?;
+        events.push(outbox::new_event(
+            t.order_id,
+            transition_id,
+            from[pos],
+            t.to,
+            order,
+            ctx,
+            now,
+        ));
+    }
+    Some(events)
+}
+
+/// Credits every payment of the batch in one INSERT, each guarded like `payments::credit!`;
+/// the id of each payment written, by order (a batch here has one step per order).
 async fn credit_all(
     sp: &mut Transaction<'_, Postgres>,
     credits: &[(i64, &NewPayment)],
@@ -298,7 +336,7 @@ async fn credit_all(
     let col = |f: fn(&NewPayment) -> String| column(credits, f);
     let ids: Vec<i64> = credits.iter().map(|(id, _)| *id).collect();
     let log_indexes = column(credits, |p| p.key.log_index);
-    let blocks = column(credits, |p| super::sweep::block_number(&p.block));
+    let blocks = column(credits, |p| crate::store::sweep::block_number(&p.block));
     let before = column(credits, |p| p.paid_before.map(|a| a.to_string()));
     let times = column(credits, |p| p.block_time.map(|t| t.to_string()));
     let written: Vec<(i64, i64)> = sqlx::query_as(
@@ -331,7 +369,7 @@ async fn credit_all(
     .bind(
         credits
             .iter()
-            .map(|(_, p)| super::payments::payment_source(p, ctx))
+            .map(|(_, p)| crate::store::payments::payment_source(p, ctx))
             .collect::<Vec<&str>>(),
     )
     .bind(&ctx.provider)
@@ -359,7 +397,7 @@ fn classify(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> Opti
         let current = current.get(&t.order_id)?;
         let s = State::parse(current).ok()?;
         if t.from == t.to {
-            if !super::apply::is_adoption(t, current) {
+            if !crate::store::apply::is_adoption(t, current) {
                 return None;
             }
             steps.push(Step::Adopt);

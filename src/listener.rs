@@ -1,4 +1,4 @@
-//! serve's HTTP side (axum): `/metrics`, `/healthz`, `/readyz`, and the webhook ingest
+//! serve's listener (axum): `/metrics`, `/healthz`, `/readyz`, and the webhook ingest
 //! routes (`crate::webhook::router`) when given.
 
 use std::sync::Arc;

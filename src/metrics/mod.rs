@@ -1,0 +1,117 @@
+//! Every metric of docs/reference.md §5, defined once, with label sets as types. Label values
+//! are enums or configured names (provider, chain): never a hash, an address or an error
+//! string.
+
+mod labels;
+mod record;
+mod register;
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+pub use labels::{
+    ApiL, ChainL, EventL, EventOutcome, ExceptionL, GapL, HeldL, HeldReason, HttpStatus, Kind,
+    ProviderChainL, ProviderL, RefuseReason, RefusedL, RequestL, ResendL, ResendOutcome, RunL,
+    RunOutcome, StateLabel, TransitionL, WebhookL, WebhookOutcome, API_ROUTES,
+};
+
+#[derive(Clone)]
+pub struct DurationHistogram;
+
+impl MetricConstructor<Histogram> for DurationHistogram {
+    fn new_metric(&self) -> Histogram {
+        Histogram::new(exponential_buckets(0.05, 2.0, 14))
+    }
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+pub struct Metrics {
+    registry: Registry,
+    pub runs: Family<RunL, Counter>,
+    pub run_duration: Family<ProviderL, Histogram, DurationHistogram>,
+    pub last_success: Family<ProviderL, FloatGauge>,
+    pub checked: Family<ProviderChainL, Counter>,
+    pub gaps: Family<GapL, Counter>,
+    pub gap_ratio: Family<ProviderL, FloatGauge>,
+    pub applied: Family<TransitionL, Counter>,
+    pub refused: Family<RefusedL, Counter>,
+    pub resends: Family<ResendL, Counter>,
+    pub provider_requests: Family<RequestL, Counter>,
+    pub rejected: Family<ProviderL, Counter>,
+    pub chain_head: Family<ChainL, Gauge>,
+    /// Rows the last chain sweep found reorganised away and not re-keyable (per chain).
+    pub reorged_open: Family<ChainL, Gauge>,
+    /// Webhook deliveries by provider and outcome (series created by `init_webhooks`).
+    pub webhooks: Family<WebhookL, Counter>,
+    /// API requests by route and status (series created by `init_api` when the API is on).
+    pub api_requests: Family<ApiL, Counter>,
+    /// Event delivery attempts to the merchant's application, by outcome
+    /// (docs/reference.md §6).
+    pub events: Family<EventL, Counter>,
+    /// Events neither delivered nor dead, as of the delivery loop's last count.
+    pub events_pending: Gauge,
+    /// Age of the oldest pending event (0 when none).
+    pub events_oldest_pending: FloatGauge,
+    /// Dead events in the database (every retry failed; kept until replayed).
+    pub events_dead: Gauge,
+    /// Lists read whole because their pages contradicted the boundary search
+    /// (docs/configuration.md, "Long notification lists").
+    pub list_full_scans: Family<ProviderL, Counter>,
+    /// Orders held now, by reason (docs/configuration.md, "Amounts"), as of the last chain
+    /// sweep.
+    pub orders_held: Family<HeldL, Gauge>,
+    /// Exceptions open now, by kind (README.md, "Exceptions"), as of the last run's end.
+    pub exceptions_open: Family<ExceptionL, Gauge>,
+    /// Age of the oldest open exception of each kind (0 when none), as of the last run's end.
+    pub exceptions_oldest: Family<ExceptionL, FloatGauge>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spec_metric_is_exported_at_zero_from_the_start() {
+        let m = Metrics::new(
+            &[("cg".into(), vec!["ethereum".into()])],
+            &["ethereum".into()],
+        );
+        let text = m.encode();
+        for name in [
+            "payrecon_runs_total{provider=\"cg\",outcome=\"ok\"} 0",
+            "payrecon_run_duration_seconds_count{provider=\"cg\"} 0",
+            "payrecon_last_success_timestamp_seconds{provider=\"cg\"} 0",
+            "payrecon_payments_checked_total{provider=\"cg\",chain=\"ethereum\"} 0",
+            "payrecon_gaps_total{provider=\"cg\",chain=\"ethereum\",kind=\"failed_notification\"} 0",
+            "payrecon_gaps_total{provider=\"chain\",chain=\"ethereum\",kind=\"reorged\"} 0",
+            "payrecon_gap_ratio{provider=\"cg\"} 0",
+            "payrecon_transitions_applied_total{provider=\"cg\",from=\"unpaid\",to=\"final\"} 0",
+            "payrecon_transitions_refused_total{provider=\"cg\",reason=\"backwards\"} 0",
+            "payrecon_resends_total{provider=\"cg\",outcome=\"requested\"} 0",
+            "payrecon_provider_requests_total{provider=\"cg\",status=\"5xx\"} 0",
+            "payrecon_records_rejected_total{provider=\"cg\"} 0",
+            "payrecon_chain_head_block{chain=\"ethereum\"} 0",
+            "payrecon_reorged_open{chain=\"ethereum\"} 0",
+            "payrecon_orders_held{reason=\"underpaid\"} 0",
+            "payrecon_orders_held{reason=\"late\"} 0",
+        ] {
+            assert!(text.contains(name), "missing {name} in\n{text}");
+        }
+        assert!(!text.contains("payrecon_webhooks_total{"), "{text}");
+        m.init_webhooks(&["qvard".into()]);
+        let text = m.encode();
+        for name in [
+            "payrecon_webhooks_total{provider=\"qvard\",outcome=\"accepted\"} 0",
+            "payrecon_webhooks_total{provider=\"qvard\",outcome=\"too_large\"} 0",
+            "payrecon_webhooks_total{provider=\"unknown\",outcome=\"unknown_provider\"} 0",
+        ] {
+            assert!(text.contains(name), "missing {name} in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Recording: the series created later (webhooks, API) and the values set or counted as the
+//! daemon runs, and the Prometheus text of them all.
+
+use super::{ApiL, ExceptionL, Metrics, RequestL, WebhookL, WebhookOutcome, API_ROUTES};
+use crate::providers::StatusClass;
+
+impl Metrics {
+    /// The exception gauges from the open counts per kind, ages as of `now`.
+    pub fn set_exceptions(&self, open: &[crate::store::OpenExceptions], now: jiff::Timestamp) {
+        for o in open {
+            let l = ExceptionL {
+                kind: o.kind.clone(),
+            };
+            self.exceptions_open.get_or_create(&l).set(o.open);
+            let age = o.oldest.map_or(0.0, |t| {
+                (now.as_millisecond() - t.as_millisecond()).max(0) as f64 / 1000.0
+            });
+            self.exceptions_oldest.get_or_create(&l).set(age);
+        }
+    }
+
+    /// Creates every webhook series at 0: each outcome of each provider with an endpoint,
+    /// and `{provider="unknown", outcome="unknown_provider"}`.
+    pub fn init_webhooks(&self, providers: &[String]) {
+        for p in providers {
+            for outcome in WebhookOutcome::ALL {
+                let _ = self.webhooks.get_or_create(&WebhookL {
+                    provider: p.clone(),
+                    outcome,
+                });
+            }
+        }
+        let _ = self.webhooks.get_or_create(&WebhookL {
+            provider: "unknown".into(),
+            outcome: WebhookOutcome::unknown_provider,
+        });
+    }
+
+    /// Creates the API's series at 0 (`API_ROUTES`).
+    pub fn init_api(&self) {
+        for (route, statuses) in API_ROUTES {
+            for status in statuses {
+                self.api_request(route, *status, 0);
+            }
+        }
+    }
+
+    /// Counts `n` answers of `route` with `status`.
+    pub fn api_request(&self, route: &str, status: u16, n: u64) {
+        self.api_requests
+            .get_or_create(&ApiL {
+                route: route.to_string(),
+                status: status.to_string(),
+            })
+            .inc_by(n);
+    }
+
+    /// Counts one webhook delivery.
+    pub fn webhook(&self, provider: &str, outcome: WebhookOutcome) {
+        self.webhooks
+            .get_or_create(&WebhookL {
+                provider: provider.to_string(),
+                outcome,
+            })
+            .inc();
+    }
+
+    /// Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    pub fn request_observer(
+        self: &std::sync::Arc<Self>,
+        provider: &str,
+    ) -> crate::providers::RequestObserver {
+        let metrics = self.clone();
+        let provider = provider.to_string();
+        std::sync::Arc::new(move |class: StatusClass| {
+            metrics
+                .provider_requests
+                .get_or_create(&RequestL {
+                    provider: provider.clone(),
+                    status: class.into(),
+                })
+                .inc();
+        })
+    }
+}

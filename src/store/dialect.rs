@@ -1,0 +1,186 @@
+//! What differs between the backends' SQL, spelled once per backend: placeholders, how a
+//! timestamp is bound and read, how a write transaction begins, the ledger row's columns.
+//! Each backend implements `Dialect` in its own folder (`sqlite/`, `postgres/`); `dispatch!`
+//! is the one place that matches the pool a `Store` holds.
+//!
+//! A statement whose text differs only in these spellings is written once, in the module of
+//! its topic, with `D::p(n)`, `D::ts(n)` and the like; a statement that differs in shape (a
+//! list bound as a JSON array on SQLite, as an array on PostgreSQL) is a method of the
+//! backend, beside its other SQL.
+
+use std::collections::HashSet;
+
+use jiff::Timestamp;
+
+use super::{Rekey, StoreError};
+use crate::domain::{LedgerRow, LedgerView, PaymentKey, TxHash};
+
+/// The spellings of one backend's SQL. Implemented on sqlx's database types.
+pub(crate) trait Dialect: sqlx::Database {
+    /// `"sqlite"` or `"postgres"` (`payrecon check`, logs, metrics' `backend`).
+    const NAME: &'static str;
+    /// The statement that opens a write transaction. SQLite's `BEGIN IMMEDIATE` takes the
+    /// write lock at once, so that two writers queue instead of failing on upgrade.
+    const BEGIN_WRITE: &'static str;
+    /// The columns every ledger read selects (`rows::RawRow`), on the alias `o`.
+    const ROW_COLUMNS: &'static str;
+    /// The `RETURNING` list of an UPDATE of `orders` (`outbox::EventOrder`).
+    const RETURNING: &'static str;
+    /// What follows a bound amount for it to be read as a number (`QueryBuilder` binds).
+    const AMOUNT_CAST: &'static str;
+    /// What follows a bound RFC 3339 time for it to be read as a time.
+    const TS_CAST: &'static str;
+    /// Bind parameter `n` (from 1).
+    fn p(n: usize) -> String;
+    /// Bind parameter `n` holding an RFC 3339 timestamp, as a value a time column compares to.
+    fn ts(n: usize) -> String;
+    /// A time column (or expression) in a form that compares in time order (SQLite reads
+    /// the merchant's spellings of a time with `julianday`).
+    fn cmp_time(col: &str) -> String;
+    /// Bind parameter `n` holding an RFC 3339 timestamp, comparable with `cmp_time`.
+    fn cmp_ts(n: usize) -> String;
+    /// A time as a literal in a statement, comparable to a time column.
+    fn ts_literal(t: jiff::Timestamp) -> String;
+    /// A time as bound to a `ts` parameter at the backend's precision (SQLite stores
+    /// milliseconds as text; PostgreSQL keeps microseconds).
+    fn ts_bind(t: jiff::Timestamp) -> String;
+    /// Bind parameter `n` holding an amount in base units (decimal text), as a number.
+    fn amount(n: usize) -> String;
+    /// `col` is one of the values of list parameter `n` (bound with `texts` or `ints`).
+    fn any(col: &str, n: usize) -> String;
+    /// How a list of strings is bound (SQLite: one JSON array; PostgreSQL: an array).
+    type Texts: for<'q> sqlx::Encode<'q, Self> + sqlx::Type<Self> + Send;
+    fn texts<S: AsRef<str>>(values: &[S]) -> Self::Texts;
+    /// How a list of integers is bound.
+    type Ints: for<'q> sqlx::Encode<'q, Self> + sqlx::Type<Self> + Send;
+    fn ints(values: &[i64]) -> Self::Ints;
+    /// A time column as RFC 3339 UTC text with milliseconds (how payrecon spells times).
+    fn ts_text(col: &str) -> String;
+    /// A time column as milliseconds since the epoch (`NULL` for NULL or never).
+    fn ms(col: &str) -> String;
+    /// An integer column read as a 64-bit integer (PostgreSQL's `integer` is 32 bits).
+    fn int8(col: &str) -> String;
+
+    /// Bind parameter `n` as text where the statement alone cannot tell its type (`IS NULL`).
+    fn text(n: usize) -> String;
+    /// A time column as RFC 3339 UTC text at the precision the backend stores.
+    fn ts_text_exact(col: &str) -> String;
+    /// A time as the backend stores it (SQLite milliseconds, PostgreSQL microseconds).
+    fn stored_time(t: jiff::Timestamp) -> jiff::Timestamp;
+
+    /// The position of `needle` in `haystack`, from 1 (0: not in it).
+    fn instr(haystack: &str, needle: &str) -> String;
+    /// A `FROM` source `alias(name, n)`: the strings of list parameter `idx` (bound with
+    /// `texts`) with their positions, in order.
+    fn numbered_texts(idx: usize, alias: &str) -> String;
+
+    /// Whether a table named by the text expression `name` exists.
+    fn table_exists(name: &str) -> String;
+
+    /// `a` equals `b`, NULL equal to NULL.
+    fn same(a: &str, b: &str) -> String;
+    /// An amount column (decimal text on SQLite) holds more than zero.
+    fn amount_positive(col: &str) -> String;
+    /// An amount column as decimal text.
+    fn amount_text(col: &str) -> String;
+    /// A time column as a keyset position: text that orders and compares exactly as the
+    /// stored value (SQLite: the stored text; PostgreSQL: microseconds since the epoch).
+    fn position(col: &str) -> String;
+    /// Bind parameter `n` holding a `position`, as a value the column compares to.
+    fn position_param(n: usize) -> String;
+    /// Whether `pos` could be a `position` of this backend (a cursor of another is refused).
+    fn position_ok(pos: &str) -> bool;
+
+    /// The current time in a statement, as a time column stores it.
+    const NOW: &'static str;
+    /// Rows per multi-row INSERT (far below the backend's limit on bound values).
+    const INSERT_ROWS: usize;
+
+    // Statements whose shape differs by backend.
+
+    /// Claims due events (`due`: the `WHERE` on alias `e`): 1 now, 2 holder, 3 claimed
+    /// until, 4 limit; returns `id, order_id, body, attempts`.
+    fn claim_events_sql(due: &str) -> String;
+}
+
+/// The operations whose statements differ in shape by backend (a list bound as a JSON array
+/// on SQLite and as arrays on PostgreSQL; PostgreSQL's set-wise apply), and the pool's own
+/// setup. Implemented in each backend's folder (`backend.rs`).
+pub(crate) trait Backend: Dialect {
+    /// Applies the migrations of this backend (`migrations/<backend>`).
+    async fn migrate(pool: &sqlx::Pool<Self>) -> Result<(), StoreError>;
+    /// Rows holding any of `keys` (as their key or a credited payment's), and unpaid unkeyed
+    /// orders of any of the `slots` (oldest first).
+    async fn load_view(
+        pool: &sqlx::Pool<Self>,
+        keys: &[PaymentKey],
+        slots: &[&(String, String, String)],
+    ) -> Result<LedgerView, StoreError>;
+    /// Rows holding a payment of any of these `(chain, tx_hash)`.
+    async fn rows_by_tx(
+        pool: &sqlx::Pool<Self>,
+        txs: &[&(String, TxHash)],
+    ) -> Result<Vec<LedgerRow>, StoreError>;
+    /// Which of `keys` an order or a payment row holds.
+    async fn attached_keys(
+        pool: &sqlx::Pool<Self>,
+        keys: &[PaymentKey],
+    ) -> Result<HashSet<(String, String, i64)>, StoreError>;
+    /// A sweep page: the valid rows, the last id read and how many rows were read.
+    async fn sweep_page(
+        pool: &sqlx::Pool<Self>,
+        after_id: i64,
+        limit: i64,
+        recent_final: &[(String, Timestamp, Timestamp)],
+    ) -> Result<(Vec<LedgerRow>, Option<i64>, usize), StoreError>;
+    /// `Store::record_blocks`.
+    async fn record_blocks(pool: &sqlx::Pool<Self>, rows: &[Rekey]) -> Result<u64, StoreError>;
+    /// Stores a webhook delivery once per `(provider, event_id)`, committed (and, on SQLite,
+    /// synced to disk) when it returns: its id, `None` when it was stored before.
+    async fn insert_webhook_delivery(
+        pool: &sqlx::Pool<Self>,
+        provider: &str,
+        event_id: &str,
+        body: &str,
+        at: Timestamp,
+    ) -> Result<Option<i64>, StoreError>;
+    /// Moves payments forward to the states given (`(payment id, state)`; never back), with
+    /// `state_changed_at = now`, in one statement: the rows changed.
+    async fn advance_payment_states(
+        pool: &sqlx::Pool<Self>,
+        moves: &[(i64, crate::domain::State)],
+        now: &str,
+    ) -> Result<u64, sqlx::Error>;
+    /// Orders as the merchant inserts them (demo, tests, benchmarks).
+    #[cfg(feature = "demo")]
+    async fn insert_orders(
+        pool: &sqlx::Pool<Self>,
+        orders: &[super::NewOrder],
+    ) -> Result<(), StoreError>;
+}
+
+/// Runs `$body` with `$p` bound to the pool a `Store` holds and the type `D` naming its
+/// backend (`Dialect` and `Backend`): the only match on the backend outside
+/// `Store::connect`. The body is compiled once per backend, so a statement written with
+/// `D`'s spellings runs on each.
+macro_rules! dispatch {
+    ($store:expr, $p:pat => $body:expr) => {
+        match $store {
+            $crate::store::Store::Sqlite($p) => {
+                #[allow(unused_imports)]
+                use $crate::store::dialect::{Backend as _, Dialect as _};
+                #[allow(dead_code)]
+                type D = sqlx::Sqlite;
+                $body
+            }
+            $crate::store::Store::Postgres($p) => {
+                #[allow(unused_imports)]
+                use $crate::store::dialect::{Backend as _, Dialect as _};
+                #[allow(dead_code)]
+                type D = sqlx::Postgres;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch;

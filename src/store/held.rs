@@ -1,0 +1,178 @@
+//! The payments the sweep follows beside the keyed rows (`held_page`): those of orders still
+//! short, and the earlier parts of paid orders while they can still change; and the guarded
+//! move of one the chain re-included elsewhere (`rekey_held`).
+
+use super::dialect::{dispatch, Dialect};
+use super::rows::{counted, db_error, valid_rows};
+use super::StoreError;
+use crate::domain::{LedgerRow, State};
+
+/// The columns of a held payment as a ledger row: the order's, with the payment's key,
+/// amount and block (`LedgerRow` read by `decode_raw_row`; the key is a payment row's), then
+/// the payment's id.
+const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
+     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id AS payment_id, \
+     CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END, p.state";
+
+/// The payments the sweep follows beside the keyed rows, in keyset order (`{after}`,
+/// `{limit}` the binds): those of orders still short (`unpaid`, no key, part of the amount
+/// credited; `orders_unpaid_scan`), and the earlier parts of orders a later payment completed (the
+/// key names that one) while they are not `final` or are flagged gone
+/// (`payrecon_payments_open`), or became final since `{recent}` (`recheck_final`). Each branch
+/// reads what its partial index holds, never the whole history.
+const HELD_SQL: &str = "SELECT * FROM (\
+     SELECT {cols} FROM orders o JOIN payrecon_payments p ON p.order_id = o.id \
+     WHERE o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL \
+     AND p.id > {after} \
+     UNION ALL SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+     WHERE p.id > {after} AND (p.state <> 'final' OR p.reorged_at IS NOT NULL) AND {part} \
+     UNION ALL SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+     WHERE p.id > {after} AND p.state = 'final' AND p.reorged_at IS NULL AND {recent} \
+     AND {part}) h ORDER BY payment_id LIMIT {limit}";
+
+/// An earlier part of a paid order: not the payment its key names.
+const PART: &str = "o.tx_hash IS NOT NULL AND o.state <> 'unpaid' \
+     AND NOT (p.tx_hash = o.tx_hash AND p.log_index = o.log_index)";
+
+/// `HELD_SQL` in dialect `D`, with `recent_since` as the recent-final bound.
+fn held_sql<D: Dialect>(recent_since: Option<jiff::Timestamp>) -> String {
+    let recent = match recent_since {
+        Some(t) => format!(
+            "{} >= {}",
+            D::cmp_time("p.state_changed_at"),
+            D::cmp_time(&D::ts_literal(t))
+        ),
+        None => "1 = 0".into(),
+    };
+    let cols = HELD_COLUMNS
+        .replace("{due}", &D::amount_text("o.amount_due"))
+        .replace("{amount}", &D::amount_text("p.amount"))
+        .replace("{expires}", &D::ms("o.expires_at"))
+        .replace("{one}", &D::int8("1"))
+        .replace("{zero}", &D::int8("0"));
+    HELD_SQL
+        .replace("{cols}", &cols)
+        .replace("{part}", PART)
+        .replace("{recent}", &recent)
+        .replace("{after}", &D::p(1))
+        .replace("{limit}", &D::p(2))
+}
+
+/// A keyset page (by payment id) of the payments the sweep follows beside the keyed rows
+/// (`HELD_SQL`): the sweep places them on chain like keyed rows. Returns each with its row,
+/// and the last id read.
+pub(super) async fn held_page(
+    store: &super::Store,
+    after: i64,
+    limit: i64,
+    recent_since: Option<jiff::Timestamp>,
+) -> Result<(Vec<HeldPayment>, Option<i64>), StoreError> {
+    let (rows, ids) = dispatch!(store, pool => sqlx::query(&held_sql::<D>(recent_since))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(counted(pool))
+        .await
+        .map(held_rows))
+    .map_err(|e| db_error("read a page of held payments", e))?;
+    let last = ids.last().copied();
+    Ok((rows, last))
+}
+
+/// A payment the sweep follows beside the keyed rows (`held_page`).
+#[derive(Debug, Clone)]
+pub struct HeldPayment {
+    pub id: i64,
+    /// Its order, as a row keyed by this payment (its key, amount and block).
+    pub row: LedgerRow,
+    /// Flagged gone from the chain (`reorged_at`).
+    pub gone: bool,
+    /// The payment's own state.
+    pub state: State,
+}
+
+/// Decodes `HELD_COLUMNS` rows: the valid ones, and every id read.
+#[allow(unused_imports)] // `decode_raw_row!` imports `sqlx::Row`, which `R`'s bound brings
+fn held_rows<R: sqlx::Row>(rows: Vec<R>) -> (Vec<HeldPayment>, Vec<i64>)
+where
+    for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> Option<String>: sqlx::Decode<'a, R::Database>,
+    for<'a> Option<i64>: sqlx::Decode<'a, R::Database>,
+    usize: sqlx::ColumnIndex<R>,
+{
+    let mut out = Vec::new();
+    let mut ids = Vec::new();
+    for r in &rows {
+        let Ok(id) = r.try_get::<i64, _>(super::rows::ROW_COLUMN_COUNT) else {
+            continue;
+        };
+        ids.push(id);
+        let gone = r
+            .try_get::<i64, _>(super::rows::ROW_COLUMN_COUNT + 1)
+            .is_ok_and(|g| g != 0);
+        let state = r
+            .try_get::<String, _>(super::rows::ROW_COLUMN_COUNT + 2)
+            .ok()
+            .and_then(|s| State::parse(&s).ok());
+        let Some(state) = state else {
+            continue;
+        };
+        if let Some(row) = valid_rows([super::rows::decode_raw_row!(r)]).pop() {
+            out.push(HeldPayment {
+                id,
+                row,
+                gone,
+                state,
+            });
+        }
+    }
+    (out, ids)
+}
+
+/// Moves a held payment the chain re-included elsewhere (guarded by its old position, and by
+/// no order holding the new key); the order is not touched.
+pub(super) async fn rekey_held(
+    store: &super::Store,
+    payment_id: i64,
+    r: &super::Rekey,
+) -> Result<super::RekeyOutcome, StoreError> {
+    let block = i64::try_from(r.new_block.number).unwrap_or(i64::MAX);
+    let res = dispatch!(store, pool => {
+        let p = D::p;
+        let guard = match r.old_block_hash {
+            Some(_) => format!("block_hash = {}", p(8)),
+            None => "(block_hash IS NULL OR block_hash = '')".to_string(),
+        };
+        let sql = format!(
+            "UPDATE payrecon_payments SET log_index = {p5}, block_number = {}, \
+             block_hash = {} WHERE id = {} AND chain = {p2} AND tx_hash = {p3} \
+             AND log_index = {} AND {guard} AND NOT EXISTS (SELECT 1 FROM orders o \
+             WHERE o.chain = {p2} AND o.tx_hash = {p3} AND o.log_index = {p5})",
+            p(6),
+            p(7),
+            p(1),
+            p(4),
+            p2 = p(2),
+            p3 = p(3),
+            p5 = p(5),
+        );
+        let mut q = sqlx::query(&sql)
+            .bind(payment_id)
+            .bind(&r.chain)
+            .bind(r.tx_hash.as_str())
+            .bind(r.old_log_index)
+            .bind(r.new_log_index)
+            .bind(block)
+            .bind(&r.new_block.hash);
+        if let Some(h) = &r.old_block_hash {
+            q = q.bind(h);
+        }
+        q.execute(counted(pool)).await.map(|d| d.rows_affected())
+    });
+    match res {
+        Ok(1) => Ok(super::RekeyOutcome::Rekeyed),
+        Ok(_) => Ok(super::RekeyOutcome::Changed),
+        Err(e) if super::is_unique_violation(&e) => Ok(super::RekeyOutcome::Collision),
+        Err(e) => Err(db_error("re-key a held payment", e)),
+    }
+}

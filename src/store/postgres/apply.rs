@@ -1,0 +1,247 @@
+//! The statements of Postgres's write batch (`ApplySql`; the batch itself is `store::apply::apply_batch`).
+
+use std::collections::HashMap;
+
+use sqlx::{Postgres, Transaction};
+
+use crate::domain::{Attach, NewPayment, PlannedTransition, State};
+use crate::store::apply::{advance, record_transition, ApplySql};
+use crate::store::dialect::Dialect;
+use crate::store::outbox::{EventOrder, NewEvent};
+use crate::store::rows::{counted, rank_sql};
+use crate::store::{ApplyContext, ApplyOutcome, Fence, Resolve};
+
+const RETURNING: &str = <Postgres as Dialect>::RETURNING;
+
+impl ApplySql for Postgres {
+    async fn check_fence(
+        tx: &mut Transaction<'static, Postgres>,
+        fence: &Fence,
+    ) -> Result<(), sqlx::Error> {
+        let ok: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM payrecon_leases WHERE provider = $1 AND holder = $2 AND token = $3 \
+             AND expires_at > now() FOR SHARE",
+        )
+        .bind(&fence.provider)
+        .bind(&fence.holder)
+        .bind(fence.token)
+        .fetch_optional(counted(&mut **tx))
+        .await?;
+        ok.map(|_| ())
+            .ok_or(sqlx::Error::Protocol(crate::store::lease::FENCED.into()))
+    }
+
+    async fn lock_states(
+        tx: &mut Transaction<'static, Postgres>,
+        ids: &[i64],
+    ) -> Result<Vec<(i64, String)>, sqlx::Error> {
+        sqlx::query_as("SELECT id, state FROM orders WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(ids)
+            .fetch_all(counted(&mut **tx))
+            .await
+    }
+
+    async fn check_paid(
+        tx: &mut Transaction<'static, Postgres>,
+        r: &Resolve,
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::check_paid!(Postgres, *tx, r)
+    }
+
+    async fn claim(
+        tx: &mut Transaction<'static, Postgres>,
+        r: &Resolve,
+        out: &[ApplyOutcome],
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::claim!(Postgres, *tx, r, out)
+    }
+
+    async fn apply_set(
+        tx: &mut Transaction<'static, Postgres>,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        now: &str,
+        current: &HashMap<i64, String>,
+    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
+        Ok(
+            match super::batch::try_apply(tx, batch, ctx, now, current).await? {
+                Some(out) => out.into_iter().map(Some).collect(),
+                None => vec![None; batch.len()],
+            },
+        )
+    }
+
+    async fn attach_only(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        a: &Attach,
+    ) -> Result<ApplyOutcome, sqlx::Error> {
+        crate::store::attach::attach_only!(Postgres, sp, order_id, a)
+    }
+
+    async fn credit(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        p: &NewPayment,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        crate::store::payments::credit!(Postgres, sp, order_id, p, ctx, now)
+    }
+
+    async fn key_taken(
+        sp: &mut Transaction<'_, Postgres>,
+        key: &crate::domain::PaymentKey,
+    ) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = $1 \
+             AND tx_hash = $2 AND log_index = $3 UNION ALL SELECT 1 FROM orders \
+             WHERE chain = $1 AND tx_hash = $2 AND log_index = $3) k",
+        )
+        .bind(&key.chain)
+        .bind(key.tx_hash.as_str())
+        .bind(key.log_index)
+        .fetch_one(counted(&mut **sp))
+        .await
+        .map(|n| n > 0)
+    }
+
+    async fn set_paid(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        p: &NewPayment,
+    ) -> Result<bool, sqlx::Error> {
+        crate::store::payments::set_paid!(Postgres, sp, order_id, p)
+    }
+
+    async fn follow(
+        sp: &mut Transaction<'_, Postgres>,
+        order_id: i64,
+        to: State,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        follow_all(sp, &[order_id], &[to.as_str()], now).await
+    }
+
+    async fn advance(
+        sp: &mut Transaction<'_, Postgres>,
+        t: &PlannedTransition,
+        now: &str,
+    ) -> Result<Option<EventOrder>, sqlx::Error> {
+        let rank = rank_sql("state");
+        let cols = RETURNING;
+        advance!(
+            sp,
+            t,
+            now,
+            format!(
+                "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz \
+                 WHERE id = $1 AND {rank} < $4 RETURNING {cols}"
+            ),
+            format!(
+                "UPDATE orders o SET state = $2, state_changed_at = $3::timestamptz, \
+                 tx_hash = $5, log_index = $6, amount_paid = $7::numeric, \
+                 block_number = $8, block_hash = $9 \
+                 WHERE id = $1 AND {rank} < $4 AND chain = $10 \
+                 AND (tx_hash IS NULL OR (tx_hash = $5 AND log_index = $6)) \
+                 AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = $10 \
+                 AND o2.tx_hash = $5 AND o2.log_index = $6 AND o2.id <> $1) RETURNING {cols}"
+            )
+        )
+    }
+
+    async fn state_of(
+        tx: &mut Transaction<'static, Postgres>,
+        order_id: i64,
+    ) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT state FROM orders WHERE id = $1")
+            .bind(order_id)
+            .fetch_optional(counted(&mut **tx))
+            .await
+    }
+
+    async fn record_transition(
+        sp: &mut Transaction<'_, Postgres>,
+        t: &PlannedTransition,
+        from: State,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        record_transition!(
+            sp,
+            t,
+            from,
+            ctx,
+            now,
+            "INSERT INTO payrecon_transitions \
+             (order_id, from_state, to_state, source, provider, run_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz) \
+             ON CONFLICT (order_id, to_state) DO NOTHING RETURNING id"
+        )
+    }
+
+    async fn insert_event(
+        sp: &mut Transaction<'_, Postgres>,
+        event: &NewEvent,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        insert_events(sp, std::slice::from_ref(event), now).await
+    }
+}
+
+pub(super) async fn follow_all(
+    sp: &mut Transaction<'_, Postgres>,
+    order_ids: &[i64],
+    to: &[&str],
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let rank = rank_sql("p.state");
+    let to_rank = rank_sql("t.to_state");
+    sqlx::query(&format!(
+        "UPDATE payrecon_payments p SET state = t.to_state, state_changed_at = $3::timestamptz \
+         FROM UNNEST($1::bigint[], $2::text[]) AS t(id, to_state) JOIN orders o ON o.id = t.id \
+         WHERE p.order_id = t.id AND {rank} < {to_rank} \
+         AND (p.block_number IS NULL OR p.block_number <= COALESCE(o.block_number, p.block_number))"
+    ))
+    .bind(order_ids)
+    .bind(to)
+    .bind(now)
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(())
+}
+
+/// One statement for any number of events (the set-wise batch and row by row alike).
+pub(super) async fn insert_events(
+    tx: &mut Transaction<'_, Postgres>,
+    events: &[NewEvent],
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    let transitions: Vec<Option<i64>> = events.iter().map(|e| e.transition_id).collect();
+    let payments: Vec<Option<i64>> = events.iter().map(|e| e.payment_id).collect();
+    let orders: Vec<i64> = events.iter().map(|e| e.order_id).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
+    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO payrecon_events \
+         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
+         SELECT t.id, t.transition_id, t.payment_id, t.order_id, t.type, t.body, \
+         $6::timestamptz, $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], \
+         $7::bigint[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY \
+         AS t(id, transition_id, payment_id, order_id, type, body, ord) ORDER BY t.ord",
+    )
+    .bind(&ids)
+    .bind(&transitions)
+    .bind(&orders)
+    .bind(&kinds)
+    .bind(&bodies)
+    .bind(now)
+    .bind(&payments)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(())
+}

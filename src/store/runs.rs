@@ -1,0 +1,124 @@
+//! Runs and what they leave behind: `payrecon_runs` rows, their findings (and the exceptions
+//! the findings open or touch, in the same transaction), and the resend claims.
+
+use jiff::Timestamp;
+
+use super::dialect::dispatch;
+use super::rows;
+use super::{FindingRow, RunRow, RunTotals, Store, StoreError};
+
+impl Store {
+    /// Claims the right to request a resend: true (and recorded) when no request for this
+    /// notification was made within `cooldown` before `now`. Atomic across processes.
+    pub async fn claim_resend(
+        &self,
+        provider: &str,
+        notification_id: &str,
+        now: Timestamp,
+        cooldown: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        let written = dispatch!(self, p => {
+            let sql = format!(
+                "INSERT INTO payrecon_resends (provider, notification_id, requested_at) \
+                 VALUES ({}, {}, {}) ON CONFLICT (provider, notification_id) \
+                 DO UPDATE SET requested_at = excluded.requested_at \
+                 WHERE payrecon_resends.requested_at <= {}",
+                D::p(1),
+                D::p(2),
+                D::ts(3),
+                D::ts(4)
+            );
+            sqlx::query(&sql)
+                .bind(provider)
+                .bind(notification_id)
+                .bind(D::ts_bind(now))
+                .bind(D::ts_bind(rows::cutoff(now, cooldown)))
+                .execute(rows::counted(p))
+                .await
+                .map(|r| r.rows_affected())
+        })
+        .map_err(|e| rows::db_error("claim a resend", e))?;
+        Ok(written == 1)
+    }
+
+    pub async fn start_run(&self, run: &RunRow) -> Result<(), StoreError> {
+        dispatch!(self, p => {
+            let sql = format!(
+                "INSERT INTO payrecon_runs (id, \"trigger\", started_at, \"since\", \"until\") \
+                 VALUES ({}, {}, {}, {}, {})",
+                D::p(1),
+                D::p(2),
+                D::ts(3),
+                D::ts(4),
+                D::ts(5)
+            );
+            sqlx::query(&sql)
+                .bind(&run.id)
+                .bind(&run.trigger)
+                .bind(D::ts_bind(run.started_at))
+                .bind(D::ts_bind(run.since))
+                .bind(D::ts_bind(run.until))
+                .execute(rows::counted(p))
+                .await
+                .map(|_| ())
+        })
+        .map_err(|e| rows::db_error("record the start of a run", e))?;
+        Ok(())
+    }
+
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        finished_at: Timestamp,
+        totals: &RunTotals,
+    ) -> Result<(), StoreError> {
+        let updated = dispatch!(self, p => {
+            let sql = format!(
+                "UPDATE payrecon_runs SET finished_at = {}, status = {}, checked = {}, \
+                 gaps = {}, applied = {}, resends_requested = {}, error = {}, providers = {} \
+                 WHERE id = {}",
+                D::ts(2),
+                D::p(3),
+                D::p(4),
+                D::p(5),
+                D::p(6),
+                D::p(7),
+                D::p(8),
+                D::p(9),
+                D::p(1)
+            );
+            sqlx::query(&sql)
+                .bind(run_id)
+                .bind(D::ts_bind(finished_at))
+                .bind(&totals.status)
+                .bind(totals.checked)
+                .bind(totals.gaps)
+                .bind(totals.applied)
+                .bind(totals.resends_requested)
+                .bind(&totals.error)
+                .bind(&totals.providers)
+                .execute(rows::counted(p))
+                .await
+                .map(|r| r.rows_affected())
+        })
+        .map_err(|e| rows::db_error("record the end of a run", e))?;
+        if updated == 0 {
+            return Err(StoreError::Invalid(format!(
+                "record the end of run {run_id}: no such run"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Multi-row inserts, in chunks.
+    pub async fn insert_findings(
+        &self,
+        run_id: &str,
+        findings: &[FindingRow],
+    ) -> Result<(), StoreError> {
+        if findings.is_empty() {
+            return Ok(());
+        }
+        dispatch!(self, p => rows::insert_findings!(D, p, run_id, findings))
+    }
+}

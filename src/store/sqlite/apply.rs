@@ -1,0 +1,336 @@
+//! The statements of Sqlite's write batch (`ApplySql`; the batch itself is `store::apply::apply_batch`).
+
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+use serde_json::json;
+use sqlx::{Sqlite, Transaction};
+
+use crate::domain::{Attach, NewPayment, PlannedTransition, State};
+use crate::store::apply::{advance, record_transition, ApplySql};
+use crate::store::dialect::Dialect;
+use crate::store::outbox::{EventOrder, NewEvent};
+use crate::store::rows::{counted, rank_sql, sqlite_ts};
+use crate::store::{ApplyContext, ApplyOutcome, Fence, Resolve};
+
+const RETURNING: &str = <Sqlite as Dialect>::RETURNING;
+
+impl ApplySql for Sqlite {
+    async fn check_fence(
+        tx: &mut Transaction<'static, Sqlite>,
+        fence: &Fence,
+    ) -> Result<(), sqlx::Error> {
+        let ok: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM payrecon_leases WHERE provider = ?1 AND holder = ?2 AND token = ?3 \
+             AND julianday(expires_at) > julianday(?4)",
+        )
+        .bind(&fence.provider)
+        .bind(&fence.holder)
+        .bind(fence.token)
+        .bind(sqlite_ts(Timestamp::now()))
+        .fetch_optional(counted(&mut **tx))
+        .await?;
+        ok.map(|_| ())
+            .ok_or(sqlx::Error::Protocol(crate::store::lease::FENCED.into()))
+    }
+
+    async fn lock_states(
+        tx: &mut Transaction<'static, Sqlite>,
+        ids: &[i64],
+    ) -> Result<Vec<(i64, String)>, sqlx::Error> {
+        sqlx::query_as("SELECT id, state FROM orders WHERE id IN (SELECT value FROM json_each(?1))")
+            .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+            .fetch_all(counted(&mut **tx))
+            .await
+    }
+
+    async fn check_paid(
+        tx: &mut Transaction<'static, Sqlite>,
+        r: &Resolve,
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::check_paid!(Sqlite, *tx, r)
+    }
+
+    async fn claim(
+        tx: &mut Transaction<'static, Sqlite>,
+        r: &Resolve,
+        out: &[ApplyOutcome],
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::claim!(Sqlite, *tx, r, out)
+    }
+
+    async fn apply_set(
+        tx: &mut Transaction<'static, Sqlite>,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        now: &str,
+        current: &HashMap<i64, String>,
+    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
+        // Keys the merchant's code wrote, recorded together (two statements); what they
+        // miss goes row by row like the rest.
+        let adopted = adopt_all(tx, batch, ctx, now, current).await?;
+        Ok(batch
+            .iter()
+            .map(|t| {
+                adopted
+                    .contains(&t.order_id)
+                    .then_some(ApplyOutcome::Attached)
+            })
+            .collect())
+    }
+
+    async fn attach_only(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        a: &Attach,
+    ) -> Result<ApplyOutcome, sqlx::Error> {
+        crate::store::attach::attach_only!(Sqlite, sp, order_id, a)
+    }
+
+    async fn credit(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        p: &NewPayment,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        crate::store::payments::credit!(Sqlite, sp, order_id, p, ctx, now)
+    }
+
+    async fn key_taken(
+        sp: &mut Transaction<'_, Sqlite>,
+        key: &crate::domain::PaymentKey,
+    ) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = ?1 \
+             AND tx_hash = ?2 AND log_index = ?3 UNION ALL SELECT 1 FROM orders \
+             WHERE chain = ?1 AND tx_hash = ?2 AND log_index = ?3) k",
+        )
+        .bind(&key.chain)
+        .bind(key.tx_hash.as_str())
+        .bind(key.log_index)
+        .fetch_one(counted(&mut **sp))
+        .await
+        .map(|n| n > 0)
+    }
+
+    async fn set_paid(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        p: &NewPayment,
+    ) -> Result<bool, sqlx::Error> {
+        crate::store::payments::set_paid!(Sqlite, sp, order_id, p)
+    }
+
+    async fn follow(
+        sp: &mut Transaction<'_, Sqlite>,
+        order_id: i64,
+        to: State,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        let rank = rank_sql("state");
+        sqlx::query(&format!(
+            "UPDATE payrecon_payments SET state = ?2, state_changed_at = ?3 \
+             WHERE order_id = ?1 AND {rank} < ?4 AND (block_number IS NULL OR block_number <= \
+             COALESCE((SELECT o.block_number FROM orders o WHERE o.id = ?1), block_number))"
+        ))
+        .bind(order_id)
+        .bind(to.as_str())
+        .bind(now)
+        .bind(to.rank())
+        .execute(counted(&mut **sp))
+        .await?;
+        Ok(())
+    }
+
+    async fn advance(
+        sp: &mut Transaction<'_, Sqlite>,
+        t: &PlannedTransition,
+        now: &str,
+    ) -> Result<Option<EventOrder>, sqlx::Error> {
+        let rank = rank_sql("state");
+        let cols = RETURNING;
+        advance!(
+            sp,
+            t,
+            now,
+            format!(
+                "UPDATE orders SET state = ?2, state_changed_at = ?3 \
+                 WHERE id = ?1 AND {rank} < ?4 RETURNING {cols}"
+            ),
+            format!(
+                "UPDATE orders SET state = ?2, state_changed_at = ?3, tx_hash = ?5, \
+                 log_index = ?6, amount_paid = ?7, block_number = ?8, block_hash = ?9 \
+                 WHERE id = ?1 AND {rank} < ?4 AND chain = ?10 \
+                 AND (tx_hash IS NULL OR (tx_hash = ?5 AND log_index = ?6)) \
+                 AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?10 \
+                 AND o2.tx_hash = ?5 AND o2.log_index = ?6 AND o2.id <> ?1) RETURNING {cols}"
+            )
+        )
+    }
+
+    async fn state_of(
+        tx: &mut Transaction<'static, Sqlite>,
+        order_id: i64,
+    ) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT state FROM orders WHERE id = ?1")
+            .bind(order_id)
+            .fetch_optional(counted(&mut **tx))
+            .await
+    }
+
+    async fn record_transition(
+        sp: &mut Transaction<'_, Sqlite>,
+        t: &PlannedTransition,
+        from: State,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        record_transition!(
+            sp,
+            t,
+            from,
+            ctx,
+            now,
+            "INSERT INTO payrecon_transitions \
+             (order_id, from_state, to_state, source, provider, run_id, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (order_id, to_state) DO NOTHING \
+             RETURNING id"
+        )
+    }
+
+    async fn insert_event(
+        sp: &mut Transaction<'_, Sqlite>,
+        event: &NewEvent,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO payrecon_events \
+             (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
+             VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6, ?6)",
+        )
+        .bind(&event.id)
+        .bind(event.transition_id)
+        .bind(event.order_id)
+        .bind(event.kind)
+        .bind(&event.body)
+        .bind(now)
+        .bind(event.payment_id)
+        .execute(counted(&mut **sp))
+        .await?;
+        Ok(())
+    }
+}
+
+/// SQLite: records every key of `batch` the merchant's code wrote into an order that stays
+/// where it is (`apply::is_adoption`; orders named once in the batch), in two statements: the
+/// payment rows (guarded like `payments::credit!`), then the chain's amount and block on the
+/// orders whose row was written. The ids of those orders; the others go row by row.
+async fn adopt_all(
+    tx: &mut Transaction<'_, Sqlite>,
+    batch: &[crate::domain::PlannedTransition],
+    ctx: &ApplyContext,
+    now: &str,
+    current: &HashMap<i64, String>,
+) -> Result<std::collections::HashSet<i64>, sqlx::Error> {
+    let rows = adoption_rows(batch, current);
+    if rows.len() < 2 {
+        return Ok(Default::default());
+    }
+    let rows = serde_json::Value::Array(rows).to_string();
+    let written = insert_adopted(tx, &rows, ctx, now).await?;
+    if written.is_empty() {
+        return Ok(Default::default());
+    }
+    // Driven by the rows (each finds its order by id), not by the orders.
+    let e = |i: usize| format!("json_extract(value, '$[{i}]')");
+    sqlx::query(&format!(
+        "UPDATE orders SET amount_paid = v.amount, block_number = v.bn, block_hash = v.bh \
+         FROM (SELECT {id} AS id, {tx} AS tx, {li} AS li, {amount} AS amount, {bn} AS bn, \
+         {bh} AS bh FROM json_each(?1) WHERE {id} IN (SELECT value FROM json_each(?2))) v \
+         WHERE orders.id = v.id AND orders.tx_hash = v.tx AND orders.log_index = v.li",
+        id = e(0),
+        tx = e(2),
+        li = e(3),
+        amount = e(4),
+        bn = e(5),
+        bh = e(6),
+    ))
+    .bind(&rows)
+    .bind(json!(written).to_string())
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(written.into_iter().collect())
+}
+
+/// The adoptions of `batch` as JSON rows `[order id, chain, tx hash, log index, amount,
+/// block number, block hash, state, block time]`: steps that record the merchant's own key
+/// of an order named once in the batch.
+fn adoption_rows(
+    batch: &[crate::domain::PlannedTransition],
+    current: &HashMap<i64, String>,
+) -> Vec<serde_json::Value> {
+    let mut seen: HashMap<i64, usize> = HashMap::new();
+    for t in batch {
+        *seen.entry(t.order_id).or_default() += 1;
+    }
+    batch
+        .iter()
+        .filter(|t| seen.get(&t.order_id) == Some(&1))
+        .filter(|t| {
+            current
+                .get(&t.order_id)
+                .is_some_and(|s| crate::store::apply::is_adoption(t, s))
+        })
+        .filter_map(|t| {
+            let p = t.credit.as_ref()?;
+            Some(json!([
+                t.order_id,
+                p.key.chain,
+                p.key.tx_hash.as_str(),
+                p.key.log_index,
+                p.amount.to_string(),
+                i64::try_from(p.block.number).unwrap_or(i64::MAX),
+                p.block.hash,
+                p.state.as_str(),
+                p.block_time.map(crate::store::rows::sqlite_ts),
+            ]))
+        })
+        .collect()
+}
+
+/// The payment rows of the adoptions (`adoption_rows`, as one JSON array), each guarded by
+/// its order still holding the key: the order ids written.
+async fn insert_adopted(
+    tx: &mut Transaction<'_, Sqlite>,
+    rows: &str,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Result<Vec<i64>, sqlx::Error> {
+    let v = |i: usize| format!("json_extract(v.value, '$[{i}]')");
+    sqlx::query_scalar(&format!(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, state, source, provider, run_id, created_at, \
+         state_changed_at, block_time) \
+         SELECT {id}, {chain}, {tx}, {li}, {amount}, {bn}, {bh}, {state}, 'merchant', ?2, ?3, \
+         ?4, ?4, {bt} FROM json_each(?1) v \
+         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.id = {id} AND o.chain = {chain} \
+         AND o.tx_hash = {tx} AND o.log_index = {li}) \
+         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING order_id",
+        id = v(0),
+        chain = v(1),
+        tx = v(2),
+        li = v(3),
+        amount = v(4),
+        bn = v(5),
+        bh = v(6),
+        state = v(7),
+        bt = v(8),
+    ))
+    .bind(rows)
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .fetch_all(counted(&mut **tx))
+    .await
+}
