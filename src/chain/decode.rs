@@ -132,71 +132,23 @@ fn resolve_token(
     contract: Option<&Address>,
     logs: &[Log],
 ) -> Lookup {
-    let want_contract = match contract.map(|c| c.as_str().parse::<EvmAddress>()) {
-        Some(Ok(a)) => Some(a),
-        Some(Err(_)) => {
-            return no_transfer(format!(
-                "token contract {} is not an address",
-                contract.map(|c| c.to_string()).unwrap_or_default()
-            ))
-        }
-        None => None,
+    let want_contract = match wanted_contract(contract) {
+        Ok(w) => w,
+        Err(why) => return no_transfer(why),
     };
     let contract = contract.map_or_else(|| "any token".to_string(), |c| c.to_string());
-    let mut found = Vec::new();
-    let mut erc721 = false;
-    let mut problem = None;
+    let mut scan = Scan::default();
     for log in logs {
         if want_contract.is_some_and(|w| log.address != w)
             || log.topics.first() != Some(&TRANSFER_TOPIC)
         {
             continue;
         }
-        match log.topics.len() {
-            3 => {}
-            4 => {
-                erc721 = true;
-                continue;
-            }
-            n => {
-                problem = Some(format!("a Transfer log from {contract} has {n} topics"));
-                continue;
-            }
-        }
-        let word = log.topics[2];
-        if word[..12].iter().any(|b| *b != 0) {
-            problem = Some(format!(
-                "a Transfer log from {contract} has a malformed recipient topic"
-            ));
-            continue;
-        }
-        let to = domain_address(EvmAddress::from_slice(&word[12..]));
-        if query.to.as_ref().is_some_and(|want| *want != to) {
-            continue;
-        }
-        let Some(index) = log.log_index.and_then(|i| i64::try_from(i).ok()) else {
-            problem = Some(format!(
-                "a Transfer log from {contract} has no usable logIndex"
-            ));
-            continue;
-        };
-        if query.log_index.is_some_and(|want| want != index) {
-            continue;
-        }
-        if log.data.len() != 32 {
-            problem = Some(format!(
-                "the Transfer log at index {index} has {} bytes of data, not 32",
-                log.data.len()
-            ));
-            continue;
-        }
-        let amount = U256::from_be_slice(&log.data);
-        let asset = Asset::Token(domain_address(log.address));
-        found.push(transfer(place, query, index, to, asset, amount));
+        read_log(&mut scan, place, query, &contract, log);
     }
-    if !found.is_empty() {
-        found.sort_by_key(|t| t.key.log_index);
-        return Lookup::Found(found);
+    if !scan.found.is_empty() {
+        scan.found.sort_by_key(|t| t.key.log_index);
+        return Lookup::Found(scan.found);
     }
     let to = query
         .to
@@ -205,11 +157,77 @@ fn resolve_token(
     let at = query
         .log_index
         .map_or_else(String::new, |i| format!(" at log index {i}"));
-    no_transfer(match (problem, erc721) {
+    no_transfer(match (scan.problem, scan.erc721) {
         (Some(p), _) => p,
         (None, true) => format!("receipt has only an ERC-721 transfer from {contract} (4 topics)"),
         (None, false) => format!("no Transfer from {contract} to {to}{at} in the receipt"),
     })
+}
+
+/// The contract whose logs count (`None`: any), or why the named one is not an address.
+fn wanted_contract(contract: Option<&Address>) -> Result<Option<EvmAddress>, String> {
+    match contract.map(|c| c.as_str().parse::<EvmAddress>()) {
+        Some(Ok(a)) => Ok(Some(a)),
+        Some(Err(_)) => Err(format!(
+            "token contract {} is not an address",
+            contract.map(|c| c.to_string()).unwrap_or_default()
+        )),
+        None => Ok(None),
+    }
+}
+
+/// What the Transfer logs of a receipt gave a token query.
+#[derive(Default)]
+struct Scan {
+    found: Vec<ChainTransfer>,
+    erc721: bool,
+    problem: Option<String>,
+}
+
+/// Reads one Transfer log of the wanted contract: the transfer, an ERC-721 one, or a problem.
+fn read_log(scan: &mut Scan, place: &Place, query: &TransferQuery, contract: &str, log: &Log) {
+    match log.topics.len() {
+        3 => {}
+        4 => {
+            scan.erc721 = true;
+            return;
+        }
+        n => {
+            scan.problem = Some(format!("a Transfer log from {contract} has {n} topics"));
+            return;
+        }
+    }
+    let word = log.topics[2];
+    if word[..12].iter().any(|b| *b != 0) {
+        scan.problem = Some(format!(
+            "a Transfer log from {contract} has a malformed recipient topic"
+        ));
+        return;
+    }
+    let to = domain_address(EvmAddress::from_slice(&word[12..]));
+    if query.to.as_ref().is_some_and(|want| *want != to) {
+        return;
+    }
+    let Some(index) = log.log_index.and_then(|i| i64::try_from(i).ok()) else {
+        scan.problem = Some(format!(
+            "a Transfer log from {contract} has no usable logIndex"
+        ));
+        return;
+    };
+    if query.log_index.is_some_and(|want| want != index) {
+        return;
+    }
+    if log.data.len() != 32 {
+        scan.problem = Some(format!(
+            "the Transfer log at index {index} has {} bytes of data, not 32",
+            log.data.len()
+        ));
+        return;
+    }
+    let amount = U256::from_be_slice(&log.data);
+    let asset = Asset::Token(domain_address(log.address));
+    scan.found
+        .push(transfer(place, query, index, to, asset, amount));
 }
 
 fn transfer(

@@ -67,99 +67,118 @@ pub fn reconcile_claims(claims: &[Claim], ledger: &LedgerView) -> Plan {
     for c in claims {
         let row = ledger.by_ref.get(&c.order_ref);
         if c.failed {
-            let f = Finding {
-                provider: c.provider.clone(),
-                kind: GapKind::FailedNotification,
-                chain: c.chain.clone(),
-                tx_hash: None,
-                log_index: None,
-                order_ref: Some(c.order_ref.clone()),
-                local_state: row.map(|r| r.state),
-                observed_state: Some(c.state),
-                outcome: Outcome::Nothing,
-                detail: format!(
-                    "provider reports notification {} as undelivered",
-                    c.notification_id.as_deref().unwrap_or("?")
-                ),
-                amount: None,
-            };
+            let f = failed_claim(c, row);
             push_failed(&mut plan, f, c.notification_id.as_deref(), c.record_time);
         }
         let Some(row) = row else {
-            plan.findings.push(Finding {
-                provider: c.provider.clone(),
-                kind: GapKind::UnknownPayment,
-                chain: c.chain.clone(),
-                tx_hash: None,
-                log_index: None,
-                order_ref: Some(c.order_ref.clone()),
-                local_state: None,
-                observed_state: Some(c.state),
-                outcome: Outcome::Nothing,
-                detail: format!(
-                    "the provider reports order {:?}, which the ledger does not have",
-                    c.order_ref
-                ),
-                amount: None,
-            });
+            plan.findings.push(unknown_claim(c));
             continue;
         };
-        if !claimed.insert(row.id) {
-            continue;
-        }
-        if c.state < row.state {
-            plan.refused_backwards.push(Refusal {
-                order_ref: row.order_ref.clone(),
-                local: row.state,
-                observed: c.state,
-            });
-            continue;
-        }
-        if c.state == row.state {
-            continue;
-        }
-        let planned = plan.transitions.len();
-        plan.transitions.push(PlannedTransition {
-            order_id: row.id,
-            order_ref: row.order_ref.clone(),
-            from: row.state,
-            to: c.state,
-            attach: None,
-            credit: None,
-        });
-        let kind = if row.state == State::Unpaid {
-            GapKind::Missing
-        } else {
-            GapKind::Lagging
-        };
-        plan.findings.push(Finding {
-            provider: c.provider.clone(),
-            kind,
-            chain: c.chain.clone(),
-            tx_hash: None,
-            log_index: None,
-            order_ref: Some(row.order_ref.clone()),
-            local_state: Some(row.state),
-            observed_state: Some(c.state),
-            outcome: Outcome::Transition(planned),
-            detail: format!(
-                "the provider reports {} for the order and names no transaction: its status applies",
-                c.state
-            ),
-            amount: None,
-        });
-        if c.infer_failed && !c.failed {
-            let src = FailedSource {
-                provider: &c.provider,
-                chain: &c.chain,
-                tx_hash: None,
-                log_index: None,
-                observed_state: Some(c.state),
-                notification_id: c.notification_id.as_deref(),
-                record_time: c.record_time,
-            };
-            infer_failed_from(&mut plan, planned, src);
+        if claimed.insert(row.id) {
+            plan_claim(&mut plan, c, row);
         }
     }
     plan
+}
+
+/// The `failed_notification` finding of a claim the provider reports as undelivered.
+fn failed_claim(c: &Claim, row: Option<&LedgerRow>) -> Finding {
+    Finding {
+        provider: c.provider.clone(),
+        kind: GapKind::FailedNotification,
+        chain: c.chain.clone(),
+        tx_hash: None,
+        log_index: None,
+        order_ref: Some(c.order_ref.clone()),
+        local_state: row.map(|r| r.state),
+        observed_state: Some(c.state),
+        outcome: Outcome::Nothing,
+        detail: format!(
+            "provider reports notification {} as undelivered",
+            c.notification_id.as_deref().unwrap_or("?")
+        ),
+        amount: None,
+    }
+}
+
+/// The `unknown_payment` finding of a claim naming an order the ledger does not have.
+fn unknown_claim(c: &Claim) -> Finding {
+    Finding {
+        provider: c.provider.clone(),
+        kind: GapKind::UnknownPayment,
+        chain: c.chain.clone(),
+        tx_hash: None,
+        log_index: None,
+        order_ref: Some(c.order_ref.clone()),
+        local_state: None,
+        observed_state: Some(c.state),
+        outcome: Outcome::Nothing,
+        detail: format!(
+            "the provider reports order {:?}, which the ledger does not have",
+            c.order_ref
+        ),
+        amount: None,
+    }
+}
+
+/// Refuses a backwards claim, skips one already applied, else plans the order's transition.
+fn plan_claim(plan: &mut Plan, c: &Claim, row: &LedgerRow) {
+    if c.state < row.state {
+        plan.refused_backwards.push(Refusal {
+            order_ref: row.order_ref.clone(),
+            local: row.state,
+            observed: c.state,
+        });
+        return;
+    }
+    if c.state == row.state {
+        return;
+    }
+    let planned = plan.transitions.len();
+    plan.transitions.push(PlannedTransition {
+        order_id: row.id,
+        order_ref: row.order_ref.clone(),
+        from: row.state,
+        to: c.state,
+        attach: None,
+        credit: None,
+    });
+    plan.findings.push(claim_finding(c, row, planned));
+    if c.infer_failed && !c.failed {
+        let src = FailedSource {
+            provider: &c.provider,
+            chain: &c.chain,
+            tx_hash: None,
+            log_index: None,
+            observed_state: Some(c.state),
+            notification_id: c.notification_id.as_deref(),
+            record_time: c.record_time,
+        };
+        infer_failed_from(plan, planned, src);
+    }
+}
+
+/// The finding of a claim that moves its order: `missing` from unpaid, else `lagging`.
+fn claim_finding(c: &Claim, row: &LedgerRow, planned: usize) -> Finding {
+    let kind = if row.state == State::Unpaid {
+        GapKind::Missing
+    } else {
+        GapKind::Lagging
+    };
+    Finding {
+        provider: c.provider.clone(),
+        kind,
+        chain: c.chain.clone(),
+        tx_hash: None,
+        log_index: None,
+        order_ref: Some(row.order_ref.clone()),
+        local_state: Some(row.state),
+        observed_state: Some(c.state),
+        outcome: Outcome::Transition(planned),
+        detail: format!(
+            "the provider reports {} for the order and names no transaction: its status applies",
+            c.state
+        ),
+        amount: None,
+    }
 }

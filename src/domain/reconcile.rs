@@ -21,33 +21,11 @@ use super::reorg::{held_rows, moved_holder, moved_row_detail};
 /// in this plan.
 pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     let mut plan = Plan::default();
-    let mut claimed_orders: HashSet<i64> = HashSet::new();
-    let mut in_plan = InPlan::default();
-    let mut seen_keys: HashSet<PaymentKey> = HashSet::new();
-    let mut reorged_rows: HashSet<i64> = HashSet::new();
+    let mut taken = Taken::default();
 
     for obs in observations {
         if obs.failed {
-            let (log_index, observed_state) = match &obs.verdict {
-                ChainVerdict::Transfer(t) => (Some(t.key.log_index), Some(t.state)),
-                _ => (None, None),
-            };
-            let f = Finding {
-                provider: obs.provider.clone(),
-                kind: GapKind::FailedNotification,
-                chain: obs.chain.clone(),
-                tx_hash: Some(obs.tx_hash.to_string()),
-                log_index,
-                order_ref: keyed_row(&obs.verdict, ledger).map(|r| r.order_ref.clone()),
-                local_state: keyed_row(&obs.verdict, ledger).map(|r| r.state),
-                observed_state,
-                outcome: Outcome::Nothing,
-                detail: format!(
-                    "provider reports notification {} as undelivered",
-                    obs.notification_id.as_deref().unwrap_or("?")
-                ),
-                amount: None,
-            };
+            let f = failed_finding(obs, ledger);
             push_failed(
                 &mut plan,
                 f,
@@ -58,59 +36,15 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
         let transfer = match &obs.verdict {
             ChainVerdict::Transfer(t) => t,
             other => {
-                // A transaction the chain lost (or that now reverts) whose payment the ledger
-                // holds is a reorg of a held payment, not a stray one: flag, never move.
-                let held = held_rows(obs, ledger);
-                if held.is_empty() || matches!(other, ChainVerdict::NoTransfer(_)) {
-                    plan.findings
-                        .push(unknown(obs, None, verdict_detail(other)));
-                } else {
-                    for row in held.into_iter().filter(|r| reorged_rows.insert(r.id)) {
-                        plan.findings.push(reorged(obs, row, verdict_detail(other)));
-                    }
-                }
+                plan_non_transfer(&mut plan, obs, other, ledger, &mut taken.reorged);
                 continue;
             }
         };
-        if !seen_keys.insert(transfer.key.clone()) {
+        if !taken.seen.insert(transfer.key.clone()) {
             continue;
         }
         let planned = plan.transitions.len();
-        if let Some(row) = ledger.by_key.get(&transfer.key) {
-            plan_keyed(
-                &mut plan,
-                obs,
-                transfer,
-                row,
-                ledger,
-                &mut claimed_orders,
-                &in_plan,
-            );
-        } else if let Some(row) = by_ref_candidate(obs, transfer, ledger, &claimed_orders) {
-            if plan_attach_by_ref(&mut plan, obs, transfer, row, ledger, &mut in_plan)
-                == Credited::Covered
-            {
-                claimed_orders.insert(row.id);
-            }
-        } else if let Some(row) = moved_holder(obs, transfer, ledger) {
-            // The ledger holds this payment at its pre-reorg position: never attach it to
-            // another order. The chain sweep re-keys the row.
-            if reorged_rows.insert(row.id) && claimed_orders.insert(row.id) {
-                let mut f = finding(obs, transfer, row, GapKind::Reorged);
-                f.log_index = row.key.as_ref().map(|k| k.log_index);
-                f.detail = format!("{}; {SWEEP_REKEYS}", moved_row_detail(row, transfer));
-                plan.findings.push(f);
-            }
-        } else {
-            plan_unkeyed(
-                &mut plan,
-                obs,
-                transfer,
-                ledger,
-                &mut claimed_orders,
-                &mut in_plan,
-            );
-        }
+        plan_transfer(&mut plan, obs, transfer, ledger, &mut taken);
         if obs.infer_failed && !obs.failed {
             infer_failed(&mut plan, planned, obs);
         }
@@ -119,6 +53,105 @@ pub fn reconcile(observations: &[Observation], ledger: &LedgerView) -> Plan {
     fill_failed_order_refs(&mut plan);
     drop_held_of_covered(&mut plan);
     plan
+}
+
+/// What a plan has taken so far: orders claimed, payments credited, keys seen, rows reorged.
+#[derive(Default)]
+struct Taken {
+    claimed: HashSet<i64>,
+    in_plan: InPlan,
+    seen: HashSet<PaymentKey>,
+    reorged: HashSet<i64>,
+}
+
+/// The `failed_notification` finding of an observation the provider reports as undelivered.
+fn failed_finding(obs: &Observation, ledger: &LedgerView) -> Finding {
+    let (log_index, observed_state) = match &obs.verdict {
+        ChainVerdict::Transfer(t) => (Some(t.key.log_index), Some(t.state)),
+        _ => (None, None),
+    };
+    Finding {
+        provider: obs.provider.clone(),
+        kind: GapKind::FailedNotification,
+        chain: obs.chain.clone(),
+        tx_hash: Some(obs.tx_hash.to_string()),
+        log_index,
+        order_ref: keyed_row(&obs.verdict, ledger).map(|r| r.order_ref.clone()),
+        local_state: keyed_row(&obs.verdict, ledger).map(|r| r.state),
+        observed_state,
+        outcome: Outcome::Nothing,
+        detail: format!(
+            "provider reports notification {} as undelivered",
+            obs.notification_id.as_deref().unwrap_or("?")
+        ),
+        amount: None,
+    }
+}
+
+/// Flags a transaction with no transfer: `reorged` for rows holding it, else `unknown_payment`.
+fn plan_non_transfer(
+    plan: &mut Plan,
+    obs: &Observation,
+    other: &ChainVerdict,
+    ledger: &LedgerView,
+    reorged_rows: &mut HashSet<i64>,
+) {
+    // A transaction the chain lost (or that now reverts) whose payment the ledger
+    // holds is a reorg of a held payment, not a stray one: flag, never move.
+    let held = held_rows(obs, ledger);
+    if held.is_empty() || matches!(other, ChainVerdict::NoTransfer(_)) {
+        plan.findings
+            .push(unknown(obs, None, verdict_detail(other)));
+    } else {
+        for row in held.into_iter().filter(|r| reorged_rows.insert(r.id)) {
+            plan.findings.push(reorged(obs, row, verdict_detail(other)));
+        }
+    }
+}
+
+/// Routes a payment: its keyed order, else the named one, its pre-reorg row, or a waiting order.
+fn plan_transfer(
+    plan: &mut Plan,
+    obs: &Observation,
+    transfer: &ChainTransfer,
+    ledger: &LedgerView,
+    taken: &mut Taken,
+) {
+    if let Some(row) = ledger.by_key.get(&transfer.key) {
+        plan_keyed(
+            plan,
+            obs,
+            transfer,
+            row,
+            ledger,
+            &mut taken.claimed,
+            &taken.in_plan,
+        );
+    } else if let Some(row) = by_ref_candidate(obs, transfer, ledger, &taken.claimed) {
+        if plan_attach_by_ref(plan, obs, transfer, row, ledger, &mut taken.in_plan)
+            == Credited::Covered
+        {
+            taken.claimed.insert(row.id);
+        }
+    } else if let Some(row) = moved_holder(obs, transfer, ledger) {
+        // The ledger holds this payment at its pre-reorg position: never attach it to
+        // another order. The chain sweep re-keys the row.
+        if taken.reorged.insert(row.id) && taken.claimed.insert(row.id) {
+            let mut f = finding(obs, transfer, row, GapKind::Reorged);
+            f.log_index = row.key.as_ref().map(|k| k.log_index);
+            f.detail = format!("{}; {SWEEP_REKEYS}", moved_row_detail(row, transfer));
+            plan.findings.push(f);
+        }
+    } else {
+        plan_unkeyed(
+            plan,
+            obs,
+            transfer,
+            ledger,
+            &mut taken.claimed,
+            &mut taken.in_plan,
+        );
+    }
 }
 
 /// A part seen (or credited) before the payment that completed its order in the same plan

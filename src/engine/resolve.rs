@@ -9,7 +9,8 @@ use super::resend::Resender;
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};
 use crate::domain::{
-    pick_transfer, ChainHead, ChainTransfer, ChainVerdict, Claim, Observation, PaymentKey, TxHash,
+    pick_transfer, ChainHead, ChainTransfer, ChainVerdict, Claim, LedgerView, Observation,
+    PaymentKey, TxHash, U256,
 };
 use crate::providers::ProviderRecord;
 
@@ -45,6 +46,34 @@ impl Engine {
         for err in unresolved {
             self.fail(acc, err);
         }
+        let attached = self.ambiguous_attached(&lookups).await?;
+        let observed = observe_records(
+            &acc.report.provider,
+            &records,
+            lookups,
+            &attached,
+            &claims,
+            infer,
+        );
+        let view = self.batch_view(&observed).await?;
+        let resender = Resender {
+            provider: &e.provider,
+            retry_window: e.retry_window,
+        };
+        let seen = BatchInput {
+            observations: &observed.observations,
+            claims: &claims,
+        };
+        self.settle(ctx, acc, Some(resender), seen, &view, Vec::new())
+            .await
+            .map_err(PartError::from)
+    }
+
+    /// The keys a row already holds among the transfers of receipts with several candidates.
+    async fn ambiguous_attached(
+        &self,
+        lookups: &[Lookup],
+    ) -> Result<HashSet<PaymentKey>, PartError> {
         let ambiguous: Vec<PaymentKey> = lookups
             .iter()
             .filter_map(|l| match l {
@@ -58,48 +87,21 @@ impl Engine {
         } else {
             self.store.attached_keys(&ambiguous).await?
         };
-        let mut observations = Vec::with_capacity(records.len());
-        let mut keys = Vec::new();
-        let mut slots = Vec::new();
-        let mut refs: Vec<String> = claims.iter().map(|c| c.order_ref.clone()).collect();
-        for (r, l) in records.iter().zip(lookups) {
-            let Some(tx_hash) = r.tx_hash.clone() else {
-                continue;
-            };
-            let verdict = match l {
-                Lookup::Found(c) => match pick_transfer(&c, r.amount_hint, &attached) {
-                    Some(t) => ChainVerdict::Transfer(t.clone()),
-                    None => ChainVerdict::NoTransfer("no matching transfer in the receipt".into()),
-                },
-                Lookup::Reverted => ChainVerdict::Reverted,
-                Lookup::NotFound => ChainVerdict::NotFound,
-                Lookup::NoTransfer(why) => ChainVerdict::NoTransfer(why),
-            };
-            if let ChainVerdict::Transfer(t) = &verdict {
-                keys.push(t.key.clone());
-                slots.push((t.key.chain.clone(), t.to.to_string(), t.asset.to_string()));
-            }
-            refs.extend(r.order_ref.clone());
-            observations.push(Observation {
-                provider: acc.report.provider.clone(),
-                chain: r.chain.clone(),
-                tx_hash,
-                notification_id: Some(r.id.clone()),
-                failed: r.failed,
-                order_ref: r.order_ref.clone(),
-                infer_failed: infer,
-                record_time: Some(r.created_at),
-                verdict,
-            });
-        }
-        slots.sort();
-        slots.dedup();
-        refs.sort();
-        refs.dedup();
-        let mut view = self.store.load_view(&keys, &slots).await?;
+        Ok(attached)
+    }
+
+    /// The ledger rows a batch needs: by key, slot and order ref, and those holding lost txs.
+    async fn batch_view(&self, observed: &Observed) -> Result<LedgerView, PartError> {
+        let Observed {
+            observations,
+            keys,
+            slots,
+            refs,
+        } = observed;
+        let mut view = self.store.load_view(keys, slots).await?;
         view.policy = self.amounts.clone();
         if !refs.is_empty() {
-            for row in self.store.orders_by_ref(&refs).await? {
+            for row in self.store.orders_by_ref(refs).await? {
                 view.by_ref.insert(row.order_ref.clone(), row);
             }
         }
@@ -118,17 +120,7 @@ impl Engine {
             let held = self.store.rows_by_tx(&lost).await?;
             held.into_iter().for_each(|r| view.insert_keyed(r));
         }
-        let resender = Resender {
-            provider: &e.provider,
-            retry_window: e.retry_window,
-        };
-        let seen = BatchInput {
-            observations: &observations,
-            claims: &claims,
-        };
-        self.settle(ctx, acc, Some(resender), seen, &view, Vec::new())
-            .await
-            .map_err(PartError::from)
+        Ok(view)
     }
 
     /// Chain resolution of a batch: receipts in JSON-RPC batches per chain; no ledger access.
@@ -200,6 +192,80 @@ pub(super) struct Resolved {
     unresolved: Vec<String>,
     /// The records' notifications count as failed when they move the ledger (no failed list).
     infer: bool,
+}
+
+/// What a batch's records showed on chain, and what the ledger lookup needs for them.
+#[derive(Default)]
+struct Observed {
+    /// One per record that names a transaction, in order.
+    observations: Vec<Observation>,
+    /// The keys of the transfers found.
+    keys: Vec<PaymentKey>,
+    /// The (chain, address, asset) slots of the transfers found, sorted and deduplicated.
+    slots: Vec<(String, String, String)>,
+    /// The order refs of the claims and records, sorted and deduplicated.
+    refs: Vec<String>,
+}
+
+/// Each record that names a transaction as an observation of `provider`, and its ledger needs.
+fn observe_records(
+    provider: &str,
+    records: &[ProviderRecord],
+    lookups: Vec<Lookup>,
+    attached: &HashSet<PaymentKey>,
+    claims: &[Claim],
+    infer: bool,
+) -> Observed {
+    let mut out = Observed {
+        observations: Vec::with_capacity(records.len()),
+        refs: claims.iter().map(|c| c.order_ref.clone()).collect(),
+        ..Observed::default()
+    };
+    for (r, l) in records.iter().zip(lookups) {
+        let Some(tx_hash) = r.tx_hash.clone() else {
+            continue;
+        };
+        let verdict = chain_verdict(l, r.amount_hint, attached);
+        if let ChainVerdict::Transfer(t) = &verdict {
+            out.keys.push(t.key.clone());
+            out.slots
+                .push((t.key.chain.clone(), t.to.to_string(), t.asset.to_string()));
+        }
+        out.refs.extend(r.order_ref.clone());
+        out.observations.push(Observation {
+            provider: provider.to_string(),
+            chain: r.chain.clone(),
+            tx_hash,
+            notification_id: Some(r.id.clone()),
+            failed: r.failed,
+            order_ref: r.order_ref.clone(),
+            infer_failed: infer,
+            record_time: Some(r.created_at),
+            verdict,
+        });
+    }
+    out.slots.sort();
+    out.slots.dedup();
+    out.refs.sort();
+    out.refs.dedup();
+    out
+}
+
+/// The chain's verdict on a record from its lookup (its transfer, when one matches).
+fn chain_verdict(
+    answer: Lookup,
+    amount_hint: Option<U256>,
+    attached: &HashSet<PaymentKey>,
+) -> ChainVerdict {
+    match answer {
+        Lookup::Found(c) => match pick_transfer(&c, amount_hint, attached) {
+            Some(t) => ChainVerdict::Transfer(t.clone()),
+            None => ChainVerdict::NoTransfer("no matching transfer in the receipt".into()),
+        },
+        Lookup::Reverted => ChainVerdict::Reverted,
+        Lookup::NotFound => ChainVerdict::NotFound,
+        Lookup::NoTransfer(why) => ChainVerdict::NoTransfer(why),
+    }
 }
 
 impl Engine {

@@ -10,8 +10,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::{gone, observe, receipt, reorged, Sweep};
+use crate::chain::{ChainClient, Lookup, TransferQuery};
 use crate::domain::{
-    moved_detail, place, Action, ChainTransfer, LedgerView, Outcome, PaymentKey, Placement, State,
+    moved_detail, place, Action, BlockRef, ChainTransfer, Finding, LedgerView, Outcome, PaymentKey,
+    Placement, State,
 };
 use crate::engine::error::PartError;
 use crate::store::{HeldPayment, Rekey, RekeyOutcome, StoreError};
@@ -67,6 +69,29 @@ impl Sweep<'_> {
             chain: chain.to_string(),
             reason: reason.clone(),
         })?;
+        let (queries, held) = self.held_queries(chain, client, rows);
+        let lookups = client.lookup(head, &queries).await?;
+        let mut out = HeldOutcome {
+            taken: held.iter().filter_map(|p| p.row.key.clone()).collect(),
+            ..HeldOutcome::default()
+        };
+        for (p, lookup) in held.into_iter().zip(lookups) {
+            self.place_held(chain, p, lookup, &mut out).await?;
+        }
+        if self.ctx.apply {
+            e.store.advance_payment_states(&out.moves).await?;
+        }
+        let (observations, view) = self.revive(chain, out.back).await?;
+        self.settle(&observations, &view, out.findings).await
+    }
+
+    /// The rows to place (gone ones, and those this run has not placed), with their queries.
+    fn held_queries(
+        &mut self,
+        chain: &str,
+        client: &ChainClient,
+        rows: Vec<HeldPayment>,
+    ) -> (Vec<TransferQuery>, Vec<HeldPayment>) {
         let mut queries = Vec::with_capacity(rows.len());
         let mut held = Vec::with_capacity(rows.len());
         for p in rows {
@@ -78,88 +103,98 @@ impl Sweep<'_> {
                 held.push(p);
             }
         }
-        let lookups = client.lookup(head, &queries).await?;
-        let mut taken: HashSet<PaymentKey> =
-            held.iter().filter_map(|p| p.row.key.clone()).collect();
-        let mut findings = Vec::new();
-        let mut moves: Vec<(i64, State)> = Vec::new();
-        let mut back: Vec<(String, ChainTransfer)> = Vec::new();
-        for (p, lookup) in held.into_iter().zip(lookups) {
-            let row = &p.row;
-            let key = row.key.clone().expect("held rows have keys");
-            let placement = place(row, &receipt(lookup), &taken);
-            // Gone, it stops counting toward its order's cover; back, it counts again.
-            let is_gone = matches!(placement, Placement::Gone(_));
-            let revived = self.ctx.apply
-                && is_gone != p.gone
-                && e.store.set_payment_gone(p.id, is_gone).await?
-                && !is_gone;
-            let what = match row.state {
-                State::Unpaid => "a payment held short",
-                _ => "an earlier part of a paid order",
-            };
-            match placement {
-                Placement::Same(t) | Placement::Unrecorded(t) => {
-                    if t.state > p.state {
-                        moves.push((p.id, t.state));
-                    }
-                    if revived && row.state == State::Unpaid {
-                        back.push((row.order_ref.clone(), t));
-                    }
-                }
-                Placement::Gone(why) => {
-                    *self.open.entry(chain.to_string()).or_default() += 1;
-                    findings.push(gone(chain, row, &key, format!("{why} ({what})")));
-                }
-                Placement::Moved { from, to } => {
-                    taken.insert(to.key.clone());
-                    let detail = moved_detail(&key, &from, &to);
-                    let (action, note) = if !self.ctx.apply {
-                        (Action::WouldApply, String::new())
-                    } else {
-                        let r = Rekey {
-                            order_id: row.id,
-                            chain: chain.to_string(),
-                            tx_hash: key.tx_hash.clone(),
-                            old_log_index: key.log_index,
-                            old_block_hash: Some(from.hash.clone()).filter(|h| !h.is_empty()),
-                            new_log_index: to.key.log_index,
-                            new_block: to.block.clone(),
-                        };
-                        match e.store.rekey_held(p.id, &r).await? {
-                            RekeyOutcome::Rekeyed => {
-                                if to.state > p.state {
-                                    moves.push((p.id, to.state));
-                                }
-                                if revived && row.state == State::Unpaid {
-                                    back.push((row.order_ref.clone(), to.clone()));
-                                }
-                                (Action::Applied, String::new())
-                            }
-                            RekeyOutcome::Changed => (
-                                Action::None,
-                                "; not re-keyed: the payment changed while it was checked".into(),
-                            ),
-                            RekeyOutcome::Collision => {
-                                *self.open.entry(chain.to_string()).or_default() += 1;
-                                (
-                                    Action::None,
-                                    "; not re-keyed: another payment holds the new key".into(),
-                                )
-                            }
-                        }
-                    };
-                    let detail = format!("{detail} ({what}){note}");
-                    let outcome = Outcome::Decided(action);
-                    findings.push(reorged(chain, row, &key, Some(to.state), outcome, detail));
-                }
+        (queries, held)
+    }
+
+    /// Places one held payment: flags it gone or back on chain, then follows it where it is.
+    async fn place_held(
+        &mut self,
+        chain: &str,
+        p: HeldPayment,
+        lookup: Lookup,
+        out: &mut HeldOutcome,
+    ) -> Result<(), PartError> {
+        let row = &p.row;
+        let key = row.key.clone().expect("held rows have keys");
+        let placement = place(row, &receipt(lookup), &out.taken);
+        // Gone, it stops counting toward its order's cover; back, it counts again.
+        let is_gone = matches!(placement, Placement::Gone(_));
+        let revived = self.ctx.apply
+            && is_gone != p.gone
+            && self.engine.store.set_payment_gone(p.id, is_gone).await?
+            && !is_gone;
+        let what = match row.state {
+            State::Unpaid => "a payment held short",
+            _ => "an earlier part of a paid order",
+        };
+        match placement {
+            Placement::Same(t) | Placement::Unrecorded(t) => out.follow(&p, &t, revived),
+            Placement::Gone(why) => {
+                *self.open.entry(chain.to_string()).or_default() += 1;
+                let finding = gone(chain, row, &key, format!("{why} ({what})"));
+                out.findings.push(finding);
+            }
+            Placement::Moved { from, to } => {
+                let at = Placing {
+                    p: &p,
+                    key: &key,
+                    what,
+                    revived,
+                };
+                self.held_moved(chain, &at, from, to, out).await?;
             }
         }
-        if self.ctx.apply {
-            e.store.advance_payment_states(&moves).await?;
-        }
-        let (observations, view) = self.revive(chain, back).await?;
-        self.settle(&observations, &view, findings).await
+        Ok(())
+    }
+
+    /// A held payment re-included elsewhere: re-keyed when applying, and a `reorged` finding.
+    async fn held_moved(
+        &mut self,
+        chain: &str,
+        at: &Placing<'_>,
+        from: BlockRef,
+        to: ChainTransfer,
+        out: &mut HeldOutcome,
+    ) -> Result<(), PartError> {
+        let (p, key) = (at.p, at.key);
+        let row = &p.row;
+        out.taken.insert(to.key.clone());
+        let detail = moved_detail(key, &from, &to);
+        let (action, note) = if !self.ctx.apply {
+            (Action::WouldApply, String::new())
+        } else {
+            let r = Rekey {
+                order_id: row.id,
+                chain: chain.to_string(),
+                tx_hash: key.tx_hash.clone(),
+                old_log_index: key.log_index,
+                old_block_hash: Some(from.hash.clone()).filter(|h| !h.is_empty()),
+                new_log_index: to.key.log_index,
+                new_block: to.block.clone(),
+            };
+            match self.engine.store.rekey_held(p.id, &r).await? {
+                RekeyOutcome::Rekeyed => {
+                    out.follow(p, &to, at.revived);
+                    (Action::Applied, String::new())
+                }
+                RekeyOutcome::Changed => (
+                    Action::None,
+                    "; not re-keyed: the payment changed while it was checked".into(),
+                ),
+                RekeyOutcome::Collision => {
+                    *self.open.entry(chain.to_string()).or_default() += 1;
+                    (
+                        Action::None,
+                        "; not re-keyed: another payment holds the new key".into(),
+                    )
+                }
+            }
+        };
+        let detail = format!("{detail} ({}){note}", at.what);
+        let outcome = Outcome::Decided(action);
+        let finding = reorged(chain, row, key, Some(to.state), outcome, detail);
+        out.findings.push(finding);
+        Ok(())
     }
 
     /// Orders whose payment is back on chain: read again with their credits (one query), and
@@ -187,4 +222,38 @@ impl Sweep<'_> {
         }
         Ok((observations, view))
     }
+}
+
+/// What placing a chain's held payments adds up to.
+#[derive(Default)]
+struct HeldOutcome {
+    /// Keys held or claimed so far (a re-included payment claims its new key).
+    taken: HashSet<PaymentKey>,
+    findings: Vec<Finding>,
+    /// Held payments whose own state moves forward.
+    moves: Vec<(i64, State)>,
+    /// Short orders whose payment is back on chain, with that payment.
+    back: Vec<(String, ChainTransfer)>,
+}
+
+impl HeldOutcome {
+    /// Follows `p` to `t`: its own state moves forward, and a short order of it revived is back.
+    fn follow(&mut self, p: &HeldPayment, t: &ChainTransfer, revived: bool) {
+        if t.state > p.state {
+            self.moves.push((p.id, t.state));
+        }
+        if revived && p.row.state == State::Unpaid {
+            self.back.push((p.row.order_ref.clone(), t.clone()));
+        }
+    }
+}
+
+/// One held payment being placed.
+struct Placing<'a> {
+    p: &'a HeldPayment,
+    key: &'a PaymentKey,
+    /// What kind of held payment it is, for the findings.
+    what: &'static str,
+    /// Flagged back on chain by this run.
+    revived: bool,
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::settings::{AmountUnit, HttpSettings, StatusAction};
 use crate::domain::amount::decimal_to_base_units;
-use crate::domain::{parse_base_units, Asset, U256};
+use crate::domain::{parse_base_units, Asset, ChainKind, TxHash, U256};
 use crate::providers::{ProviderRecord, Rejected};
 
 /// Native coins' decimals when `decimals` has no `"chain:native"` entry.
@@ -21,21 +21,7 @@ pub(super) fn read_item(
     failed: bool,
     fallback_time: Option<jiff::Timestamp>,
 ) -> Result<Option<ProviderRecord>, Rejected> {
-    let f = &settings.fields;
-    let id = match item.pointer(&f.event_id) {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
-        other => {
-            return Err(Rejected {
-                id: None,
-                reason: format!(
-                    "event_id ({}): missing or not a string or integer ({})",
-                    f.event_id,
-                    kind(other)
-                ),
-            })
-        }
-    };
+    let id = read_event_id(settings, item)?;
     let reject = |reason: String| Rejected {
         id: Some(id.clone()),
         reason,
@@ -46,65 +32,22 @@ pub(super) fn read_item(
     };
     let chain = read_chain(settings, item).map_err(&reject)?;
     let kind = settings.kinds.get(&chain).copied().unwrap_or_default();
-    let order_ref = match opt(item, f.order_ref.as_deref()) {
-        None => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) => Some(s.trim().to_string()),
-        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Some(n.to_string()),
-        Some(other) => {
-            return Err(reject(field_error(
-                "order_ref",
-                f.order_ref.as_deref(),
-                other,
-            )))
-        }
-    };
-    let tx_hash = match opt(item, f.tx_hash.as_deref()) {
-        None => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) => Some(
-            kind.tx_hash(s.trim())
-                .map_err(|e| reject(format!("tx_hash ({}): {}", ptr(&f.tx_hash), e.reason)))?,
-        ),
-        Some(other) => return Err(reject(field_error("tx_hash", f.tx_hash.as_deref(), other))),
-    };
+    let order_ref = read_order_ref(settings, item).map_err(&reject)?;
+    let tx_hash = read_tx_hash(settings, item, kind).map_err(&reject)?;
     if tx_hash.is_none() && order_ref.is_none() {
         return Err(reject(
             "neither tx_hash nor order_ref is given: the record cannot be matched".into(),
         ));
     }
-    let log_index = match opt(item, f.log_index.as_deref()) {
-        None => None,
-        Some(v) => Some(
-            integer(v)
-                .filter(|&n| n >= -1)
-                .ok_or_else(|| reject(field_error("log_index", f.log_index.as_deref(), v)))?,
-        ),
-    };
-    let asset = match opt(item, f.asset.as_deref()) {
-        None => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) => Some(
-            kind.asset(s.trim())
-                .map_err(|e| reject(format!("asset ({}): {}", ptr(&f.asset), e.reason)))?,
-        ),
-        Some(other) => return Err(reject(field_error("asset", f.asset.as_deref(), other))),
-    };
+    let log_index = read_log_index(settings, item).map_err(&reject)?;
+    let asset = read_asset(settings, item, kind).map_err(&reject)?;
+    let f = &settings.fields;
     let amount_hint = match opt(item, f.amount.as_deref()) {
         None => None,
         Some(v) => read_amount(settings, v, &chain, asset.as_ref())
             .map_err(|e| reject(format!("amount ({}): {e}", ptr(&f.amount))))?,
     };
-    let created_at = match (item.pointer(&f.updated_at), fallback_time) {
-        (None | Some(Value::Null), Some(t)) => t,
-        (v, _) => read_time(v).ok_or_else(|| {
-            reject(format!(
-                "updated_at ({}): {}",
-                f.updated_at,
-                describe_time(v)
-            ))
-        })?,
-    };
+    let created_at = read_updated_at(settings, item, fallback_time).map_err(&reject)?;
     Ok(Some(ProviderRecord {
         id,
         chain,
@@ -118,6 +61,98 @@ pub(super) fn read_item(
         created_at,
         failed,
     }))
+}
+
+/// The item's `event_id`: a non-blank string or an integer (a rejection without an id).
+fn read_event_id(settings: &HttpSettings, item: &Value) -> Result<String, Rejected> {
+    let p = &settings.fields.event_id;
+    match item.pointer(p) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Ok(n.to_string()),
+        other => Err(Rejected {
+            id: None,
+            reason: format!(
+                "event_id ({p}): missing or not a string or integer ({})",
+                kind(other)
+            ),
+        }),
+    }
+}
+
+/// The item's `order_ref`, if any: a non-blank string or an integer.
+fn read_order_ref(settings: &HttpSettings, item: &Value) -> Result<Option<String>, String> {
+    let p = settings.fields.order_ref.as_deref();
+    match opt(item, p) {
+        None => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Ok(Some(n.to_string())),
+        Some(other) => Err(field_error("order_ref", p, other)),
+    }
+}
+
+/// The item's `tx_hash`, if any, in the canonical form of the chain's kind.
+fn read_tx_hash(
+    settings: &HttpSettings,
+    item: &Value,
+    chain_kind: ChainKind,
+) -> Result<Option<TxHash>, String> {
+    let f = &settings.fields;
+    match opt(item, f.tx_hash.as_deref()) {
+        None => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => match chain_kind.tx_hash(s.trim()) {
+            Ok(h) => Ok(Some(h)),
+            Err(e) => Err(format!("tx_hash ({}): {}", ptr(&f.tx_hash), e.reason)),
+        },
+        Some(other) => Err(field_error("tx_hash", f.tx_hash.as_deref(), other)),
+    }
+}
+
+/// The item's `log_index`, if any: an integer (or a string holding one) of at least -1.
+fn read_log_index(settings: &HttpSettings, item: &Value) -> Result<Option<i64>, String> {
+    let p = settings.fields.log_index.as_deref();
+    match opt(item, p) {
+        None => Ok(None),
+        Some(v) => match integer(v) {
+            Some(n) if n >= -1 => Ok(Some(n)),
+            _ => Err(field_error("log_index", p, v)),
+        },
+    }
+}
+
+/// The item's `asset`, if any, in the canonical form of the chain's kind.
+fn read_asset(
+    settings: &HttpSettings,
+    item: &Value,
+    chain_kind: ChainKind,
+) -> Result<Option<Asset>, String> {
+    let f = &settings.fields;
+    match opt(item, f.asset.as_deref()) {
+        None => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => match chain_kind.asset(s.trim()) {
+            Ok(a) => Ok(Some(a)),
+            Err(e) => Err(format!("asset ({}): {}", ptr(&f.asset), e.reason)),
+        },
+        Some(other) => Err(field_error("asset", f.asset.as_deref(), other)),
+    }
+}
+
+/// The item's `updated_at`, or `fallback_time` (when given) for a missing or null one.
+fn read_updated_at(
+    settings: &HttpSettings,
+    item: &Value,
+    fallback_time: Option<jiff::Timestamp>,
+) -> Result<jiff::Timestamp, String> {
+    let p = &settings.fields.updated_at;
+    match (item.pointer(p), fallback_time) {
+        (None | Some(Value::Null), Some(t)) => Ok(t),
+        (v, _) => match read_time(v) {
+            Some(t) => Ok(t),
+            None => Err(format!("updated_at ({p}): {}", describe_time(v))),
+        },
+    }
 }
 
 fn read_status(settings: &HttpSettings, item: &Value) -> Result<StatusAction, String> {
