@@ -44,11 +44,11 @@ impl Store {
         const DOING: &str = "list unprocessed webhook events";
         let raws: Vec<RawEvent> = dispatch!(self, p => {
             let sql = format!(
-                "SELECT id, provider, event_id, body, {} AS received_at \
-                 FROM payrecon_webhook_events \
-                 WHERE processed_at IS NULL AND ({} IS NULL OR provider = {}) \
-                 ORDER BY received_at, id LIMIT {}",
-                D::ts_text_exact("received_at"),
+                "SELECT w.id, w.provider, w.event_id, w.body, {} \
+                 FROM payrecon_webhook_events w \
+                 WHERE w.processed_at IS NULL AND ({} IS NULL OR w.provider = {}) \
+                 ORDER BY w.received_at, w.id LIMIT {}",
+                D::ts_text_exact("w.received_at"),
                 D::text(1),
                 D::p(1),
                 D::p(2)

@@ -85,12 +85,13 @@ pub struct StatusData {
     pub list_reads: Option<Vec<super::ListReadRow>>,
 }
 
-/// The columns of a `RunStatusRow`, times as text.
+/// The columns of a `RunStatusRow` on the alias `r`, times as text. The text columns take
+/// the columns' names: an `ORDER BY` must name `r.started_at` to sort by the stored time.
 fn run_cols<D: Dialect>() -> String {
     format!(
-        "id, \"trigger\", {} AS started_at, {} AS finished_at, status, error",
-        D::ts_text("started_at"),
-        D::ts_text("finished_at")
+        "r.id, r.\"trigger\", {} AS started_at, {} AS finished_at, r.status, r.error",
+        D::ts_text("r.started_at"),
+        D::ts_text("r.finished_at")
     )
 }
 
@@ -171,11 +172,11 @@ impl Store {
             {
                 let cols = run_cols::<D>();
                 format!(
-                    "SELECT * FROM (SELECT 'last' AS which, {cols} FROM payrecon_runs \
-                       ORDER BY started_at DESC, id DESC LIMIT 1) AS l \
+                    "SELECT * FROM (SELECT 'last' AS which, {cols} FROM payrecon_runs r \
+                       ORDER BY r.started_at DESC, r.id DESC LIMIT 1) AS l \
                      UNION ALL SELECT * FROM (SELECT 'finished' AS which, {cols} \
-                       FROM payrecon_runs WHERE finished_at IS NOT NULL \
-                       ORDER BY started_at DESC, id DESC LIMIT 1) AS f"
+                       FROM payrecon_runs r WHERE r.finished_at IS NOT NULL \
+                       ORDER BY r.started_at DESC, r.id DESC LIMIT 1) AS f"
                 )
             },
             "read the last runs"
@@ -196,10 +197,10 @@ impl Store {
             self,
             RunStatusRow,
             format!(
-                "SELECT {} FROM payrecon_runs WHERE providers IS NULL OR {} > 0 \
-                 ORDER BY started_at DESC, id DESC LIMIT 1",
+                "SELECT {} FROM payrecon_runs r WHERE r.providers IS NULL OR {} > 0 \
+                 ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
                 run_cols::<D>(),
-                D::instr("providers", &D::p(1))
+                D::instr("r.providers", &D::p(1))
             ),
             "read a provider's last run",
             &tag

@@ -187,3 +187,35 @@ async fn the_held_payments_page_reads_its_partial_indexes_not_the_history() {
          payrecon_payments_open {open_scans})"
     );
 }
+
+/// The webhook inbox is drained oldest first, a page at a time: each page must read the
+/// partial index of unprocessed deliveries in its order (`received_at, id`), not sort the
+/// whole backlog. (Sorting by the time's text, an output column of the same name, would.)
+#[tokio::test]
+async fn the_inbox_page_reads_the_unprocessed_index_in_order() {
+    let Some(url) = support::pg_url().await else {
+        return;
+    };
+    let store = open(&url).await;
+    exec(
+        &store,
+        "INSERT INTO payrecon_webhook_events (provider, event_id, body, received_at) \
+         SELECT 'p', 'e' || g, '{}', now() - g * interval '1 second' \
+         FROM generate_series(1, 20000) g",
+    )
+    .await;
+    exec(&store, "ANALYZE payrecon_webhook_events").await;
+    let page = store
+        .unprocessed_webhook_deliveries(Some("p"), 500)
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 500);
+    assert_eq!(page[0].event_id, "e20000", "oldest first");
+    assert_eq!(page[499].event_id, "e19501");
+    store.close().await;
+    let scans = first_scans(|| index_scans(&url, "payrecon_webhook_events_unprocessed")).await;
+    assert!(
+        scans > 0,
+        "the inbox page must read payrecon_webhook_events_unprocessed (index scans: {scans})"
+    );
+}
