@@ -69,9 +69,13 @@ fn free_port() -> u16 {
 async fn start(url: &str, dir: &Path, name: &str) -> Result<(Serve, String), String> {
     let port = free_port();
     let extra = format!("[schedule]\ncron = \"0 0 0 1 1 *\"\n[api]\ntoken = \"{TOKEN}\"\n");
-    let toml =
-        payrecon::sandbox::config_toml(url, "http://127.0.0.1:9", "http://127.0.0.1:9", &extra)
-            .replace("127.0.0.1:9187", &format!("127.0.0.1:{port}"));
+    let toml = payrecon_testkit::sandbox::config_toml(
+        url,
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+        &extra,
+    )
+    .replace("127.0.0.1:9187", &format!("127.0.0.1:{port}"));
     let config = dir.join(format!("{name}.toml"));
     std::fs::write(&config, toml).map_err(|e| e.to_string())?;
     let child = std::process::Command::new(binary())

@@ -30,11 +30,12 @@ use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::engine::RunOptions;
 use payrecon::report::Report;
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::FakeChaingateway;
-use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use payrecon::stats::statements_issued;
 use payrecon::store::Store;
+use payrecon_testkit::inspect::Inspect;
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::FakeChaingateway;
+use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use sqlx::Connection;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -20,6 +20,7 @@ use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{PlannedTransition, State, U256};
 use payrecon::store::{ApplyContext, NewOrder, Source, Store};
+use payrecon_testkit::inspect::Inspect;
 use sqlx::Connection;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

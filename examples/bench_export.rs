@@ -144,7 +144,8 @@ async fn bench(name: &str, url: &str, args: &Args, dir: &Path) -> Result<(), Str
     let store = Store::connect(url, 4).await.map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| e.to_string())?;
     let config = dir.join(format!("{name}.toml"));
-    let toml = payrecon::sandbox::config_toml(url, "http://127.0.0.1:9", "http://127.0.0.1:9", "");
+    let toml =
+        payrecon_testkit::sandbox::config_toml(url, "http://127.0.0.1:9", "http://127.0.0.1:9", "");
     std::fs::write(&config, toml).map_err(|e| e.to_string())?;
     let out = dir.join(format!("{name}.csv"));
     let mut have = 0;

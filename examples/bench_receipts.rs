@@ -24,10 +24,10 @@ use payrecon::domain::{
     Address, Asset, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash,
 };
 use payrecon::engine::{RunOptions, Trigger};
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::FakeChaingateway;
-use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use payrecon::store::{ApplyContext, NewOrder, Source, Store};
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::FakeChaingateway;
+use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 
 #[derive(Parser)]
 struct Args {

@@ -31,11 +31,12 @@ use jiff::{SignedDuration, Timestamp};
 use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, U256};
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
-use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use payrecon::store::{ApplyContext, ListRead, NewOrder, Source, Store};
+use payrecon_testkit::inspect::Inspect;
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
+use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_PROVIDER, SANDBOX_TOKEN};
 
 const CHAIN: &str = "ethereum";
 /// Of the window's payments, one in this many reached the ledger by no webhook.

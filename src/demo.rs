@@ -228,7 +228,7 @@ async fn seed_handler(
     };
     for (order_ref, paid, amount, state) in seeded {
         let snap = store
-            .order_by_ref(order_ref)
+            .order_view(order_ref)
             .await
             .map_err(err)?
             .ok_or_else(|| err("seeded order vanished"))?;

@@ -5,8 +5,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// SQL statements sent to either backend (BEGIN, COMMIT, SAVEPOINT and RELEASE included; the
-/// `inspect` helpers and `ping` excluded).
+/// SQL statements sent to either backend (BEGIN, COMMIT, SAVEPOINT and RELEASE included;
+/// `ping` excluded, and the test kit's readers, which query the pools directly).
 static STATEMENTS: AtomicU64 = AtomicU64::new(0);
 
 /// One statement about to be sent (a relaxed atomic add).

@@ -12,10 +12,11 @@ use alloy::primitives::U256 as EvmU256;
 use payrecon::domain::{
     Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256,
 };
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon::store::{ApplyContext, ApplyOutcome, NewOrder, Source, Store};
+use payrecon_testkit::inspect::Inspect;
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 
 pub const CHAIN: &str = "ethereum";
 /// Transfers per sandbox block.

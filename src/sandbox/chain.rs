@@ -1,6 +1,8 @@
 //! A sandbox EVM node: an in-process JSON-RPC server on loopback serving exactly what
 //! payrecon reads (chain id, head, blocks by number or tag, receipts, transactions), from
-//! state held in memory. Used by the demo (no network, no setup), tests and benchmarks.
+//! state held in memory. Used by the demo (no network, no setup), tests and benchmarks; tests
+//! wrap its routes (`router`) for latency, failures, counters and older nodes' tags
+//! (`payrecon-testkit`), never here.
 //!
 //! Transfers join a pending block and become visible when it is sealed (`mine_block`,
 //! `mine`); log indexes are block-level, as on a real node. Every lookup is a HashMap hit.
@@ -9,25 +11,12 @@ mod node;
 mod rpc;
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use alloy::primitives::{Address as EvmAddress, U256};
 
 use crate::domain::{Address, TxHash};
 use node::{Node, Payment};
-
-/// How the sandbox answers the `finalized` and `safe` block tags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tags {
-    /// head - 64 and head - 32 (see `set_tag_lags`), like anvil.
-    Served,
-    /// `null`, like a node that has no such block.
-    Null,
-    /// A JSON-RPC error (-32602), like a node that does not know the tag.
-    Refused,
-}
 
 /// A sandbox chain. Clones share the same state and server.
 #[derive(Clone)]
@@ -39,14 +28,6 @@ pub struct SandboxChain {
 /// What the HTTP handler shares with the control API.
 struct Shared {
     node: Mutex<Node>,
-    /// HTTP requests answered (a batch counts once).
-    requests: AtomicU64,
-    /// JSON-RPC calls answered (each entry of a batch counts).
-    calls: AtomicU64,
-    /// HTTP requests still to fail with 500.
-    fail_next: AtomicU64,
-    /// Delay before each HTTP answer, in microseconds.
-    latency_us: AtomicU64,
 }
 
 struct Server {
@@ -61,15 +42,12 @@ impl Drop for Server {
 }
 
 impl SandboxChain {
-    /// An empty chain (genesis block 0 only) with `finalized` = head - 64, `safe` = head - 32.
+    /// An empty chain (genesis block 0 only) with `finalized` = head - 64, `safe` = head - 32
+    /// (as anvil).
     pub fn new(chain_id: u64) -> SandboxChain {
         SandboxChain {
             shared: Arc::new(Shared {
                 node: Mutex::new(Node::new(chain_id)),
-                requests: AtomicU64::new(0),
-                calls: AtomicU64::new(0),
-                fail_next: AtomicU64::new(0),
-                latency_us: AtomicU64::new(0),
             }),
             server: Arc::new(Mutex::new(None)),
         }
@@ -78,12 +56,21 @@ impl SandboxChain {
     /// Starts serving on `127.0.0.1:0` (once; later calls return the same URL) until the last
     /// clone is dropped. Returns the JSON-RPC URL.
     pub async fn serve(&self) -> io::Result<String> {
+        self.serve_wrapped(|routes| routes).await
+    }
+
+    /// As `serve`, serving what `wrap` makes of the JSON-RPC routes (`POST /`): a middleware
+    /// layer around them, say.
+    pub async fn serve_wrapped(
+        &self,
+        wrap: impl FnOnce(axum::Router) -> axum::Router,
+    ) -> io::Result<String> {
         if let Some(url) = self.url() {
             return Ok(url);
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
-        let app = rpc::router(self.shared.clone());
+        let app = wrap(rpc::router(self.shared.clone()));
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "The sandbox chain server stopped.");
@@ -180,37 +167,6 @@ impl SandboxChain {
     /// Block number of a mined transaction.
     pub fn block_of(&self, tx: &TxHash) -> Option<u64> {
         self.node().block_of(tx)
-    }
-
-    /// How far `finalized` and `safe` trail the head (default 64 and 32, as anvil).
-    pub fn set_tag_lags(&self, finalized: u64, safe: u64) {
-        self.node().set_tag_lags(finalized, safe);
-    }
-
-    /// How the node answers the `finalized` and `safe` tags (to play an older node).
-    pub fn set_tags(&self, tags: Tags) {
-        self.node().tags = tags;
-    }
-
-    /// Delay added before each HTTP answer.
-    pub fn set_latency(&self, latency: Duration) {
-        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-        self.shared.latency_us.store(us, Ordering::Relaxed);
-    }
-
-    /// The next `n` HTTP requests fail with status 500.
-    pub fn fail_next(&self, n: u64) {
-        self.shared.fail_next.store(n, Ordering::SeqCst);
-    }
-
-    /// HTTP requests answered so far (a batch counts once; injected failures count).
-    pub fn requests(&self) -> u64 {
-        self.shared.requests.load(Ordering::SeqCst)
-    }
-
-    /// JSON-RPC calls answered so far (each entry of a batch counts).
-    pub fn calls(&self) -> u64 {
-        self.shared.calls.load(Ordering::SeqCst)
     }
 
     fn node(&self) -> MutexGuard<'_, Node> {

@@ -1,8 +1,10 @@
 //! The demo's stand-ins for the outside world, served over real HTTP on loopback: a fake
 //! Chaingateway API, an EVM JSON-RPC node and the merchant's events receiver. `payrecon demo`
 //! needs them (the tests and benchmarks use them too); nothing here is used by `serve` or `run`,
-//! and a build without the `demo` feature leaves them out. The fakes only tests need (Qvard,
-//! Paymos) live in the `payrecon-testkit` dev crate.
+//! and a build without the `demo` feature leaves them out. They serve a fixed world: what
+//! tests need besides (faults, latency, counters, lists that move while read, other chains'
+//! block numbers, older nodes) and the fakes only tests need (Qvard, Paymos) live in the
+//! `payrecon-testkit` dev crate.
 
 pub mod chain;
 pub mod chaingateway;

@@ -63,7 +63,47 @@ macro_rules! record_transition {
     };
 }
 
-pub(super) use {advance, bind_attach, record_transition};
+/// `ApplySql::key_taken` for backend `$db`: is the payment key attached anywhere yet (the
+/// ledger or an order)?
+macro_rules! key_taken {
+    ($db:ty, $sp:expr, $key:expr) => {{
+        let p = <$db as $crate::store::dialect::Dialect>::p;
+        let sql = format!(
+            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = {} \
+             AND tx_hash = {} AND log_index = {} UNION ALL SELECT 1 FROM orders \
+             WHERE chain = {} AND tx_hash = {} AND log_index = {}) k",
+            p(1),
+            p(2),
+            p(3),
+            p(1),
+            p(2),
+            p(3)
+        );
+        sqlx::query_scalar::<_, i64>(&sql)
+            .bind(&$key.chain)
+            .bind($key.tx_hash.as_str())
+            .bind($key.log_index)
+            .fetch_one($crate::store::rows::counted(&mut **$sp))
+            .await
+            .map(|n| n > 0)
+    }};
+}
+
+/// `ApplySql::state_of` for backend `$db`: the order's state as stored.
+macro_rules! state_of {
+    ($db:ty, $tx:expr, $order_id:expr) => {{
+        let sql = format!(
+            "SELECT state FROM orders WHERE id = {}",
+            <$db as $crate::store::dialect::Dialect>::p(1)
+        );
+        sqlx::query_scalar(&sql)
+            .bind($order_id)
+            .fetch_optional($crate::store::rows::counted(&mut **$tx))
+            .await
+    }};
+}
+
+pub(super) use {advance, bind_attach, key_taken, record_transition, state_of};
 
 /// One write batch, the same on every backend: begin (`Dialect::BEGIN_WRITE`), check the
 /// lease, read (and on PostgreSQL lock) the orders' states, check an operator's decision

@@ -8,7 +8,7 @@ use futures::TryStreamExt;
 use jiff::Timestamp;
 
 use super::dialect::{dispatch, Dialect};
-use super::rows::{db_error, sqlite_ts};
+use super::rows::{db_error, ms_time, sqlite_ts};
 use super::{Store, StoreError};
 
 /// One credited payment with its order, as the export reads it (amounts in base units).
@@ -64,9 +64,9 @@ impl From<RawExport> for ExportRow {
             tx_hash: r.tx_hash,
             log_index: r.log_index,
             block_number: r.block_number,
-            block_time: at(r.block_ms),
+            block_time: ms_time(r.block_ms),
             state: r.state,
-            credited_at: at(r.credited_ms),
+            credited_at: ms_time(r.credited_ms),
             source: r.source,
             provider: r.provider,
             order_state: r.order_state,
@@ -102,10 +102,6 @@ fn export_sql<D: Dialect>() -> String {
         p1 = D::ts(1),
         p2 = D::ts(2),
     )
-}
-
-fn at(ms: Option<i64>) -> Option<Timestamp> {
-    ms.and_then(|m| Timestamp::from_millisecond(m).ok())
 }
 
 impl Store {

@@ -110,18 +110,6 @@ impl Store {
         });
         res.map_err(|e| db_error("mark webhook events processed", e))
     }
-
-    /// Stored events of `provider`, processed or not (tests, inspection).
-    pub async fn webhook_delivery_count(&self, provider: &str) -> Result<i64, StoreError> {
-        let res = dispatch!(self, p => {
-            let sql = format!(
-                "SELECT COUNT(*) FROM payrecon_webhook_events WHERE provider = {}",
-                D::p(1)
-            );
-            sqlx::query_scalar(&sql).bind(provider).fetch_one(counted(p)).await
-        });
-        res.map_err(|e| db_error("count webhook events", e))
-    }
 }
 
 type RawEvent = (i64, String, String, String, String);

@@ -12,8 +12,6 @@ mod exceptions;
 mod export;
 mod held;
 mod inbox;
-#[cfg(feature = "demo")]
-mod inspect;
 mod lease;
 mod list_reads;
 mod outbox;
@@ -40,8 +38,6 @@ pub use error::StoreError;
 use error::{is_retryable, is_unique_violation};
 pub use export::ExportRow;
 pub use held::HeldPayment;
-#[cfg(feature = "demo")]
-pub use inspect::{OrderSnapshot, RunSnapshot, TransitionRow};
 pub use outbox::event_type;
 pub use registry::{OrderPage, OrderView, PaymentView, Registered, REGISTER_BATCH};
 pub use status::{LeaseRow, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT};

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::dialect::{dispatch, Dialect};
-use super::rows::{counted, db_error, valid_rows, LOOKUP_CHUNK};
+use super::rows::{counted, db_error, ms_time, valid_rows, LOOKUP_CHUNK};
 use super::{ApplyContext, StoreError};
 use crate::domain::{
     ledger_tx_hash, parse_base_units, BlockRef, CreditedPayment, LedgerRow, LedgerView, NewPayment,
@@ -48,7 +48,7 @@ fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
                 }),
                 _ => None,
             },
-            block_time: bt.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()),
+            block_time: ms_time(bt),
             gone: gone != 0,
         })
     })();
@@ -331,7 +331,7 @@ fn settled_transfer(chain: &str, r: SettledRow) -> Option<crate::domain::ChainTr
             hash,
         },
         state: State::Final,
-        block_time: bt.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()),
+        block_time: ms_time(bt),
     })
 }
 

@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::dialect::{dispatch, Dialect};
-use super::rows::{counted, db_error, sqlite_ts};
+use super::rows::{counted, db_error, ms_text, sqlite_ts};
 use super::{Store, StoreError};
 use crate::domain::{ExpectedOrder, StoredOrder};
 
@@ -117,11 +117,6 @@ struct PagedRow {
     #[sqlx(flatten)]
     row: ViewRow,
     position: String,
-}
-
-fn ms_text(ms: Option<i64>) -> Option<String> {
-    ms.and_then(|m| Timestamp::from_millisecond(m).ok())
-        .map(sqlite_ts)
 }
 
 impl ViewRow {

@@ -199,6 +199,17 @@ pub(crate) fn valid_rows(
     out
 }
 
+/// A time read back as milliseconds since the epoch (`Dialect::ms`); None for NULL or a value
+/// out of range.
+pub(crate) fn ms_time(ms: Option<i64>) -> Option<Timestamp> {
+    ms.and_then(|m| Timestamp::from_millisecond(m).ok())
+}
+
+/// The same, spelled as `sqlite_ts` spells every time payrecon shows.
+pub(crate) fn ms_text(ms: Option<i64>) -> Option<String> {
+    ms_time(ms).map(sqlite_ts)
+}
+
 /// RFC 3339 UTC with exactly three fractional digits: the spelling of SQLite's
 /// `strftime('%Y-%m-%dT%H:%M:%fZ')`, so stored timestamps compare correctly as text.
 pub(crate) fn sqlite_ts(t: Timestamp) -> String {

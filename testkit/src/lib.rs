@@ -7,6 +7,10 @@
 //! - `process`: the real binary as a child, with a clean environment.
 //! - `esplora`: a fake Esplora REST API (docs/configuration.md, "Bitcoin").
 //! - `tron`: a fake Tron node (java-tron's JSON-RPC and HTTP API, their documented shapes).
+//! - `sandbox`: the product's sandbox (the demo's Chaingateway and EVM node) with faults,
+//!   latency, counters, lists that move while read, block numbers and older nodes' tags.
+//! - `inspect`: read-back of the ledger (orders, transitions, findings, runs, counts) as an
+//!   extension of `Store`.
 //! - `qvard`, `paymos`: fake provider APIs on loopback (served exactly as the providers
 //!   document them), sharing one front door (`json_api`: bearer token, request log, latency,
 //!   injected faults) and one handle shape.
@@ -15,11 +19,13 @@
 pub mod anvil;
 pub mod env;
 pub mod esplora;
+pub mod inspect;
 mod json_api;
 pub mod paymos;
 pub mod pgproxy;
 pub mod process;
 pub mod qvard;
+pub mod sandbox;
 pub mod tron;
 
 pub use json_api::{HttpFault, JsonApi};

@@ -7,12 +7,13 @@ use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{State, U256};
 use payrecon::report::Report;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
 use payrecon::store::NewOrder;
 use payrecon_testkit::esplora::{FakeEsplora, Out};
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
 use serde_json::json;
 
 use crate::reconcile::{entry, found, minutes_ago, on_backends, opts, CG, KEY};
+use payrecon_testkit::inspect::Inspect;
 
 const TIP: u64 = 925_000;
 /// Real mainnet addresses of each kind.
@@ -68,7 +69,7 @@ backoff = "20ms"
         self.app.engine.store.insert_orders(&[o]).await.unwrap();
     }
 
-    async fn row(&self, order_ref: &str) -> payrecon::store::OrderSnapshot {
+    async fn row(&self, order_ref: &str) -> payrecon_testkit::inspect::OrderSnapshot {
         let o = self.app.engine.store.order_by_ref(order_ref).await.unwrap();
         o.unwrap_or_else(|| panic!("no order {order_ref}"))
     }

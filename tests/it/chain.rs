@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use payrecon::chain::{ChainClient, ChainError, ChainSettings, Finality, Lookup, TransferQuery};
 use payrecon::domain::{Address, Asset, ChainTransfer, State, TxHash, U256};
-use payrecon::sandbox::chain::{SandboxChain, Tags};
+use payrecon_testkit::sandbox::chain::{SandboxChain, Tags};
 
 use crate::evm::{
     deploy_token, send_native, send_nft_like, send_reverting, send_token, send_tokens_in_one_block,

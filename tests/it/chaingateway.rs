@@ -9,8 +9,8 @@ use futures::StreamExt;
 use payrecon::domain::{Address, Asset, U256};
 use payrecon::providers::chaingateway::{ChaingatewayClient, ChaingatewaySettings};
 use payrecon::providers::{ListKind, ListPlan, Page, ProviderError, StatsCell, StatusClass};
-use payrecon::sandbox::chaingateway::{notification, BlockShape, FakeChaingateway, Fault};
 use payrecon::secret::Secret;
+use payrecon_testkit::sandbox::chaingateway::{notification, BlockShape, FakeChaingateway, Fault};
 use serde_json::{json, Value};
 
 mod contract;

@@ -6,9 +6,9 @@
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::domain::Address;
-use payrecon::sandbox::chaingateway::notification;
-use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::chaingateway::notification;
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 use serde_json::Value;
 
 use crate::cli::harness::{addr, payrecon, scalar, usdt, World};

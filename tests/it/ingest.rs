@@ -17,14 +17,16 @@ use std::time::Duration;
 
 use payrecon::app::{App, AppError};
 use payrecon::domain::State;
-use payrecon::sandbox::chaingateway::notification;
-use payrecon::store::{Store, TransitionRow};
+use payrecon::store::Store;
 use payrecon::webhook::{sign, Encoding};
+use payrecon_testkit::inspect::TransitionRow;
+use payrecon_testkit::sandbox::chaingateway::notification;
 use tokio::sync::oneshot;
 
 use crate::reconcile::{minutes_ago, World, KEY};
 use crate::serve::series;
 use crate::support::wait_until;
+use payrecon_testkit::inspect::Inspect;
 
 /// The `cg` provider's webhook secret.
 pub(crate) const CG_SECRET: &str = "whsec_cg_ingest_7c1e9b24d5f3";

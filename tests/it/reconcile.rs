@@ -10,12 +10,14 @@ use payrecon::config::Config;
 use payrecon::domain::{Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256};
 use payrecon::engine::RunOptions;
 use payrecon::report::{FindingOut, ProviderReport, Report};
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::store::{ApplyContext, NewOrder, OrderSnapshot, Source, Store};
+use payrecon::store::{ApplyContext, NewOrder, Source, Store};
+use payrecon_testkit::inspect::OrderSnapshot;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
 use serde_json::Value;
 
 use crate::evm::{deploy_token, send_token};
 use crate::support::{self, Anvil};
+use payrecon_testkit::inspect::Inspect;
 
 mod faults;
 mod gaps;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use payrecon::chain::{ChainClient, ChainError, ChainSettings, Finality, Lookup, TransferQuery};
 use payrecon::domain::{Address, Asset, State, TxHash, U256};
-use payrecon::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chain::SandboxChain;
 
 use crate::evm::send_native;
 use crate::support::Anvil;

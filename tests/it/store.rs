@@ -15,6 +15,7 @@ use payrecon::domain::{Attach, BlockRef, PaymentKey, PlannedTransition, State, T
 use payrecon::store::{ApplyContext, NewOrder, Source, Store};
 
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 pub const USDT: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 
 use crate::cli::harness::{command, Running, World, BIN};
 use crate::serve::EVERY_SECOND;

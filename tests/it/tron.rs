@@ -8,12 +8,13 @@ use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{State, TronAddress, U256};
 use payrecon::report::Report;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
 use payrecon_testkit::tron::{FakeTron, TronTx, USDT_HEX};
 use serde_json::json;
 
 use crate::reconcile::{entry, found, minutes_ago, on_backends, opts, usdt, CG, KEY};
+use payrecon_testkit::inspect::Inspect;
 
 mod config;
 mod gaps;

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::serve::series;
 use crate::store::open;
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 pub const SECRET: &str = "whsec_it_5f0c9a7e21";
 

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use payrecon::report::Report;
-use payrecon::sandbox::SANDBOX_API_KEY;
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use payrecon::domain::State;
 use payrecon::report::Report;
-use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 
 use crate::world::{SimPay, World};
+use payrecon_testkit::inspect::Inspect;
 
 fn db<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
     r.map_err(|e| format!("reading the ledger: {e}"))
@@ -316,7 +317,7 @@ pub async fn webhooks(w: &World) -> Result<(), String> {
         return Ok(());
     };
     let s = w.store();
-    let provider = payrecon::sandbox::SANDBOX_PROVIDER;
+    let provider = payrecon_testkit::sandbox::SANDBOX_PROVIDER;
     let stored = db(s.webhook_delivery_count(provider).await)?;
     if stored != h.accepted.len() as i64 {
         return Err(format!(

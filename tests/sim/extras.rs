@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use payrecon::sandbox::chaingateway::ListChange;
+use payrecon_testkit::sandbox::chaingateway::ListChange;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::webhooks::{self, count, Delivery};
 use crate::world::{Backend, Extras, World};
+use payrecon_testkit::inspect::Inspect;
 
 /// Counted across the process for the summary line.
 pub const NAMES: [&str; 9] = [

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use payrecon::domain::Address;
-use payrecon::sandbox::chaingateway::{notification, Fault};
-use payrecon::sandbox::SANDBOX_TOKEN;
+use payrecon_testkit::sandbox::chaingateway::{notification, Fault};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use jiff::SignedDuration;
 use payrecon::report::Report;
-use payrecon::sandbox::chaingateway::notification;
-use payrecon::sandbox::{SANDBOX_PROVIDER, SANDBOX_TOKEN};
+use payrecon_testkit::sandbox::chaingateway::notification;
+use payrecon_testkit::sandbox::{SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use rand::rngs::StdRng;
 use rand::Rng;
 

@@ -27,6 +27,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use payrecon::domain::State;
 
+use payrecon_testkit::inspect::Inspect;
 use world::Backend;
 
 const SHARDS: u64 = 4;
@@ -86,7 +87,7 @@ pub fn pg_prefix(backend: Backend) -> &'static str {
 pub async fn order_rows(
     store: &payrecon::store::Store,
     refs: Vec<String>,
-) -> Result<Vec<payrecon::store::OrderSnapshot>, String> {
+) -> Result<Vec<payrecon_testkit::inspect::OrderSnapshot>, String> {
     let mut out = Vec::new();
     for r in refs {
         let row = store
@@ -157,7 +158,7 @@ pub async fn credited(
 pub fn check_cover(
     order_ref: &str,
     due: u128,
-    row: &payrecon::store::OrderSnapshot,
+    row: &payrecon_testkit::inspect::OrderSnapshot,
     credited: &[Credited],
     creditable: &[(String, i64, u128)],
 ) -> Result<Option<Credited>, String> {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon_testkit::qvard::{FakeQvard, QvardPayment};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 use payrecon_testkit::HttpFault;
 use rand::rngs::StdRng;
 use rand::Rng;

@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use payrecon::domain::State;
 use payrecon::report::Report;
-use payrecon::sandbox::chaingateway::{notification, Fault};
-use payrecon::sandbox::SANDBOX_TOKEN;
+use payrecon_testkit::sandbox::chaingateway::{notification, Fault};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::check;
 use crate::extras;
 use crate::world::{decimal, opts, Backend, SimOrder, World};
+use payrecon_testkit::inspect::Inspect;
 
 /// Fault classes, in the order of `FAULTS` (counted across the process for the summary).
 pub const FAULT_NAMES: [&str; 8] = [

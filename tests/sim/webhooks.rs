@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use payrecon::app::App;
-use payrecon::sandbox::chaingateway::notification;
-use payrecon::sandbox::{SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use payrecon::webhook::{sign, Encoding, Ingest};
+use payrecon_testkit::sandbox::chaingateway::notification;
+use payrecon_testkit::sandbox::{SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use tokio::task::JoinHandle;
 
 use crate::world::decimal;
@@ -256,7 +256,7 @@ pub async fn post(h: &Hooks, d: &Delivery) -> Result<(), String> {
             .map_err(|e| format!("POST webhook {}: {e}", d.event_id))?;
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap_or_default();
-        if text.contains(SECRET) || text.contains(payrecon::sandbox::SANDBOX_API_KEY) {
+        if text.contains(SECRET) || text.contains(payrecon_testkit::sandbox::SANDBOX_API_KEY) {
             return Err(format!("a secret in a webhook answer: {text}"));
         }
         if status == 503 && h.allow_503 && attempt < 50 {

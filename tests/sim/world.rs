@@ -6,10 +6,10 @@ use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{Address, State, U256};
 use payrecon::engine::{RunOptions, Trigger};
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::FakeChaingateway;
-use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use payrecon::store::{NewOrder, Store};
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::FakeChaingateway;
+use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 
 /// Where the ledger lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -91,11 +91,11 @@ pub(super) struct Node {
     txs: HashMap<B256, Tx>,
     nonces: HashMap<EvmAddress, u64>,
     counter: u64,
-    finalized_lag: u64,
-    safe_lag: u64,
-    /// How `finalized` and `safe` are answered.
-    pub(super) tags: super::Tags,
 }
+
+/// How far `finalized` and `safe` trail the head, as on anvil.
+const FINALIZED_LAG: u64 = 64;
+const SAFE_LAG: u64 = 32;
 
 const GENESIS_TIME: u64 = 1_700_000_000;
 
@@ -115,19 +115,11 @@ impl Node {
             txs: HashMap::new(),
             nonces: HashMap::new(),
             counter: 0,
-            finalized_lag: 64,
-            safe_lag: 32,
-            tags: super::Tags::Served,
         }
     }
 
     pub(super) fn head(&self) -> u64 {
         self.blocks.len() as u64 - 1
-    }
-
-    pub(super) fn set_tag_lags(&mut self, finalized: u64, safe: u64) {
-        self.finalized_lag = finalized;
-        self.safe_lag = safe;
     }
 
     /// Adds a transaction to the pending block: its hash and the block-level index of its
@@ -189,12 +181,8 @@ impl Node {
         let n = match tag {
             "latest" | "pending" => head,
             "earliest" => 0,
-            "finalized" | "safe" if self.tags == super::Tags::Null => return Ok(None),
-            "finalized" | "safe" if self.tags == super::Tags::Refused => {
-                return Err(format!("unknown block tag {tag:?}"))
-            }
-            "finalized" => head.saturating_sub(self.finalized_lag),
-            "safe" => head.saturating_sub(self.safe_lag),
+            "finalized" => head.saturating_sub(FINALIZED_LAG),
+            "safe" => head.saturating_sub(SAFE_LAG),
             hex => {
                 let digits = hex
                     .strip_prefix("0x")

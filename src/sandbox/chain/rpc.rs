@@ -1,14 +1,10 @@
-//! The sandbox chain's HTTP side: JSON-RPC single and batch requests over axum, latency and
-//! injected failures.
+//! The sandbox chain's HTTP side: JSON-RPC single and batch requests over axum.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use alloy::primitives::B256;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -21,33 +17,11 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
 }
 
 async fn answer(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    shared.requests.fetch_add(1, Ordering::SeqCst);
-    let latency = shared.latency_us.load(Ordering::Relaxed);
-    if latency > 0 {
-        tokio::time::sleep(Duration::from_micros(latency)).await;
-    }
-    let failing = shared
-        .fail_next
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok();
-    if failing {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "sandbox: injected failure",
-        )
-            .into_response();
-    }
     let reply = match serde_json::from_slice::<Value>(&body) {
         Err(e) => error(Value::Null, -32700, &format!("parse error: {e}")),
         Ok(Value::Array(calls)) if calls.is_empty() => error(Value::Null, -32600, "empty batch"),
-        Ok(Value::Array(calls)) => {
-            shared.calls.fetch_add(calls.len() as u64, Ordering::SeqCst);
-            Value::Array(calls.iter().map(|c| call(&shared, c)).collect())
-        }
-        Ok(single) => {
-            shared.calls.fetch_add(1, Ordering::SeqCst);
-            call(&shared, &single)
-        }
+        Ok(Value::Array(calls)) => Value::Array(calls.iter().map(|c| call(&shared, c)).collect()),
+        Ok(single) => call(&shared, &single),
     };
     axum::Json(reply).into_response()
 }

@@ -1,14 +1,17 @@
 //! One chain's lists in the fake: records in listing order, indexed by id, and the failed list.
+//! `push` and `mark` build the demo's world; `push_front`, `remove` and `unmark` move a list
+//! the way the provider's own does (new records ahead, records gone, deliveries that succeeded).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{id_of, BlockShape, ListChange};
+use super::id_of;
 
+/// One chain's notifications and failed list.
 #[derive(Default)]
-pub(super) struct ChainData {
+pub struct ChainLists {
     /// Serialized records, in listing order.
     pub(super) records: Vec<Arc<str>>,
     /// id -> index in `records`.
@@ -16,11 +19,11 @@ pub(super) struct ChainData {
     /// Indexes of failed notifications, in the order they failed.
     pub(super) failed: Vec<usize>,
     pub(super) failed_set: HashSet<usize>,
-    pub(super) block: Option<(u64, BlockShape)>,
 }
 
-impl ChainData {
-    pub(super) fn push(&mut self, record: Value) {
+impl ChainLists {
+    /// Adds a record at the end; a record whose `id` is listed already replaces it in place.
+    pub fn push(&mut self, record: Value) {
         let id = id_of(&record);
         let text: Arc<str> = Arc::from(record.to_string());
         match id.as_ref().and_then(|id| self.ids.get(id)) {
@@ -35,8 +38,8 @@ impl ChainData {
     }
 
     /// Puts `records` (ids not listed yet; a known id replaces its record in place) before
-    /// every record: O(list), for tests and the simulator.
-    pub(super) fn push_front(&mut self, records: Vec<Value>) {
+    /// every record: O(list).
+    pub fn push_front(&mut self, records: Vec<Value>) {
         let mut front: Vec<Arc<str>> = Vec::new();
         let mut front_ids: Vec<(String, usize)> = Vec::new();
         for record in records {
@@ -65,8 +68,8 @@ impl ChainData {
         self.records = front;
     }
 
-    /// Drops `ids` from both lists: O(list), for tests and the simulator.
-    pub(super) fn remove(&mut self, ids: &[String]) {
+    /// Drops `ids` from both lists: O(list).
+    pub fn remove(&mut self, ids: &[String]) {
         let gone: HashSet<usize> = ids
             .iter()
             .filter_map(|id| self.ids.get(id).copied())
@@ -94,7 +97,8 @@ impl ChainData {
         self.failed_set = self.failed.iter().copied().collect();
     }
 
-    pub(super) fn mark(&mut self, id: &str) -> bool {
+    /// Puts a listed id on the failed list (once); false for an unknown id.
+    pub fn mark(&mut self, id: &str) -> bool {
         let Some(&i) = self.ids.get(id) else {
             return false;
         };
@@ -104,7 +108,8 @@ impl ChainData {
         true
     }
 
-    pub(super) fn unmark(&mut self, id: &str) {
+    /// Takes an id off the failed list (a delivery that succeeded).
+    pub fn unmark(&mut self, id: &str) {
         if let Some(i) = self.ids.get(id).copied() {
             if self.failed_set.remove(&i) {
                 self.failed.retain(|&f| f != i);
@@ -112,16 +117,18 @@ impl ChainData {
         }
     }
 
-    pub(super) fn apply(&mut self, change: ListChange) {
-        match change {
-            ListChange::InsertAtHead(records) => self.push_front(records),
-            ListChange::Append(records) => records.into_iter().for_each(|r| self.push(r)),
-            ListChange::Remove(ids) => self.remove(&ids),
-            ListChange::MarkFailed(ids) => ids.iter().for_each(|id| {
-                self.mark(id);
-            }),
-            ListChange::UnmarkFailed(ids) => ids.iter().for_each(|id| self.unmark(id)),
-        }
+    /// Records listed.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Records on the failed list.
+    pub fn failed_len(&self) -> usize {
+        self.failed.len()
     }
 }
 
@@ -130,46 +137,44 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ids(d: &ChainData) -> Vec<String> {
+    fn ids(d: &ChainLists) -> Vec<String> {
         d.records
             .iter()
             .map(|r| serde_json::from_str::<Value>(r).unwrap()["id"].to_string())
             .collect()
     }
 
-    fn failed(d: &ChainData) -> Vec<String> {
+    fn failed(d: &ChainLists) -> Vec<String> {
         let all = ids(d);
         d.failed.iter().map(|&i| all[i].clone()).collect()
     }
 
     #[test]
     fn records_inserted_at_the_head_shift_the_list_and_keep_the_failed_list() {
-        let mut d = ChainData::default();
+        let mut d = ChainLists::default();
         d.push(json!({"id": "a"}));
         d.push(json!({"id": "b"}));
         assert!(d.mark("b"));
-        d.apply(ListChange::InsertAtHead(vec![
+        d.push_front(vec![
             json!({"id": "c"}),
             json!({"id": "d"}),
             json!({"id": "a", "v": 2}), // known: replaced in place, not moved
-        ]));
+        ]);
         assert_eq!(ids(&d), ["\"c\"", "\"d\"", "\"a\"", "\"b\""]);
         assert!(d.records[2].contains("\"v\":2"));
         assert_eq!(failed(&d), ["\"b\""]);
-        d.apply(ListChange::MarkFailed(vec![
-            "c".into(),
-            "nope".into(),
-            "b".into(),
-        ]));
+        assert!(d.mark("c"));
+        assert!(!d.mark("nope"));
+        assert!(d.mark("b"));
         assert_eq!(failed(&d), ["\"b\"", "\"c\""]);
-        d.apply(ListChange::UnmarkFailed(vec!["b".into()]));
+        d.unmark("b");
         assert_eq!(failed(&d), ["\"c\""]);
-        d.apply(ListChange::Remove(vec!["d".into(), "nope".into()]));
+        d.remove(&["d".into(), "nope".into()]);
         assert_eq!(ids(&d), ["\"c\"", "\"a\"", "\"b\""]);
         assert_eq!(failed(&d), ["\"c\""]);
-        d.apply(ListChange::Append(vec![json!({"id": "d"})]));
+        d.push(json!({"id": "d"}));
         assert_eq!(ids(&d), ["\"c\"", "\"a\"", "\"b\"", "\"d\""]);
-        assert_eq!(d.ids.len(), 4);
+        assert_eq!((d.len(), d.ids.len(), d.failed_len()), (4, 4, 1));
         assert!(d
             .ids
             .iter()

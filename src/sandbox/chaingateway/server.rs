@@ -1,9 +1,7 @@
-//! The fake's HTTP side: routes, the gate (auth, network, latency, faults) and Laravel pages.
+//! The fake's HTTP side: routes, the gate (bearer token, network) and Laravel pages.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
@@ -12,9 +10,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::{BlockShape, Fault, Inner, KNOWN_CHAINS};
+use super::{Gateway, KNOWN_CHAINS};
 
-pub(super) fn router(inner: Arc<Inner>) -> Router {
+pub(super) fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/api/v2/{chain}/webhooks/notifications", get(list_all))
         .route(
@@ -25,26 +23,8 @@ pub(super) fn router(inner: Arc<Inner>) -> Router {
             "/api/v2/{chain}/webhooks/notifications/{id}/retry",
             post(retry),
         )
-        .route("/api/v2/{chain}/blocks/number", get(block_number))
-        .layer(middleware::from_fn_with_state(inner.clone(), gate))
-        .with_state(inner)
-}
-
-/// Counts requests in progress (also when the client goes away mid-request).
-struct InFlight(Arc<Inner>);
-
-impl InFlight {
-    fn enter(inner: &Arc<Inner>) -> InFlight {
-        let now = inner.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        inner.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        InFlight(inner.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-    }
+        .layer(middleware::from_fn_with_state(gateway.clone(), gate))
+        .with_state(gateway)
 }
 
 fn message(status: StatusCode, text: &str) -> Response {
@@ -52,84 +32,30 @@ fn message(status: StatusCode, text: &str) -> Response {
     (status, Json(body)).into_response()
 }
 
-/// Every request: count, bearer token, `X-Network`, latency, then the next queued fault.
-async fn gate(State(inner): State<Arc<Inner>>, req: Request, next: Next) -> Response {
-    inner.requests.fetch_add(1, Ordering::SeqCst);
-    let _in_flight = InFlight::enter(&inner);
-    let headers = req.headers();
-    let bearer = format!("Bearer {}", inner.api_key);
+/// Every request: the bearer token, then `X-Network`.
+async fn gate(State(gateway): State<Arc<Gateway>>, req: Request, next: Next) -> Response {
+    match refusal(&gateway, req.headers()) {
+        Some(refused) => refused,
+        None => next.run(req).await,
+    }
+}
+
+pub(super) fn refusal(gateway: &Gateway, headers: &HeaderMap) -> Option<Response> {
+    let bearer = format!("Bearer {}", gateway.api_key);
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(bearer.as_str()) {
-        return message(StatusCode::UNAUTHORIZED, "Unauthenticated.");
+        return Some(message(StatusCode::UNAUTHORIZED, "Unauthenticated."));
     }
     let network = headers
         .get("x-network")
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("mainnet")
-        .to_string();
-    let (expected, latency, fault) = {
-        let mut state = inner.state();
-        (
-            state.network.clone(),
-            state.latency,
-            state.faults.pop_front(),
-        )
-    };
-    if network != expected {
-        return message(
+        .unwrap_or("mainnet");
+    let expected = gateway.state().network.clone();
+    (network != expected).then(|| {
+        message(
             StatusCode::BAD_REQUEST,
             &format!("unknown network {network:?}"),
-        );
-    }
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
-    match fault {
-        None => next.run(req).await,
-        Some(Fault::Hang(d)) => {
-            tokio::time::sleep(d).await;
-            next.run(req).await
-        }
-        Some(fault) => fault_response(fault, req.headers()),
-    }
-}
-
-fn fault_response(fault: Fault, headers: &HeaderMap) -> Response {
-    let json_body = |status: StatusCode, body: &'static str| {
-        (status, [("content-type", "application/json")], body).into_response()
-    };
-    match fault {
-        Fault::ServerError => message(StatusCode::INTERNAL_SERVER_ERROR, "Server Error"),
-        Fault::Unavailable => message(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable"),
-        Fault::TooManyRequests { retry_after_secs } => {
-            let mut resp = message(StatusCode::TOO_MANY_REQUESTS, "Too Many Attempts.");
-            resp.headers_mut()
-                .insert("retry-after", retry_after_secs.to_string().parse().unwrap());
-            resp
-        }
-        Fault::MalformedJson => {
-            json_body(StatusCode::OK, r#"{"status":200,"ok":true,"data":[{"id":"#)
-        }
-        Fault::MissingData => {
-            json_body(StatusCode::OK, r#"{"status":200,"ok":true,"message":"?"}"#)
-        }
-        Fault::CloseConnection => {
-            let failing = futures::stream::once(async {
-                Err::<String, _>(std::io::Error::other("fault: connection closed"))
-            });
-            (StatusCode::OK, Body::from_stream(failing)).into_response()
-        }
-        Fault::EchoHeaders => {
-            let echoed: Vec<String> = headers
-                .iter()
-                .map(|(k, v)| format!("{k}: {}", v.to_str().unwrap_or("?")))
-                .collect();
-            message(
-                StatusCode::BAD_REQUEST,
-                &format!("bad request; headers: {echoed:?}"),
-            )
-        }
-        Fault::Hang(_) => unreachable!("handled in gate"),
-    }
+        )
+    })
 }
 
 #[derive(serde::Deserialize)]
@@ -138,22 +64,22 @@ struct PageQuery {
 }
 
 async fn list_all(
-    State(inner): State<Arc<Inner>>,
+    State(gateway): State<Arc<Gateway>>,
     Path(chain): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    list(&inner, &chain, false, q)
+    list(&gateway, &chain, false, q)
 }
 
 async fn list_failed(
-    State(inner): State<Arc<Inner>>,
+    State(gateway): State<Arc<Gateway>>,
     Path(chain): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    list(&inner, &chain, true, q)
+    list(&gateway, &chain, true, q)
 }
 
-fn list(inner: &Inner, chain: &str, failed: bool, q: PageQuery) -> Response {
+fn list(gateway: &Gateway, chain: &str, failed: bool, q: PageQuery) -> Response {
     // Laravel reads a missing, non-numeric or < 1 page as page 1.
     let page = q
         .page
@@ -161,13 +87,12 @@ fn list(inner: &Inner, chain: &str, failed: bool, q: PageQuery) -> Response {
         .filter(|&p| p >= 1)
         .unwrap_or(1);
     let (per_page, total, items) = {
-        let state = inner.state();
+        let state = gateway.state();
         let per_page = state.per_page;
         let Some(data) = state.chains.get(chain) else {
             drop(state);
             return if KNOWN_CHAINS.contains(&chain) {
-                inner.page_served();
-                page_response(inner, chain, failed, page, per_page, 0, &[])
+                page_response(gateway, chain, failed, page, per_page, 0, &[])
             } else {
                 message(StatusCode::NOT_FOUND, "Not Found")
             };
@@ -191,13 +116,12 @@ fn list(inner: &Inner, chain: &str, failed: bool, q: PageQuery) -> Response {
         };
         (per_page, total, items)
     };
-    inner.page_served();
-    page_response(inner, chain, failed, page, per_page, total, &items)
+    page_response(gateway, chain, failed, page, per_page, total, &items)
 }
 
 /// A Laravel `LengthAwarePaginator` body, as in the OpenAPI examples.
 fn page_response(
-    inner: &Inner,
+    gateway: &Gateway,
     chain: &str,
     failed: bool,
     page: usize,
@@ -207,7 +131,7 @@ fn page_response(
 ) -> Response {
     let path = format!(
         "{}/{chain}/webhooks/notifications{}",
-        inner.base_url,
+        gateway.base_url,
         if failed { "/failed" } else { "" }
     );
     let url = |n: usize| format!("{path}?page={n}");
@@ -274,10 +198,10 @@ fn links(page: usize, last: usize, url: &dyn Fn(usize) -> String) -> Vec<Value> 
 }
 
 async fn retry(
-    State(inner): State<Arc<Inner>>,
+    State(gateway): State<Arc<Gateway>>,
     Path((chain, id)): Path<(String, String)>,
 ) -> Response {
-    let mut state = inner.state();
+    let mut state = gateway.state();
     let known = state
         .chains
         .get(&chain)
@@ -287,19 +211,4 @@ async fn retry(
     }
     state.retries.push((chain, id));
     message(StatusCode::OK, "Retry started").into_response()
-}
-
-async fn block_number(State(inner): State<Arc<Inner>>, Path(chain): Path<String>) -> Response {
-    let block = inner.state().chains.get(&chain).and_then(|c| c.block);
-    let Some((n, shape)) = block else {
-        return message(StatusCode::NOT_FOUND, "Not Found");
-    };
-    let data = match shape {
-        BlockShape::Integer => json!(n),
-        BlockShape::Object => json!({"blocknumber": n}),
-        BlockShape::ObjectString => json!({"blocknumber": n.to_string()}),
-    };
-    let body =
-        json!({"status": 200, "ok": true, "message": "Latest block number fetched", "data": data});
-    Json(body).into_response()
 }

@@ -14,7 +14,7 @@ pub(crate) use upsert::{exception_findings, upsert};
 use jiff::Timestamp;
 
 use super::dialect::{dispatch, Dialect};
-use super::rows::{db_error, sqlite_ts};
+use super::rows::{db_error, ms_text, ms_time, sqlite_ts};
 use super::types::{
     ExceptionFilter, ExceptionRow, FinalSeen, OpenExceptions, Resolve, EXCEPTION_KINDS,
 };
@@ -43,11 +43,6 @@ struct Row {
     resolved_by: Option<String>,
     resolution: Option<String>,
     note: Option<String>,
-}
-
-fn ms_text(ms: Option<i64>) -> Option<String> {
-    ms.and_then(|m| Timestamp::from_millisecond(m).ok())
-        .map(sqlite_ts)
 }
 
 impl ExceptionRow {
@@ -174,9 +169,7 @@ impl Store {
                 .iter()
                 .map(|k| {
                     let found = rows.iter().find(|r| r.0 == *k);
-                    let oldest = found
-                        .and_then(|r| r.2)
-                        .and_then(|m| Timestamp::from_millisecond(m).ok());
+                    let oldest = ms_time(found.and_then(|r| r.2));
                     OpenExceptions {
                         kind: k.to_string(),
                         open: found.map_or(0, |r| r.1),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use sqlx::{Postgres, Transaction};
 
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
-use crate::store::apply::{advance, record_transition, ApplySql};
+use crate::store::apply::{advance, key_taken, record_transition, state_of, ApplySql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
@@ -93,17 +93,7 @@ impl ApplySql for Postgres {
         sp: &mut Transaction<'_, Postgres>,
         key: &crate::domain::PaymentKey,
     ) -> Result<bool, sqlx::Error> {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = $1 \
-             AND tx_hash = $2 AND log_index = $3 UNION ALL SELECT 1 FROM orders \
-             WHERE chain = $1 AND tx_hash = $2 AND log_index = $3) k",
-        )
-        .bind(&key.chain)
-        .bind(key.tx_hash.as_str())
-        .bind(key.log_index)
-        .fetch_one(counted(&mut **sp))
-        .await
-        .map(|n| n > 0)
+        key_taken!(Postgres, sp, key)
     }
 
     async fn set_paid(
@@ -154,10 +144,7 @@ impl ApplySql for Postgres {
         tx: &mut Transaction<'static, Postgres>,
         order_id: i64,
     ) -> Result<Option<String>, sqlx::Error> {
-        sqlx::query_scalar("SELECT state FROM orders WHERE id = $1")
-            .bind(order_id)
-            .fetch_optional(counted(&mut **tx))
-            .await
+        state_of!(Postgres, tx, order_id)
     }
 
     async fn record_transition(

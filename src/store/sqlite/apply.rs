@@ -7,7 +7,7 @@ use serde_json::json;
 use sqlx::{Sqlite, Transaction};
 
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
-use crate::store::apply::{advance, record_transition, ApplySql};
+use crate::store::apply::{advance, key_taken, record_transition, state_of, ApplySql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql, sqlite_ts};
@@ -101,17 +101,7 @@ impl ApplySql for Sqlite {
         sp: &mut Transaction<'_, Sqlite>,
         key: &crate::domain::PaymentKey,
     ) -> Result<bool, sqlx::Error> {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = ?1 \
-             AND tx_hash = ?2 AND log_index = ?3 UNION ALL SELECT 1 FROM orders \
-             WHERE chain = ?1 AND tx_hash = ?2 AND log_index = ?3) k",
-        )
-        .bind(&key.chain)
-        .bind(key.tx_hash.as_str())
-        .bind(key.log_index)
-        .fetch_one(counted(&mut **sp))
-        .await
-        .map(|n| n > 0)
+        key_taken!(Sqlite, sp, key)
     }
 
     async fn set_paid(
@@ -173,10 +163,7 @@ impl ApplySql for Sqlite {
         tx: &mut Transaction<'static, Sqlite>,
         order_id: i64,
     ) -> Result<Option<String>, sqlx::Error> {
-        sqlx::query_scalar("SELECT state FROM orders WHERE id = ?1")
-            .bind(order_id)
-            .fetch_optional(counted(&mut **tx))
-            .await
+        state_of!(Sqlite, tx, order_id)
     }
 
     async fn record_transition(

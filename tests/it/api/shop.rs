@@ -42,7 +42,7 @@ async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
         // 1. Register, exactly as README shows it.
         let pay_to = addr(7).to_string();
         let body = json!({"order_ref": "SHOP-1", "chain": "ethereum", "pay_to": pay_to,
-            "asset": payrecon::sandbox::SANDBOX_TOKEN, "amount_due": "25000000"})
+            "asset": payrecon_testkit::sandbox::SANDBOX_TOKEN, "amount_due": "25000000"})
         .to_string();
         let out = Command::new("curl")
             .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])

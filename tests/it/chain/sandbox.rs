@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use payrecon::chain::{ChainClient, ChainSettings, Finality, Lookup, TransferQuery};
 use payrecon::domain::{Asset, U256};
-use payrecon::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chain::SandboxChain;
 
 use super::{addr, client, native_query, one, settings, token_query};
 use crate::evm::{

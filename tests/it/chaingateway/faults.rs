@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use payrecon::providers::{ListKind, StatusClass};
-use payrecon::sandbox::chaingateway::{FakeChaingateway, Fault};
+use payrecon_testkit::sandbox::chaingateway::{FakeChaingateway, Fault};
 
 use super::*;
 

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use payrecon::providers::ListKind;
 use payrecon::providers::{ListPlan, ListStats, StatsCell};
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway, ListChange};
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway, ListChange};
 use serde_json::Value;
 
 use super::{addr, client, hash, settings, KEY, USDT};

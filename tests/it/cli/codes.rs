@@ -1,11 +1,12 @@
 //! Exit codes (docs/reference.md §9): 0 ok, 1 not completed, 2 usage, 3 --fail-on-gaps with
 //! gaps; what goes to stderr when the run cannot even start; no secret in any output.
 
-use payrecon::sandbox::chaingateway::{FakeChaingateway, Fault};
-use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon_testkit::sandbox::chaingateway::{FakeChaingateway, Fault};
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 
 use super::harness::{payrecon, World};
 use crate::support::free_port;
+use payrecon_testkit::inspect::Inspect;
 
 fn one_line(s: &str) -> &str {
     let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -48,7 +49,7 @@ async fn unreachable_database_exits_1_without_the_password() {
     w.cg.set_block_number(
         "ethereum",
         1,
-        payrecon::sandbox::chaingateway::BlockShape::Integer,
+        payrecon_testkit::sandbox::chaingateway::BlockShape::Integer,
     );
     let port = free_port();
     let config = w.config("");
@@ -183,7 +184,7 @@ async fn no_secret_in_the_output_of_a_failing_run() {
         cg.add_notification("ethereum", w.cg_notification(1).await);
         cg.push_fault(Fault::EchoHeaders, 1000);
         let key_file = w.write("cg.key", &format!("{API_KEY}\n"));
-        let toml = payrecon::sandbox::config_toml(&url, &cg_url, &w.rpc_url, "").replace(
+        let toml = payrecon_testkit::sandbox::config_toml(&url, &cg_url, &w.rpc_url, "").replace(
             &format!("api_key = \"{SANDBOX_API_KEY}\""),
             &format!("api_key_file = \"{}\"", key_file.display()),
         );
@@ -222,7 +223,7 @@ async fn no_secret_in_the_output_of_a_failing_run() {
 async fn chain_down_exits_1_with_the_report() {
     let w = World::sqlite().await;
     let refs = w.missing_payments(1, 2).await;
-    let toml = payrecon::sandbox::config_toml(
+    let toml = payrecon_testkit::sandbox::config_toml(
         &w.db_url,
         &w.cg_url,
         &format!("http://127.0.0.1:{}", free_port()),

@@ -2,6 +2,7 @@
 
 use super::harness::{payrecon, World};
 use crate::support::free_port;
+use payrecon_testkit::inspect::Inspect;
 
 const TABLES: [&str; 5] = [
     "orders",
@@ -17,7 +18,7 @@ async fn migrate_creates_the_schema() {
     for url in urls {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("config.toml");
-        let toml = payrecon::sandbox::config_toml(
+        let toml = payrecon_testkit::sandbox::config_toml(
             &url,
             "http://127.0.0.1:1/api/v2",
             "http://127.0.0.1:1",
@@ -44,7 +45,7 @@ async fn check_prints_one_line_per_item_and_fails_when_the_provider_is_down() {
     w.cg.set_block_number(
         "ethereum",
         19_000_000,
-        payrecon::sandbox::chaingateway::BlockShape::Integer,
+        payrecon_testkit::sandbox::chaingateway::BlockShape::Integer,
     );
     let out = payrecon(&w.config(""), &["check"]).await;
     out.assert_code(0);

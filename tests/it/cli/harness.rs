@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::domain::{Address, U256};
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use payrecon::store::{NewOrder, Store};
+use payrecon_testkit::inspect::Inspect;
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::harness::{payrecon, World};
+use payrecon_testkit::inspect::Inspect;
 
 const KINDS: [&str; 7] = [
     "missing",

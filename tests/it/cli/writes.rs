@@ -1,9 +1,10 @@
 //! What a run writes and asks for: --dry-run (nothing), --no-resend (no resend), the
 //! environment overrides and `api_key_file` through the binary.
 
-use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 
 use super::harness::{command, output, payrecon, World};
+use payrecon_testkit::inspect::Inspect;
 
 async fn states(w: &World, refs: &[String]) -> Vec<String> {
     let mut out = Vec::new();
@@ -123,10 +124,11 @@ async fn environment_overrides_and_api_key_file_reach_the_binary() {
     // The key only in a file, the database URL only in the environment.
     let elsewhere = format!("sqlite://{}", w.dir.path().join("elsewhere.db").display());
     let key_file = w.write("sandbox.key", &format!("{SANDBOX_API_KEY}\n"));
-    let toml = payrecon::sandbox::config_toml(&elsewhere, &w.cg_url, &w.rpc_url, "").replace(
-        &format!("api_key = \"{SANDBOX_API_KEY}\""),
-        &format!("api_key_file = \"{}\"", key_file.display()),
-    );
+    let toml = payrecon_testkit::sandbox::config_toml(&elsewhere, &w.cg_url, &w.rpc_url, "")
+        .replace(
+            &format!("api_key = \"{SANDBOX_API_KEY}\""),
+            &format!("api_key_file = \"{}\"", key_file.display()),
+        );
     let config = w.write("from-file.toml", &toml);
     let mut cmd = command(&config, &["run", "--format", "json"]);
     cmd.env("PAYRECON_DATABASE__URL", &w.db_url);
@@ -145,7 +147,7 @@ async fn environment_overrides_and_api_key_file_reach_the_binary() {
     );
 
     // The right key from the environment: the wrong one in the file is overridden.
-    let toml = payrecon::sandbox::config_toml(&w.db_url, &w.cg_url, &w.rpc_url, "")
+    let toml = payrecon_testkit::sandbox::config_toml(&w.db_url, &w.cg_url, &w.rpc_url, "")
         .replace(SANDBOX_API_KEY, "stale-key");
     let config = w.write("stale.toml", &toml);
     let out = payrecon(&config, &["run"]).await;

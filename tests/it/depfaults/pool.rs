@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use payrecon::sandbox::config_toml;
 use payrecon::webhook::{sign, Encoding};
+use payrecon_testkit::sandbox::config_toml;
 
 use super::{assert_alive, status_of};
 use crate::cli::harness::{scalar, World};

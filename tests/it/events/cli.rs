@@ -5,6 +5,7 @@
 use super::receiver::{Receiver, Reply};
 use super::SECRET;
 use crate::cli::harness::{payrecon, World};
+use payrecon_testkit::inspect::Inspect;
 
 fn events_toml(url: &str) -> String {
     format!(

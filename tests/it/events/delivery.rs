@@ -14,6 +14,7 @@ use payrecon::store::{ApplyContext, EventFilter, NewOrder, Source, Store};
 use super::receiver::{Receiver, Reply};
 use super::{all_events, distinct_ids, effects, verify_with_standardwebhooks, SECRET, WAIT};
 use crate::support::{self, wait_until};
+use payrecon_testkit::inspect::Inspect;
 
 /// An App with events to `receiver` on `db_url`: no chain, no provider (events are
 /// produced by applying transitions directly, as any run would).

@@ -7,6 +7,7 @@ use payrecon::store::Store;
 
 use super::{all_events, events_table, three_missing, world};
 use crate::reconcile::{on_backends, opts, payee, usdt};
+use payrecon_testkit::inspect::Inspect;
 
 async fn exec(store: &Store, sql: &str) {
     match store {

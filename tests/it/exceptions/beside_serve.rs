@@ -10,6 +10,7 @@ use super::{all, id, one, order, pay};
 use crate::cli::harness::{payrecon, World};
 use crate::serve::{series, Served, EVERY_SECOND};
 use crate::support::wait_until;
+use payrecon_testkit::inspect::Inspect;
 
 async fn open_gauge(s: &Served, kind: &str) -> Option<f64> {
     series(

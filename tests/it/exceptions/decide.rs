@@ -9,6 +9,7 @@ use super::{all, count, id, one, order, pay};
 use crate::cli::harness::{command, output, payrecon, World};
 use crate::events::receiver::Receiver;
 use crate::events::SECRET;
+use payrecon_testkit::inspect::Inspect;
 
 fn events(r: &Receiver) -> String {
     format!(

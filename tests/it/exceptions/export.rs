@@ -46,7 +46,7 @@ async fn the_export_reads_back_with_every_amount_as_the_database_has_it() {
                 order_ref: "Q-\"1\", quoted".into(),
                 chain: "ethereum".into(),
                 pay_to: crate::cli::harness::addr(5).to_string(),
-                asset: payrecon::sandbox::SANDBOX_TOKEN.into(),
+                asset: payrecon_testkit::sandbox::SANDBOX_TOKEN.into(),
                 amount_due: crate::cli::harness::usdt(7),
             }])
             .await
@@ -147,7 +147,7 @@ async fn the_export_reads_back_with_every_amount_as_the_database_has_it() {
 async fn a_path_that_cannot_be_written_fails_before_the_database_is_read() {
     let w = World::sqlite().await;
     // A database nothing listens on: reading it would fail with a database error.
-    let text = payrecon::sandbox::config_toml(
+    let text = payrecon_testkit::sandbox::config_toml(
         "postgres://payrecon@127.0.0.1:1/none",
         &w.cg_url,
         &w.rpc_url,
@@ -179,7 +179,7 @@ async fn a_path_that_cannot_be_written_fails_before_the_database_is_read() {
 async fn an_unreachable_database_is_one_line_without_its_password() {
     let w = World::sqlite().await;
     let url = "postgres://payrecon:s3cret-pw-42@127.0.0.1:1/none";
-    let text = payrecon::sandbox::config_toml(url, &w.cg_url, &w.rpc_url, "");
+    let text = payrecon_testkit::sandbox::config_toml(url, &w.cg_url, &w.rpc_url, "");
     let config = w.write("secret.toml", &text);
     for args in [
         vec!["exceptions"],

@@ -6,6 +6,7 @@ use payrecon::domain::State;
 
 use super::{all, count, one, order, pay};
 use crate::cli::harness::{payrecon, World};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_order_has_one_exception_across_runs_until_a_top_up_clears_it() {

@@ -11,6 +11,7 @@ use sqlx::{Connection, Executor};
 
 use super::{all, count, id, one, order, pay};
 use crate::cli::harness::{command, payrecon, Running, World};
+use payrecon_testkit::inspect::Inspect;
 
 /// A lock that holds every decision on `order_ref` at the database until `release`.
 enum Hold {

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use payrecon::sandbox::chaingateway::Fault;
+use payrecon_testkit::sandbox::chaingateway::Fault;
 use serde_json::Value;
 
 use super::prometheus::Prometheus;

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::reconcile::{on_backends, payee, usdt, World, CG, CONFS};
 use crate::serve::series;
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ingest_chaingateway_delivery_is_applied_per_the_chain_once() {

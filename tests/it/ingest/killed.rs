@@ -15,6 +15,7 @@ use super::{
 use crate::cli::harness::{command, output, scalar, Running};
 use crate::reconcile::{on_backends, payee, toml_with_chain, usdt, World, CG, CONFS};
 use crate::support::{free_port, wait_until};
+use payrecon_testkit::inspect::Inspect;
 
 /// The binary with debug logs (the more it says, the more a leak would show).
 fn payrecon(config: &std::path::Path, args: &[&str]) -> tokio::process::Command {

@@ -10,6 +10,7 @@ use super::{
     NEVER, QV_KEY, QV_SECRET,
 };
 use crate::reconcile::{on_backends, payee, usdt, World};
+use payrecon_testkit::inspect::Inspect;
 
 const QV: &str = "qvard";
 

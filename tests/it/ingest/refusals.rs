@@ -10,6 +10,7 @@ use super::{
     wait_processed, Daemon, Headers, CG_SECRET, NEVER, QV_KEY, QV_SECRET,
 };
 use crate::reconcile::{on_backends, payee, usdt, World, CG, CONFS};
+use payrecon_testkit::inspect::Inspect;
 
 const QV: &str = "qvard";
 /// One byte over the limit.

@@ -7,14 +7,15 @@ use std::path::PathBuf;
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::domain::{Address, State};
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon::store::{NewOrder, Store};
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 use sqlx::PgPool;
 
 use crate::cli::harness::{addr, usdt};
 use crate::reconcile::{toml_with_chain, KEY};
+use payrecon_testkit::inspect::Inspect;
 
 pub(crate) struct Pair {
     pub chain: SandboxChain,

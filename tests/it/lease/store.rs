@@ -9,6 +9,7 @@ use payrecon::store::{Fence, Store, StoreError};
 
 use crate::store::{ctx, new_order, open, plan};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 const P: &str = "cg";
 

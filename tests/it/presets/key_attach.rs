@@ -6,6 +6,7 @@ use payrecon::domain::State;
 
 use super::{Lab, QVARD};
 use crate::reconcile::{entry, gaps, on_backends, payee, usdt};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn qvard_key_attached_to_an_order_already_final_requests_no_resend() {

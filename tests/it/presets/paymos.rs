@@ -6,6 +6,7 @@ use payrecon::domain::State;
 
 use super::{of, one, others_quiet, Lab, PAYMOS};
 use crate::reconcile::{entry, gaps, on_backends, payee, usdt};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn paymos_failed_events_are_applied_and_resent_after_the_retry_window_once() {

@@ -7,6 +7,7 @@ use payrecon::domain::State;
 
 use super::{of, one, others_quiet, Lab, QVARD};
 use crate::reconcile::{entry, gaps, ghost_hash, on_backends, payee, usdt};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn qvard_gap_kinds_are_applied_flagged_and_resent_once() {

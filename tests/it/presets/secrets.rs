@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::{Lab, PAYMOS, PKEY, QKEY, QVARD};
 use crate::reconcile::{entry, minutes_ago, on_backends, payee, usdt, KEY};
+use payrecon_testkit::inspect::Inspect;
 
 fn assert_no_key(what: &str, text: &str) {
     for key in [QKEY, PKEY, KEY] {

@@ -6,6 +6,7 @@ use payrecon::domain::State;
 
 use super::{one, Lab, QVARD};
 use crate::reconcile::{entry, gaps, on_backends, payee, usdt};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn qvard_status_only_record_moves_the_order_and_a_later_record_attaches_the_key() {

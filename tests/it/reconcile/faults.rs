@@ -2,9 +2,10 @@
 //! provider that is down. A failing provider never costs the others their work.
 
 use payrecon::domain::State;
-use payrecon::sandbox::chaingateway::{FakeChaingateway, Fault};
+use payrecon_testkit::sandbox::chaingateway::{FakeChaingateway, Fault};
 
 use super::{entry, gaps, on_backends, payee, provider_table, usdt, World, CG, KEY};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn a_server_error_then_success_completes_the_run() {

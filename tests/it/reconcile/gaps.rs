@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::{entry, found, gaps, ghost_hash, on_backends, payee, usdt, World, CG, CONFS};
 use crate::evm::{send_nft_like, send_reverting};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn missing_payment_is_attached_with_its_key_amount_block_and_chain_state() {

@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use payrecon::domain::State;
-use payrecon::sandbox::chaingateway::Fault;
+use payrecon_testkit::sandbox::chaingateway::Fault;
 use serde_json::json;
 
 use crate::evm::send_tokens_in_one_block;
 
 use super::{entry, found, gaps, ghost_hash, on_backends, opts, payee, usdt, World, CG, KEY};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn state_never_moves_backwards_whatever_arrives_in_whatever_order() {
@@ -261,7 +262,7 @@ async fn bad_records_are_rejected_and_counted_and_the_good_ones_in_the_page_appl
         let tx2 = w.pay(&payee(2), usdt(6)).await;
         w.notify("1601", &tx1, &payee(1), "5");
         let bad = |id: &str, field: &str, value: serde_json::Value| {
-            let mut n = payrecon::sandbox::chaingateway::notification(
+            let mut n = payrecon_testkit::sandbox::chaingateway::notification(
                 id,
                 &tx2,
                 &w.token,

@@ -8,7 +8,7 @@
 use jiff::SignedDuration;
 use payrecon::config::Config;
 use payrecon::domain::State;
-use payrecon::sandbox::chaingateway::notification;
+use payrecon_testkit::sandbox::chaingateway::notification;
 
 use super::{entry, ghost_hash, minutes_ago, on_backends, payee, toml, usdt, World, CG};
 

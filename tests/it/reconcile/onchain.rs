@@ -2,11 +2,12 @@
 //! amounts beyond `rust_decimal`, a provider state behind the ledger, and the chain sweep.
 
 use payrecon::domain::{State, U256};
-use payrecon::sandbox::chaingateway::notification;
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::chaingateway::notification;
 
 use super::{entry, found, gaps, on_backends, payee, usdt, World, CG, CONFS};
 use crate::evm::{send_native, send_tokens_in_one_block};
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn several_transfers_in_one_block_attach_each_to_its_order_by_block_log_index() {

@@ -6,14 +6,15 @@ use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{Address, State};
-use payrecon::sandbox::chain::SandboxChain;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::chain::SandboxChain;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 
 use super::{opts, toml_with_chain, KEY};
 use crate::cli::harness::{addr, usdt};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 const N: u32 = 12;
 

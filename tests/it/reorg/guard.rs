@@ -6,6 +6,7 @@ use payrecon::domain::{Attach, BlockRef, PaymentKey, PlannedTransition, State, T
 use payrecon::store::{ApplyContext, ApplyOutcome, NewOrder, Rekey, RekeyOutcome, Source, Store};
 
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 fn tx() -> TxHash {
     TxHash::parse(&format!("0x{}", "ab".repeat(32))).unwrap()

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::domain::Address;
-use payrecon::sandbox::chain::Tags;
-use payrecon::sandbox::chaingateway::{notification, BlockShape};
-use payrecon::sandbox::{config_toml, SANDBOX_TOKEN};
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::chain::Tags;
+use payrecon_testkit::sandbox::chaingateway::{notification, BlockShape};
+use payrecon_testkit::sandbox::{config_toml, SANDBOX_TOKEN};
 
 use super::dead_url;
 use crate::cli::harness::{addr, command, payrecon, scalar, usdt, Running, World};

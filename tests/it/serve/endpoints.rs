@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::{series, world_with_payments, Served, EVERY_SECOND, NEVER};
 use crate::cli::harness::World;
 use crate::support::wait_until;
+use payrecon_testkit::inspect::Inspect;
 
 const METRICS: [&str; 18] = [
     "payrecon_runs_total",

@@ -1,7 +1,7 @@
 //! Refusals: an unreachable PostgreSQL, a SQLite file that does not exist (not created), a
 //! database without the schema, a configuration error: exit 1, one line, no secret.
 
-use payrecon::sandbox::SANDBOX_API_KEY;
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 
 use crate::cli::harness::{payrecon, Out, World};
 
@@ -28,14 +28,14 @@ fn one_line(out: &Out, secret: &str) {
 async fn status_refuses_an_unreachable_or_missing_database_in_one_line() {
     let w = World::sqlite().await;
     let pg = "postgres://payrecon:pw_s3cr3t_7781@127.0.0.1:1/ledger";
-    let toml = payrecon::sandbox::config_toml(pg, &w.cg_url, &w.rpc_url, "");
+    let toml = payrecon_testkit::sandbox::config_toml(pg, &w.cg_url, &w.rpc_url, "");
     let out = payrecon(&w.write("pg.toml", &toml), &["status", "--format", "json"]).await;
     one_line(&out, "pw_s3cr3t_7781");
 
     // A SQLite file that does not exist is not created (status never creates a database).
     let missing = w.dir.path().join("nope.db");
     let url = format!("sqlite://{}", missing.display());
-    let toml = payrecon::sandbox::config_toml(&url, &w.cg_url, &w.rpc_url, "");
+    let toml = payrecon_testkit::sandbox::config_toml(&url, &w.cg_url, &w.rpc_url, "");
     let out = payrecon(&w.write("missing.toml", &toml), &["status"]).await;
     one_line(&out, SANDBOX_API_KEY);
     assert!(out.stderr.contains("payrecon migrate"), "{}", out.stderr);
@@ -45,7 +45,7 @@ async fn status_refuses_an_unreachable_or_missing_database_in_one_line() {
     let empty = w.dir.path().join("empty.db");
     std::fs::File::create(&empty).unwrap();
     let url = format!("sqlite://{}", empty.display());
-    let toml = payrecon::sandbox::config_toml(&url, &w.cg_url, &w.rpc_url, "");
+    let toml = payrecon_testkit::sandbox::config_toml(&url, &w.cg_url, &w.rpc_url, "");
     let out = payrecon(&w.write("empty.toml", &toml), &["status"]).await;
     one_line(&out, SANDBOX_API_KEY);
     assert!(out.stderr.contains("payrecon migrate"), "{}", out.stderr);

@@ -1,8 +1,8 @@
 //! A run without an end is `running`, then `killed` once it is more than an hour old.
 
 use jiff::{SignedDuration, Timestamp};
-use payrecon::sandbox::SANDBOX_PROVIDER;
 use payrecon::store::RunRow;
+use payrecon_testkit::sandbox::SANDBOX_PROVIDER;
 
 use super::{provider, status_json};
 use crate::cli::harness::{payrecon, World};

@@ -3,13 +3,14 @@
 use alloy::primitives::U256 as EvmU256;
 use jiff::{SignedDuration, Timestamp};
 use payrecon::domain::{Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash};
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway, Fault};
-use payrecon::sandbox::{SANDBOX_API_KEY, SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use payrecon::store::{ApplyContext, NewOrder, Source};
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway, Fault};
+use payrecon_testkit::sandbox::{SANDBOX_API_KEY, SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use serde_json::Value;
 
 use super::{counts, exec, order_refs, provider, report_gaps, same_ms, status_json, KINDS};
 use crate::cli::harness::{addr, payrecon, usdt, World};
+use payrecon_testkit::inspect::Inspect;
 
 fn backup_table(url: &str) -> String {
     format!(

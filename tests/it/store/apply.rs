@@ -8,6 +8,7 @@ use payrecon::store::{ApplyOutcome, Source, Store};
 
 use super::{ctx, exec, hash, id_of, new_order, open, plan};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn a_jump_is_one_audit_row_and_a_replay_is_backwards() {

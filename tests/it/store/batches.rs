@@ -8,6 +8,7 @@ use payrecon::store::{ApplyOutcome, Store};
 
 use super::{ctx, exec, hash, new_order, open, plan};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 const N: u64 = 100;
 

@@ -7,6 +7,7 @@ use payrecon::store::Rekey;
 
 use super::{exec, hash, new_order, open};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 fn rekey(order_id: i64, n: u64, log_index: i64, block: u64) -> Rekey {
     Rekey {

@@ -9,6 +9,7 @@ use payrecon::store::{ApplyOutcome, Store};
 
 use super::{ctx, exec, hash, id_of, key, new_order, open, slot};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 /// `(order_ref, tx_hash, log_index, amount, state, source)` of every payment row, by id.
 pub async fn payments(store: &Store) -> Vec<(String, String, i64, String, String, String)> {

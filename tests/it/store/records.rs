@@ -7,6 +7,7 @@ use payrecon::store::{FindingRow, NewOrder, RunRow, RunTotals, Store};
 
 use super::{hash, new_order, open, slot};
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn claim_resend_honours_the_cooldown() {

@@ -3,7 +3,7 @@
 
 use payrecon::app::App;
 use payrecon::config::Config;
-use payrecon::sandbox::chaingateway::{BlockShape, FakeChaingateway};
+use payrecon_testkit::sandbox::chaingateway::{BlockShape, FakeChaingateway};
 use payrecon_testkit::tron::FakeTron;
 
 use super::{config, HEAD, SOLID_LAG, USDT};

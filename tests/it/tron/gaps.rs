@@ -5,6 +5,7 @@ use payrecon::domain::State;
 
 use super::{payee, txid, TronWorld, HEAD, USDT};
 use crate::reconcile::{entry, found, gaps, on_backends, usdt, CG};
+use payrecon_testkit::inspect::Inspect;
 
 /// missing, failed_notification, amount_mismatch and unknown_payment in one run; lagging in
 /// the next, once the payment has its confirmations.

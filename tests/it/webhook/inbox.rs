@@ -6,6 +6,7 @@ use payrecon::store::Store;
 
 use crate::store::open;
 use crate::support;
+use payrecon_testkit::inspect::Inspect;
 
 fn t0() -> Timestamp {
     "2026-11-01T10:00:00.123456Z".parse().unwrap()

@@ -10,7 +10,7 @@
 
 use payrecon::domain::State;
 use payrecon::report::Report;
-use payrecon::store::OrderSnapshot;
+use payrecon_testkit::inspect::OrderSnapshot;
 
 use super::world::AWorld;
 

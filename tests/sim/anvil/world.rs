@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use payrecon::app::App;
 use payrecon::config::Config;
-use payrecon::sandbox::chaingateway::{notification, FakeChaingateway};
-use payrecon::sandbox::SANDBOX_API_KEY;
-use payrecon::store::OrderSnapshot;
+use payrecon_testkit::inspect::OrderSnapshot;
+use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 use rand::rngs::StdRng;
 use rand::Rng;
 

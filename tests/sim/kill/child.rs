@@ -5,8 +5,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use payrecon::sandbox::SANDBOX_API_KEY;
 use payrecon::store::Store;
+use payrecon_testkit::inspect::Inspect;
+use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 use tokio::process::Command;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_payrecon");

@@ -1,14 +1,13 @@
-//! Read-back helpers for tests, the demo and operators: one order, the audit trail, the
-//! findings, a run row, table counts. Nothing here writes (a test that needs to write
-//! `state` as the merchant's handler does uses its own helper, `tests/it/support.rs`).
+//! Read-back for tests and benchmarks: one order, the audit trail, the findings, a run row,
+//! table counts, stored webhook deliveries. An extension of the product's `Store`
+//! (`use payrecon_testkit::inspect::Inspect`), querying its pools directly: nothing here
+//! writes, and nothing here is counted as the product's statements.
 
+use std::future::Future;
+
+use payrecon::domain::State;
+use payrecon::store::{FindingRow, Store, StoreError};
 use sqlx::Row;
-
-use super::dialect::dispatch;
-use super::rows::db_error;
-use super::{FindingRow, Store, StoreError};
-use crate::domain::State;
-
 /// An order as stored, payment columns included (amounts as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderSnapshot {
@@ -60,6 +59,13 @@ const TABLES: [&str; 9] = [
     "payrecon_leases",
 ];
 
+fn db_error(what: &str, source: sqlx::Error) -> StoreError {
+    StoreError::Query {
+        what: what.to_string(),
+        source,
+    }
+}
+
 fn state_of(s: &str) -> Result<State, StoreError> {
     State::parse(s).map_err(|e| StoreError::Invalid(format!("read a state: {e}")))
 }
@@ -68,11 +74,13 @@ fn state_of(s: &str) -> Result<State, StoreError> {
 /// as numbered parameters too.
 macro_rules! fetch_all {
     ($store:expr, $sql:expr, $doing:expr $(, $bind:expr)*) => {{
-        let rows: Result<Vec<Vec<RowValue>>, sqlx::Error> = dispatch!($store, p => {
-            let sql: &str = &$sql;
-            sqlx::query(&sql)$(.bind($bind))*.fetch_all(p).await
-                .map(|rs| rs.iter().map(|r| row_values(r)).collect())
-        });
+        let sql: &str = &$sql;
+        let rows: Result<Vec<Vec<RowValue>>, sqlx::Error> = match $store {
+            Store::Sqlite(p) => sqlx::query(sql)$(.bind($bind))*.fetch_all(p).await
+                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
+            Store::Postgres(p) => sqlx::query(sql)$(.bind($bind))*.fetch_all(p).await
+                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
+        };
         rows.map_err(|e| db_error($doing, e))?
     }};
 }
@@ -113,16 +121,37 @@ where
         .collect()
 }
 
-impl Store {
-    pub async fn order_by_ref(&self, order_ref: &str) -> Result<Option<OrderSnapshot>, StoreError> {
+/// The readers, on the product's `Store`.
+pub trait Inspect {
+    /// One order by its ref, payment columns included.
+    fn order_by_ref(
+        &self,
+        order_ref: &str,
+    ) -> impl Future<Output = Result<Option<OrderSnapshot>, StoreError>> + Send;
+    /// The audit trail, oldest first.
+    fn transitions(&self) -> impl Future<Output = Result<Vec<TransitionRow>, StoreError>> + Send;
+    /// Rows in one of payrecon's tables (or `orders`); other names are refused.
+    fn count(&self, table: &str) -> impl Future<Output = Result<i64, StoreError>> + Send;
+    /// Every finding, oldest first.
+    fn findings(&self) -> impl Future<Output = Result<Vec<FindingRow>, StoreError>> + Send;
+    /// One run row, or None.
+    fn run_by_id(
+        &self,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Option<RunSnapshot>, StoreError>> + Send;
+    /// Stored webhook deliveries of `provider`, processed or not.
+    fn webhook_delivery_count(
+        &self,
+        provider: &str,
+    ) -> impl Future<Output = Result<i64, StoreError>> + Send;
+}
+
+impl Inspect for Store {
+    async fn order_by_ref(&self, order_ref: &str) -> Result<Option<OrderSnapshot>, StoreError> {
         let rows = fetch_all!(
             self,
-            format!(
-                "SELECT id, order_ref, state, tx_hash, log_index, {}, block_number, \
-                 block_hash FROM orders WHERE order_ref = {}",
-                D::amount_text("amount_paid"),
-                D::p(1)
-            ),
+            "SELECT id, order_ref, state, tx_hash, log_index, CAST(amount_paid AS TEXT), \
+             block_number, block_hash FROM orders WHERE order_ref = $1",
             "read an order",
             order_ref
         );
@@ -141,8 +170,7 @@ impl Store {
         }))
     }
 
-    /// The audit trail, oldest first.
-    pub async fn transitions(&self) -> Result<Vec<TransitionRow>, StoreError> {
+    async fn transitions(&self) -> Result<Vec<TransitionRow>, StoreError> {
         let sql = "SELECT o.order_ref, t.from_state, t.to_state, t.source, t.provider, t.run_id \
                    FROM payrecon_transitions t JOIN orders o ON o.id = t.order_id ORDER BY t.id";
         let rows = fetch_all!(self, sql, "read the transitions");
@@ -160,20 +188,18 @@ impl Store {
             .collect()
     }
 
-    /// Rows in one of payrecon's tables (or `orders`); other names are refused.
-    pub async fn count(&self, table: &str) -> Result<i64, StoreError> {
+    async fn count(&self, table: &str) -> Result<i64, StoreError> {
         let Some(table) = TABLES.iter().find(|t| **t == table) else {
             return Err(StoreError::Invalid(format!(
                 "count rows: unknown table {table:?}"
             )));
         };
         let sql = format!("SELECT COUNT(*) FROM {table}");
-        let rows = fetch_all!(self, &sql, "count rows");
+        let rows = fetch_all!(self, sql, "count rows");
         Ok(rows.first().and_then(|r| r[0].int()).unwrap_or_default())
     }
 
-    /// Every finding, oldest first.
-    pub async fn findings(&self) -> Result<Vec<FindingRow>, StoreError> {
+    async fn findings(&self) -> Result<Vec<FindingRow>, StoreError> {
         let sql = "SELECT provider, kind, chain, tx_hash, log_index, order_ref, local_state, \
                    observed_state, action, detail FROM payrecon_findings ORDER BY id";
         let rows = fetch_all!(self, sql, "read the findings");
@@ -195,16 +221,11 @@ impl Store {
             .collect())
     }
 
-    /// One run row, or None.
-    pub async fn run_by_id(&self, run_id: &str) -> Result<Option<RunSnapshot>, StoreError> {
+    async fn run_by_id(&self, run_id: &str) -> Result<Option<RunSnapshot>, StoreError> {
         let rows = fetch_all!(
             self,
-            format!(
-                "SELECT id, \"trigger\", status, {}, checked, gaps, applied, \
-                 resends_requested, error FROM payrecon_runs WHERE id = {}",
-                "CAST(finished_at AS TEXT)",
-                D::p(1)
-            ),
+            "SELECT id, \"trigger\", status, CAST(finished_at AS TEXT), checked, gaps, applied, \
+             resends_requested, error FROM payrecon_runs WHERE id = $1",
             "read a run",
             run_id
         );
@@ -219,5 +240,15 @@ impl Store {
             resends_requested: r[7].int().unwrap_or_default(),
             error: r[8].text(),
         }))
+    }
+
+    async fn webhook_delivery_count(&self, provider: &str) -> Result<i64, StoreError> {
+        let rows = fetch_all!(
+            self,
+            "SELECT COUNT(*) FROM payrecon_webhook_events WHERE provider = $1",
+            "count webhook deliveries",
+            provider
+        );
+        Ok(rows.first().and_then(|r| r[0].int()).unwrap_or_default())
     }
 }
