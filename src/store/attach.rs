@@ -3,7 +3,7 @@
 //! provider's status before its transaction was known): no transition, no audit row.
 
 use super::dialect::{dispatch, Dialect};
-use super::rows::{counted, db_error, decode_raw_row, valid_rows, LOOKUP_CHUNK};
+use super::rows::{counted, db_error, decode_row, valid_rows, LOOKUP_CHUNK};
 use super::{is_unique_violation, ApplyOutcome, Store, StoreError};
 use crate::domain::LedgerRow;
 
@@ -23,7 +23,7 @@ impl Store {
                     .fetch_all(counted(pool))
                     .await
                     .map_err(|e| db_error("look up orders by order_ref", e))?;
-                out.extend(valid_rows(rows.iter().map(|r| decode_raw_row!(r))));
+                out.extend(valid_rows(rows.iter().map(decode_row)));
             })
         }
         let mut rows: Vec<&mut LedgerRow> = out.iter_mut().collect();

@@ -7,12 +7,14 @@ use super::rows::{counted, db_error, valid_rows};
 use super::StoreError;
 use crate::domain::{LedgerRow, State};
 
-/// The columns of a held payment as a ledger row: the order's, with the payment's key,
-/// amount and block (`LedgerRow` read by `decode_raw_row`; the key is a payment row's), then
-/// the payment's id.
-const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due}, p.tx_hash, \
-     p.log_index, {amount}, p.block_number, p.block_hash, o.state, {expires}, {one}, p.id AS payment_id, \
-     CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END, p.state";
+/// The columns of a held payment as a ledger row (`rows::RawRow`): the order's, with the
+/// payment's key, amount and block (the key is a payment row's); then the payment's id, its
+/// gone flag and its own state (`HeldExtras`).
+const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
+     {due} AS amount_due_text, p.tx_hash, p.log_index, {amount} AS amount_paid_text, \
+     p.block_number, p.block_hash, o.state, {expires} AS expires_at_ms, {one} AS key_credited, \
+     p.id AS payment_id, CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END AS gone, \
+     p.state AS payment_state";
 
 /// The payments the sweep follows beside the keyed rows, in keyset order (`{after}`,
 /// `{limit}` the binds): those of orders still short (`unpaid`, no key, part of the amount
@@ -90,38 +92,43 @@ pub struct HeldPayment {
     pub state: State,
 }
 
-/// Decodes `HELD_COLUMNS` rows: the valid ones, and every id read.
-#[allow(unused_imports)] // `decode_raw_row!` imports `sqlx::Row`, which `R`'s bound brings
+/// What `HELD_COLUMNS` select beside the ledger row.
+#[derive(sqlx::FromRow)]
+struct HeldExtras {
+    payment_id: i64,
+    gone: i64,
+    payment_state: String,
+}
+
+/// Decodes `HELD_COLUMNS` rows: the valid ones, and every id read (a row that cannot be
+/// read still moves the keyset on).
 fn held_rows<R: sqlx::Row>(rows: Vec<R>) -> (Vec<HeldPayment>, Vec<i64>)
 where
-    for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> HeldExtras: sqlx::FromRow<'a, R>,
+    for<'a> super::rows::RawRow: sqlx::FromRow<'a, R>,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
     for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
-    for<'a> Option<String>: sqlx::Decode<'a, R::Database>,
-    for<'a> Option<i64>: sqlx::Decode<'a, R::Database>,
-    usize: sqlx::ColumnIndex<R>,
+    for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
 {
     let mut out = Vec::new();
     let mut ids = Vec::new();
     for r in &rows {
-        let Ok(id) = r.try_get::<i64, _>(super::rows::ROW_COLUMN_COUNT) else {
+        let Ok(id) = r.try_get::<i64, _>("payment_id") else {
             continue;
         };
         ids.push(id);
-        let gone = r
-            .try_get::<i64, _>(super::rows::ROW_COLUMN_COUNT + 1)
-            .is_ok_and(|g| g != 0);
-        let state = r
-            .try_get::<String, _>(super::rows::ROW_COLUMN_COUNT + 2)
-            .ok()
-            .and_then(|s| State::parse(&s).ok());
-        let Some(state) = state else {
+        let Ok(extras) = <HeldExtras as sqlx::FromRow<R>>::from_row(r) else {
             continue;
         };
-        if let Some(row) = valid_rows([super::rows::decode_raw_row!(r)]).pop() {
+        let Ok(state) = State::parse(&extras.payment_state) else {
+            continue;
+        };
+        let raw = super::rows::decode_row::<super::rows::RawRow, _>(r);
+        if let Some(row) = valid_rows([raw]).pop() {
             out.push(HeldPayment {
-                id,
+                id: extras.payment_id,
                 row,
-                gone,
+                gone: extras.gone != 0,
                 state,
             });
         }

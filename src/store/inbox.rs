@@ -42,9 +42,9 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<StoredDelivery>, StoreError> {
         const DOING: &str = "list unprocessed webhook events";
-        let raws: Vec<RawEvent> = dispatch!(self, p => {
+        let raws: Vec<RawDelivery> = dispatch!(self, p => {
             let sql = format!(
-                "SELECT w.id, w.provider, w.event_id, w.body, {} \
+                "SELECT w.id, w.provider, w.event_id, w.body, {} AS received_at_text \
                  FROM payrecon_webhook_events w \
                  WHERE w.processed_at IS NULL AND ({} IS NULL OR w.provider = {}) \
                  ORDER BY w.received_at, w.id LIMIT {}",
@@ -53,19 +53,22 @@ impl Store {
                 D::p(1),
                 D::p(2)
             );
-            sqlx::query(&sql)
+            sqlx::query_as(&sql)
                 .bind(provider)
                 .bind(limit.max(0))
                 .fetch_all(counted(p))
                 .await
-                .map_err(|e| db_error(DOING, e))?
-                .iter()
-                .map(decode)
-                .collect::<Result<_, _>>()
         })
         .map_err(|e| db_error(DOING, e))?;
         let mut out = Vec::with_capacity(raws.len());
-        for (id, provider, event_id, body, at) in raws {
+        for RawDelivery {
+            id,
+            provider,
+            event_id,
+            body,
+            received_at_text: at,
+        } in raws
+        {
             match at.parse::<Timestamp>() {
                 Ok(received_at) => out.push(StoredDelivery {
                     id,
@@ -112,20 +115,12 @@ impl Store {
     }
 }
 
-type RawEvent = (i64, String, String, String, String);
-
-fn decode<R>(r: &R) -> Result<RawEvent, sqlx::Error>
-where
-    R: sqlx::Row,
-    usize: sqlx::ColumnIndex<R>,
-    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    Ok((
-        r.try_get(0)?,
-        r.try_get(1)?,
-        r.try_get(2)?,
-        r.try_get(3)?,
-        r.try_get(4)?,
-    ))
+/// An inbox row as the database returned it, before its time is read.
+#[derive(sqlx::FromRow)]
+struct RawDelivery {
+    id: i64,
+    provider: String,
+    event_id: String,
+    body: String,
+    received_at_text: String,
 }

@@ -72,29 +72,17 @@ impl Store {
 
     /// Every list's row, by provider, chain and list.
     pub async fn list_reads(&self) -> Result<Vec<ListReadRow>, StoreError> {
-        type T = (String, String, String, i64, i64, String, Option<String>);
         let order = "ORDER BY provider, chain, list";
-        let rows: Vec<T> = dispatch!(self, p => {
+        dispatch!(self, p => {
             let sql = format!(
-                "SELECT provider, chain, list, pages_read, pages_total, {}, {} \
+                "SELECT provider, chain, list, pages_read, pages_total, {} AS read_at_text, \
+                 {} AS last_full_at_text \
                  FROM payrecon_list_reads {order}",
                 D::ts_text("read_at"),
                 D::ts_text("last_full_at")
             );
             sqlx::query_as(&sql).fetch_all(counted(p)).await
         })
-        .map_err(|e| db_error("read the list reads", e))?;
-        Ok(rows
-            .into_iter()
-            .map(|t| ListReadRow {
-                provider: t.0,
-                chain: t.1,
-                list: t.2,
-                pages_read: t.3,
-                pages_total: t.4,
-                read_at: t.5,
-                last_full_at: t.6,
-            })
-            .collect())
+        .map_err(|e| db_error("read the list reads", e))
     }
 }

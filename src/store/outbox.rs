@@ -9,17 +9,18 @@ use super::ApplyContext;
 use crate::domain::{NewPayment, PlannedTransition, State};
 
 /// The order columns an applying UPDATE returns (`RETURNING`), for the event body.
-pub(crate) type EventOrder = (
-    String,         // order_ref
-    String,         // chain
-    Option<String>, // tx_hash
-    Option<i64>,    // log_index
-    Option<i64>,    // block_number
-    Option<String>, // block_hash
-    String,         // asset
-    String,         // amount_due (text)
-    Option<String>, // amount_paid (text)
-);
+#[derive(sqlx::FromRow)]
+pub(crate) struct EventOrder {
+    pub order_ref: String,
+    pub chain: String,
+    pub tx_hash: Option<String>,
+    pub log_index: Option<i64>,
+    pub block_number: Option<i64>,
+    pub block_hash: Option<String>,
+    pub asset: String,
+    pub amount_due_text: String,
+    pub amount_paid_text: Option<String>,
+}
 
 /// An event row about to be written: of a transition, or of a payment (docs/reference.md §6).
 pub(crate) struct NewEvent {
@@ -85,18 +86,18 @@ pub(crate) fn new_event(
         kind,
         timestamp: now,
         data: Data {
-            order_ref: &order.0,
+            order_ref: &order.order_ref,
             order_id,
             from_state: from.as_str(),
             to_state: to.as_str(),
-            chain: &order.1,
-            tx_hash: order.2.as_deref(),
-            log_index: order.3,
-            block_number: order.4,
-            block_hash: order.5.as_deref().filter(|h| !h.is_empty()),
-            asset: &order.6,
-            amount_due: &order.7,
-            amount_paid: order.8.as_deref(),
+            chain: &order.chain,
+            tx_hash: order.tx_hash.as_deref(),
+            log_index: order.log_index,
+            block_number: order.block_number,
+            block_hash: order.block_hash.as_deref().filter(|h| !h.is_empty()),
+            asset: &order.asset,
+            amount_due: &order.amount_due_text,
+            amount_paid: order.amount_paid_text.as_deref(),
             source: ctx.source.as_str(),
             provider: &ctx.provider,
             run_id: ctx.run_id_or_null(),
@@ -223,17 +224,17 @@ mod tests {
 
     #[test]
     fn the_body_names_the_transition_and_the_payment() {
-        let order: EventOrder = (
-            "A-1".into(),
-            "ethereum".into(),
-            Some(format!("0x{}", "ab".repeat(32))),
-            Some(7),
-            Some(123),
-            Some(String::new()),
-            "native".into(),
-            "25000000".into(),
-            Some("25000000".into()),
-        );
+        let order = EventOrder {
+            order_ref: "A-1".into(),
+            chain: "ethereum".into(),
+            tx_hash: Some(format!("0x{}", "ab".repeat(32))),
+            log_index: Some(7),
+            block_number: Some(123),
+            block_hash: Some(String::new()),
+            asset: "native".into(),
+            amount_due_text: "25000000".into(),
+            amount_paid_text: Some("25000000".into()),
+        };
         let ctx = ApplyContext {
             source: Source::Reconcile,
             provider: "cg".into(),

@@ -12,26 +12,41 @@ use crate::domain::{
     PaymentKey, State,
 };
 
-/// The columns of a credited payment, in `decode_credit` order (`{bt}`: the block time in
-/// milliseconds, per backend).
-const CREDIT_COLUMNS: &str = "p.order_id, p.chain, p.tx_hash, p.log_index, {amount}, p.state, \
-     p.block_number, p.block_hash, {bt}, CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END";
+/// The columns of a credited payment (`CreditRow`; `{bt}`: the block time in milliseconds,
+/// per backend).
+const CREDIT_COLUMNS: &str =
+    "p.order_id, p.chain, p.tx_hash, p.log_index, {amount} AS amount_text, \
+     p.state, p.block_number, p.block_hash, {bt} AS block_ms, \
+     CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END AS gone";
 
-type CreditRow = (
-    i64,
-    String,
-    String,
-    i64,
-    String,
-    String,
-    Option<i64>,
-    Option<String>,
-    Option<i64>,
-    i64,
-);
+/// A credited payment as the database returned it (`CREDIT_COLUMNS`).
+#[derive(sqlx::FromRow)]
+struct CreditRow {
+    order_id: i64,
+    chain: String,
+    tx_hash: String,
+    log_index: i64,
+    amount_text: String,
+    state: String,
+    block_number: Option<i64>,
+    block_hash: Option<String>,
+    block_ms: Option<i64>,
+    gone: i64,
+}
 
 fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {
-    let (order_id, chain, tx, log_index, amount, state, number, hash, bt, gone) = r;
+    let CreditRow {
+        order_id,
+        chain,
+        tx_hash: tx,
+        log_index,
+        amount_text: amount,
+        state,
+        block_number: number,
+        block_hash: hash,
+        block_ms: bt,
+        gone,
+    } = r;
     let parsed = (|| {
         Ok::<_, crate::domain::InputError>(CreditedPayment {
             key: PaymentKey {
@@ -110,17 +125,17 @@ pub(super) async fn load_credits(
 }
 
 /// Decodes rows of `by_key_sql` into the view: by the order's own key, or by the key of a
-/// payment credited to it.
+/// payment credited to it (`matched_tx_hash`, `matched_log_index`).
 macro_rules! insert_by_key {
     ($view:expr, $rows:expr) => {{
         use sqlx::Row as _;
         let mut matched = Vec::new();
         let raws = $rows.iter().map(|r| {
             let key: Result<(String, i64), sqlx::Error> = r
-                .try_get($crate::store::rows::ROW_COLUMN_COUNT)
-                .and_then(|t| Ok((t, r.try_get($crate::store::rows::ROW_COLUMN_COUNT + 1)?)));
+                .try_get("matched_tx_hash")
+                .and_then(|t| Ok((t, r.try_get("matched_log_index")?)));
             matched.push(key.ok());
-            $crate::store::rows::decode_raw_row!(r)
+            $crate::store::rows::decode_row::<$crate::store::rows::RawRow, _>(r)
         });
         let raws: Vec<_> = raws.collect();
         $crate::store::payments::insert_matched($view, raws, matched);
@@ -265,16 +280,17 @@ pub(super) use set_paid;
 
 /// A payment the ledger holds as `final` since before `settled_before`, as its transfer:
 /// what the chain said when it became final (the caller reads no receipt for it).
-type SettledRow = (
-    String,
-    i64,
-    String,
-    i64,
-    String,
-    String,
-    String,
-    Option<i64>,
-);
+#[derive(sqlx::FromRow)]
+struct SettledRow {
+    tx_hash: String,
+    log_index: i64,
+    amount_text: String,
+    block_number: i64,
+    block_hash: String,
+    pay_to: String,
+    asset: String,
+    block_ms: Option<i64>,
+}
 
 /// The `final` payments of these transactions on `chain` whose state has not changed since
 /// before `settled_before` (one query per 5,000 transactions; rows that cannot be read are
@@ -289,8 +305,8 @@ pub(super) async fn settled(
     for chunk in txs.chunks(LOOKUP_CHUNK) {
         let rows: Vec<SettledRow> = dispatch!(store, p => {
             let sql = format!(
-                "SELECT p.tx_hash, p.log_index, {}, p.block_number, \
-                 p.block_hash, o.pay_to, o.asset, {} FROM payrecon_payments p \
+                "SELECT p.tx_hash, p.log_index, {} AS amount_text, p.block_number, \
+                 p.block_hash, o.pay_to, o.asset, {} AS block_ms FROM payrecon_payments p \
                  JOIN orders o ON o.id = p.order_id WHERE p.chain = {} \
                  AND {} AND p.state = 'final' \
                  AND {} < {} \
@@ -316,22 +332,21 @@ pub(super) async fn settled(
 }
 
 fn settled_transfer(chain: &str, r: SettledRow) -> Option<crate::domain::ChainTransfer> {
-    let (tx, log_index, amount, number, hash, pay_to, asset, bt) = r;
     Some(crate::domain::ChainTransfer {
         key: PaymentKey {
             chain: chain.to_string(),
-            tx_hash: ledger_tx_hash(&tx).ok()?,
-            log_index,
+            tx_hash: ledger_tx_hash(&r.tx_hash).ok()?,
+            log_index: r.log_index,
         },
-        to: crate::domain::ledger_address(&pay_to).ok()?,
-        asset: crate::domain::ledger_asset(&asset).ok()?,
-        amount: parse_base_units(&amount).ok()?,
+        to: crate::domain::ledger_address(&r.pay_to).ok()?,
+        asset: crate::domain::ledger_asset(&r.asset).ok()?,
+        amount: parse_base_units(&r.amount_text).ok()?,
         block: BlockRef {
-            number: u64::try_from(number).ok()?,
-            hash,
+            number: u64::try_from(r.block_number).ok()?,
+            hash: r.block_hash,
         },
         state: State::Final,
-        block_time: ms_time(bt),
+        block_time: ms_time(r.block_ms),
     })
 }
 

@@ -67,19 +67,21 @@ pub(crate) use insert_findings;
 /// Keys (and slots) per lookup query: far below every bind or array limit.
 pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 
-/// How many columns `Dialect::ROW_COLUMNS` select: a query's own columns follow from this index.
-pub(crate) const ROW_COLUMN_COUNT: usize = 14;
-
-/// A ledger row as the database returned it, before validation.
+/// A ledger row as the database returned it, before validation: the columns of
+/// `Dialect::ROW_COLUMNS`, read by name. The computed columns carry aliases no stored column
+/// has (`amount_due_text`, …), so that an `ORDER BY` of the stored column still sorts by it.
+#[derive(sqlx::FromRow)]
 pub(crate) struct RawRow {
     pub id: i64,
     pub order_ref: String,
     pub chain: String,
     pub pay_to: String,
     pub asset: String,
+    #[sqlx(rename = "amount_due_text")]
     pub amount_due: String,
     pub tx_hash: Option<String>,
     pub log_index: Option<i64>,
+    #[sqlx(rename = "amount_paid_text")]
     pub amount_paid: Option<String>,
     pub block_number: Option<i64>,
     pub block_hash: Option<String>,
@@ -90,36 +92,20 @@ pub(crate) struct RawRow {
     pub key_credited: i64,
 }
 
-/// Decodes a row selected with `Dialect::ROW_COLUMNS`; works for both backends' row types.
-macro_rules! decode_raw_row {
-    ($row:expr) => {{
-        use sqlx::Row as _;
-        let r = $row;
-        (|| -> Result<$crate::store::rows::RawRow, sqlx::Error> {
-            Ok($crate::store::rows::RawRow {
-                id: r.try_get(0)?,
-                order_ref: r.try_get(1)?,
-                chain: r.try_get(2)?,
-                pay_to: r.try_get(3)?,
-                asset: r.try_get(4)?,
-                amount_due: r.try_get(5)?,
-                tx_hash: r.try_get(6)?,
-                log_index: r.try_get(7)?,
-                amount_paid: r.try_get(8)?,
-                block_number: r.try_get(9)?,
-                block_hash: r.try_get(10)?,
-                state: r.try_get(11)?,
-                expires_at_ms: r.try_get(12)?,
-                key_credited: r.try_get(13)?,
-            })
-        })()
-        .map_err(|e| {
-            let order_ref: Option<String> = r.try_get(1).ok();
-            (order_ref.unwrap_or_else(|| "?".into()), e.to_string())
-        })
-    }};
+/// Reads a `RawRow` (and, through `T`, whatever a query selects beside it) from one row:
+/// `Err` carries the row's `order_ref` (or `?`) and the reason, for `valid_rows` to log.
+pub(crate) fn decode_row<'r, T, R>(r: &'r R) -> Result<T, (String, String)>
+where
+    R: sqlx::Row,
+    T: sqlx::FromRow<'r, R>,
+    &'r str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    T::from_row(r).map_err(|e| {
+        let order_ref: Option<String> = r.try_get("order_ref").ok();
+        (order_ref.unwrap_or_else(|| "?".into()), e.to_string())
+    })
 }
-pub(crate) use decode_raw_row;
 
 impl RawRow {
     /// Validates every value: state, amounts, hash, block number.

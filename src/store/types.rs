@@ -235,7 +235,7 @@ pub struct StoredDelivery {
 }
 
 /// One list's row, as `status` shows it (timestamps RFC 3339 UTC with milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ListReadRow {
     pub provider: String,
     /// '' for a list of every chain.
@@ -244,7 +244,9 @@ pub struct ListReadRow {
     pub list: String,
     pub pages_read: i64,
     pub pages_total: i64,
+    #[sqlx(rename = "read_at_text")]
     pub read_at: String,
+    #[sqlx(rename = "last_full_at_text")]
     pub last_full_at: Option<String>,
 }
 

@@ -1,7 +1,7 @@
 //! Keyset pages of one chain's unpaid orders without a payment key (the deposit scan).
 
 use super::dialect::dispatch;
-use super::rows::{counted, db_error, decode_raw_row, valid_rows};
+use super::rows::{counted, db_error, decode_row, valid_rows};
 use super::{Store, StoreError};
 use crate::domain::LedgerRow;
 
@@ -29,8 +29,8 @@ impl Store {
                 .map_err(|e| db_error("read unpaid orders", e))?;
             let last = rows
                 .last()
-                .and_then(|r| sqlx::Row::try_get::<i64, _>(r, 0).ok());
-            Ok((valid_rows(rows.iter().map(|r| decode_raw_row!(r))), last))
+                .and_then(|r| sqlx::Row::try_get::<i64, _>(r, "id").ok());
+            Ok((valid_rows(rows.iter().map(decode_row)), last))
         })
     }
 }

@@ -7,7 +7,9 @@ use sqlx::{PgPool, Postgres};
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
 use crate::store::dialect::{Backend, Dialect};
-use crate::store::rows::{counted, db_error, decode_raw_row, rank_sql, valid_rows, LOOKUP_CHUNK};
+use crate::store::rows::{
+    counted, db_error, decode_row, rank_sql, valid_rows, RawRow, LOOKUP_CHUNK,
+};
 use crate::store::Rekey;
 use crate::store::StoreError;
 
@@ -86,7 +88,7 @@ impl Backend for Postgres {
                 .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
             let unkeyed = rows
                 .iter()
-                .map(|r| decode_raw_row!(r))
+                .map(decode_row::<RawRow, _>)
                 .filter(|raw| !matches!(raw, Ok(raw) if raw.tx_hash.is_some()));
             valid_rows(unkeyed)
                 .into_iter()
@@ -112,7 +114,7 @@ impl Backend for Postgres {
                 .fetch_all(pool)
                 .await
                 .map_err(|e| db_error("look up orders by transaction", e))?;
-            out.extend(valid_rows(rows.iter().map(|r| decode_raw_row!(r))));
+            out.extend(valid_rows(rows.iter().map(decode_row)));
         }
         Ok(out)
     }
@@ -252,13 +254,9 @@ impl Backend for Postgres {
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("read a sweep page", e))?;
-        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
+        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, "id").ok());
         let fetched = rows.len();
-        Ok((
-            valid_rows(rows.iter().map(|r| decode_raw_row!(r))),
-            last,
-            fetched,
-        ))
+        Ok((valid_rows(rows.iter().map(decode_row)), last, fetched))
     }
 
     async fn record_blocks(pool: &PgPool, rows: &[Rekey]) -> Result<u64, StoreError> {
@@ -296,9 +294,9 @@ impl Backend for Postgres {
 fn by_key_sql(row_columns: &str) -> String {
     let k = "UNNEST($1::text[], $2::text[], $3::bigint[]) AS k(chain, tx_hash, log_index)";
     format!(
-        "SELECT {row_columns}, k.tx_hash, k.log_index FROM {k} JOIN orders o \
+        "SELECT {row_columns}, k.tx_hash AS matched_tx_hash, k.log_index AS matched_log_index FROM {k} JOIN orders o \
          ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index \
-         UNION SELECT {row_columns}, k.tx_hash, k.log_index FROM {k} JOIN payrecon_payments p \
+         UNION SELECT {row_columns}, k.tx_hash AS matched_tx_hash, k.log_index AS matched_log_index FROM {k} JOIN payrecon_payments p \
          ON p.chain = k.chain AND p.tx_hash = k.tx_hash AND p.log_index = k.log_index \
          JOIN orders o ON o.id = p.order_id"
     )

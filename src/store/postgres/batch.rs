@@ -18,18 +18,12 @@ use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome};
 const RETURNING: &str = <Postgres as Dialect>::RETURNING;
 
 /// `o.id` then the `EventOrder` columns, as one flat row.
-type IdAndOrder = (
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-    String,
-    String,
-    Option<String>,
-);
+#[derive(sqlx::FromRow)]
+struct IdAndOrder {
+    id: i64,
+    #[sqlx(flatten)]
+    order: EventOrder,
+}
 
 /// The outcomes of `batch` in order, or `None` when the caller must apply it row by row
 /// (nothing of this attempt is left in the transaction then).
@@ -304,10 +298,7 @@ fn transition_events(
     now: &str,
 ) -> Option<Vec<NewEvent>> {
     let transition_of: HashMap<i64, i64> = inserted.into_iter().collect();
-    let orders: HashMap<i64, EventOrder> = updated
-        .into_iter()
-        .map(|(id, a, b, c, d, e, f, g, h, i)| (id, (a, b, c, d, e, f, g, h, i)))
-        .collect();
+    let orders: HashMap<i64, EventOrder> = updated.into_iter().map(|u| (u.id, u.order)).collect();
     let mut events = Vec::with_capacity(batch.len());
     for (pos, t) in batch.iter().enumerate() {
         let order = orders.get(&t.order_id)?;

@@ -23,15 +23,17 @@ impl Dialect for Postgres {
     const NAME: &'static str = "postgres";
     const BEGIN_WRITE: &'static str = "BEGIN";
     const ROW_COLUMNS: &'static str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
-         o.amount_due::text, o.tx_hash, o.log_index, o.amount_paid::text, \
-         o.block_number, o.block_hash, o.state, CASE WHEN isfinite(o.expires_at) \
-         THEN (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint END, \
+         o.amount_due::text AS amount_due_text, o.tx_hash, o.log_index, \
+         o.amount_paid::text AS amount_paid_text, o.block_number, o.block_hash, o.state, \
+         CASE WHEN isfinite(o.expires_at) \
+         THEN (EXTRACT(EPOCH FROM o.expires_at) * 1000)::bigint END AS expires_at_ms, \
          CASE WHEN o.tx_hash IS NULL OR EXISTS (SELECT 1 FROM payrecon_payments kp \
          WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index) \
-         THEN 1::bigint ELSE 0::bigint END";
+         THEN 1::bigint ELSE 0::bigint END AS key_credited";
     /// On the alias `o` (`UPDATE orders o …`).
     const RETURNING: &'static str = "o.order_ref, o.chain, o.tx_hash, o.log_index, \
-         o.block_number, o.block_hash, o.asset, o.amount_due::text, o.amount_paid::text";
+         o.block_number, o.block_hash, o.asset, o.amount_due::text AS amount_due_text, \
+         o.amount_paid::text AS amount_paid_text";
 
     const NOW: &'static str = "now()";
     /// PostgreSQL allows 65,535 bound values per statement.

@@ -9,7 +9,7 @@ use sqlx::{Sqlite, SqlitePool};
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
 use crate::store::dialect::{Backend, Dialect};
 use crate::store::rows::{
-    counted, db_error, decode_raw_row, rank_sql, sqlite_ts, valid_rows, LOOKUP_CHUNK,
+    counted, db_error, decode_row, rank_sql, sqlite_ts, valid_rows, LOOKUP_CHUNK,
 };
 use crate::store::Rekey;
 use crate::store::StoreError;
@@ -62,7 +62,7 @@ async fn unpaid_by_slot(
         .fetch_all(counted(pool))
         .await
         .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
-    Ok(valid_rows(rows.iter().map(|r| decode_raw_row!(r))))
+    Ok(valid_rows(rows.iter().map(decode_row)))
 }
 
 impl Backend for Sqlite {
@@ -110,7 +110,7 @@ impl Backend for Sqlite {
                 .fetch_all(pool)
                 .await
                 .map_err(|e| db_error("look up orders by transaction", e))?;
-            out.extend(valid_rows(rows.iter().map(|r| decode_raw_row!(r))));
+            out.extend(valid_rows(rows.iter().map(decode_row)));
         }
         Ok(out)
     }
@@ -256,13 +256,9 @@ impl Backend for Sqlite {
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("read a sweep page", e))?;
-        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, 0).ok());
+        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, "id").ok());
         let fetched = rows.len();
-        Ok((
-            valid_rows(rows.iter().map(|r| decode_raw_row!(r))),
-            last,
-            fetched,
-        ))
+        Ok((valid_rows(rows.iter().map(decode_row)), last, fetched))
     }
 
     /// Records the block of payments whose rows hold none (NULL or empty `block_hash`), in one
@@ -305,9 +301,9 @@ impl Backend for Sqlite {
 /// matched key's `tx_hash` and `log_index`.
 fn by_key_sql(row_columns: &str) -> String {
     format!(
-        "SELECT {row_columns}, k.tx_hash, k.log_index FROM k CROSS JOIN orders o \
+        "SELECT {row_columns}, k.tx_hash AS matched_tx_hash, k.log_index AS matched_log_index FROM k CROSS JOIN orders o \
          ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index \
-         UNION SELECT {row_columns}, k.tx_hash, k.log_index FROM k CROSS JOIN payrecon_payments p \
+         UNION SELECT {row_columns}, k.tx_hash AS matched_tx_hash, k.log_index AS matched_log_index FROM k CROSS JOIN payrecon_payments p \
          ON p.chain = k.chain AND p.tx_hash = k.tx_hash AND p.log_index = k.log_index \
          CROSS JOIN orders o ON o.id = p.order_id"
     )

@@ -19,14 +19,15 @@ impl Dialect for Sqlite {
     const NAME: &'static str = "sqlite";
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const ROW_COLUMNS: &'static str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
-         CAST(o.amount_due AS TEXT), o.tx_hash, o.log_index, CAST(o.amount_paid AS TEXT), \
-         o.block_number, o.block_hash, o.state, \
-         CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER), \
+         CAST(o.amount_due AS TEXT) AS amount_due_text, o.tx_hash, o.log_index, \
+         CAST(o.amount_paid AS TEXT) AS amount_paid_text, o.block_number, o.block_hash, o.state, \
+         CAST(ROUND((julianday(o.expires_at) - 2440587.5) * 86400000.0) AS INTEGER) AS expires_at_ms, \
          CASE WHEN o.tx_hash IS NULL OR EXISTS (SELECT 1 FROM payrecon_payments kp \
          WHERE kp.chain = o.chain AND kp.tx_hash = o.tx_hash AND kp.log_index = o.log_index) \
-         THEN 1 ELSE 0 END";
+         THEN 1 ELSE 0 END AS key_credited";
     const RETURNING: &'static str = "order_ref, chain, tx_hash, log_index, block_number, \
-         block_hash, asset, CAST(amount_due AS TEXT), CAST(amount_paid AS TEXT)";
+         block_hash, asset, CAST(amount_due AS TEXT) AS amount_due_text, \
+         CAST(amount_paid AS TEXT) AS amount_paid_text";
 
     const NOW: &'static str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
     /// SQLite allows 32,766 bound values per statement.
