@@ -16,6 +16,7 @@ mod http_provider;
 mod ingest;
 mod lease;
 mod logs;
+mod mysql;
 mod presets;
 mod reconcile;
 mod reorg;

@@ -80,6 +80,30 @@ pub async fn pg_database_url() -> Option<String> {
     Some(format!("{prefix}/{name}"))
 }
 
+/// A fresh MariaDB/MySQL database on `PAYRECON_TEST_MYSQL_URL`'s server, or None (skipped)
+/// without it. A database per test: MySQL's schema is its database.
+pub async fn mysql_url() -> Option<String> {
+    use sqlx::Connection;
+    let Ok(base) = std::env::var("PAYRECON_TEST_MYSQL_URL") else {
+        skip("PAYRECON_TEST_MYSQL_URL is not set (MariaDB/MySQL tests)");
+        return None;
+    };
+    let mut conn = sqlx::MySqlConnection::connect(&base)
+        .await
+        .expect("connect to PAYRECON_TEST_MYSQL_URL");
+    let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+    let (prefix, query) = match base.split_once('?') {
+        Some((p, q)) => (p, format!("?{q}")),
+        None => (base.as_str(), String::new()),
+    };
+    let (server, _) = prefix.rsplit_once('/').expect("database url has a path");
+    Some(format!("{server}/{name}{query}"))
+}
+
 /// Both backends: SQLite always, PostgreSQL when available. The guard keeps the SQLite file.
 pub async fn backends() -> (tempfile::TempDir, Vec<String>) {
     let (dir, sqlite) = sqlite_url();

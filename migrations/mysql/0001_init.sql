@@ -1,7 +1,8 @@
 -- payrecon schema for MariaDB 10.6+ and MySQL 8.0.16+ (sqlx's MySQL driver). This is
 -- migrations/postgres/0001..0013 folded into one file: the final shape of every table, index and
 -- trigger, and the two data backfills of 0009 and 0013 for an `orders` table that exists already.
--- DRAFT: applied cleanly to MariaDB 10.11.19; not yet run on MySQL 8.0.
+-- Applied by sqlx in tests/it/mysql.rs on MariaDB 10.11 (fresh, again, and over a merchant's own
+-- `orders` table); not yet run on MySQL 8.0.
 --
 -- Only syntax both servers accept is used. Some of it needs a recent MySQL 8.0:
 --   * CHECK constraints are enforced from MySQL 8.0.16. Earlier versions parse them and do

@@ -1,0 +1,191 @@
+//! The MariaDB/MySQL schema (`migrations/mysql`, issue 28's first part) on the machine's real
+//! MariaDB: applied by sqlx to a fresh database and again with nothing to do, over a merchant's
+//! own `orders` table, and what it refuses (amounts of 10^65 base units or more, negative
+//! amounts, unknown states). The store does not open `mysql://` URLs yet.
+
+use sqlx::{Connection, MySqlConnection, Row};
+
+use crate::support::mysql_url;
+
+/// Every table PostgreSQL's and SQLite's migrations create, in the order listed here.
+const TABLES: [&str; 11] = [
+    "orders",
+    "payrecon_events",
+    "payrecon_exceptions",
+    "payrecon_findings",
+    "payrecon_leases",
+    "payrecon_list_reads",
+    "payrecon_payments",
+    "payrecon_resends",
+    "payrecon_runs",
+    "payrecon_transitions",
+    "payrecon_webhook_events",
+];
+
+async fn migrate(conn: &mut MySqlConnection) -> Result<(), sqlx::migrate::MigrateError> {
+    let migrator = sqlx::migrate::Migrator::new(std::path::Path::new("migrations/mysql")).await?;
+    migrator.run(conn).await
+}
+
+async fn tables(conn: &mut MySqlConnection) -> Vec<String> {
+    sqlx::query(
+        "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+         WHERE table_schema = DATABASE() AND table_name <> '_sqlx_migrations' ORDER BY 1",
+    )
+    .fetch_all(conn)
+    .await
+    .expect("list tables")
+    .iter()
+    .map(|r| r.get::<String, _>(0))
+    .collect()
+}
+
+/// An order with `amount_due` as given (decimal text); the server's error otherwise.
+async fn insert_order(
+    conn: &mut MySqlConnection,
+    order_ref: &str,
+    amount_due: &str,
+    state: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, state) \
+         VALUES (?, 'ethereum', '0xabc', 'native', CAST(? AS DECIMAL(65,0)), ?)",
+    )
+    .bind(order_ref)
+    .bind(amount_due)
+    .bind(state)
+    .execute(conn)
+    .await
+    .map(|_| ())
+}
+
+#[tokio::test]
+async fn the_schema_applies_to_a_fresh_database_and_a_second_time_changes_nothing() {
+    let Some(url) = mysql_url().await else { return };
+    let mut conn = MySqlConnection::connect(&url).await.expect("connect");
+    migrate(&mut conn).await.expect("first migration");
+    assert_eq!(tables(&mut conn).await, TABLES);
+    let applied: Vec<(i64, bool)> =
+        sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&mut conn)
+            .await
+            .expect("read _sqlx_migrations");
+    assert_eq!(applied, [(1, true)]);
+    insert_order(&mut conn, "A-1", "25000000", "unpaid")
+        .await
+        .expect("an order");
+    migrate(&mut conn)
+        .await
+        .expect("second migration: nothing to do");
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders")
+        .fetch_one(&mut conn)
+        .await
+        .expect("count orders");
+    assert_eq!(n, 1, "the second run keeps the order");
+    // The file itself runs again on a migrated database without an error or a change (every
+    // statement guarded), which is what makes a manual re-run after a failure safe.
+    let sql = std::fs::read_to_string("migrations/mysql/0001_init.sql").expect("read migration");
+    sqlx::raw_sql(&sql)
+        .execute(&mut conn)
+        .await
+        .expect("the file again");
+    assert_eq!(tables(&mut conn).await, TABLES);
+}
+
+#[tokio::test]
+async fn amounts_up_to_65_digits_are_kept_exactly_and_larger_or_negative_ones_are_refused() {
+    let Some(url) = mysql_url().await else { return };
+    let mut conn = MySqlConnection::connect(&url).await.expect("connect");
+    migrate(&mut conn).await.expect("migration");
+    let largest = "9".repeat(65);
+    insert_order(&mut conn, "big", &largest, "unpaid")
+        .await
+        .expect("10^65 - 1 base units fit");
+    let back: String =
+        sqlx::query_scalar("SELECT CAST(amount_due AS CHAR) FROM orders WHERE order_ref = 'big'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("read back");
+    assert_eq!(back, largest, "read back digit for digit");
+
+    let too_large = format!("1{}", "0".repeat(65));
+    let err = insert_order(&mut conn, "too-large", &too_large, "unpaid")
+        .await
+        .expect_err("10^65 base units do not fit");
+    let code = err
+        .as_database_error()
+        .and_then(|e| e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+        .map(|e| e.number());
+    assert_eq!(code, Some(1264), "out of range, not clamped: {err}");
+
+    let err = insert_order(&mut conn, "negative", "-1", "unpaid")
+        .await
+        .expect_err("a negative amount");
+    assert!(err.to_string().contains("orders_amount_due_check"), "{err}");
+    let err = insert_order(&mut conn, "odd", "1", "paid")
+        .await
+        .expect_err("an unknown state");
+    assert!(err.to_string().contains("orders_state_check"), "{err}");
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders")
+        .fetch_one(&mut conn)
+        .await
+        .expect("count");
+    assert_eq!(n, 1, "only the order that fits was written");
+}
+
+#[tokio::test]
+async fn the_schema_joins_a_merchants_own_orders_table_and_keeps_its_rows() {
+    let Some(url) = mysql_url().await else { return };
+    let mut conn = MySqlConnection::connect(&url).await.expect("connect");
+    // The shop's table, as its checkout wrote it (no expires_at, no payrecon_updated_at).
+    sqlx::raw_sql(
+        "CREATE TABLE orders (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+         order_ref VARCHAR(255) NOT NULL UNIQUE, chain VARCHAR(64) NOT NULL, \
+         pay_to VARCHAR(128) NOT NULL, asset VARCHAR(128) NOT NULL, \
+         amount_due DECIMAL(65,0) NOT NULL, tx_hash VARCHAR(128) NULL, log_index BIGINT NULL, \
+         amount_paid DECIMAL(65,0) NULL, block_number BIGINT NULL, block_hash VARCHAR(128) NULL, \
+         state VARCHAR(16) NOT NULL DEFAULT 'unpaid', state_changed_at DATETIME(6) NULL, \
+         created_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), \
+         UNIQUE KEY (chain, tx_hash, log_index)); \
+         INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) \
+         VALUES ('SHOP-1', 'ethereum', '0xabc', 'native', 25000000);",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("the shop's table");
+    migrate(&mut conn)
+        .await
+        .expect("migration over the shop's table");
+    assert_eq!(tables(&mut conn).await, TABLES);
+    let row = sqlx::query(
+        "SELECT CAST(order_ref AS CHAR), CAST(amount_due AS CHAR), expires_at IS NULL, \
+         payrecon_updated_at IS NOT NULL FROM orders",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("the shop's order");
+    assert_eq!(row.get::<String, _>(0), "SHOP-1");
+    assert_eq!(row.get::<String, _>(1), "25000000");
+    assert_eq!(
+        row.get::<i64, _>(2),
+        1,
+        "expires_at added, NULL: never expires"
+    );
+    assert_eq!(row.get::<i64, _>(3), 1, "payrecon_updated_at backfilled");
+    // The triggers keep payrecon_updated_at for the shop's own writes too.
+    sqlx::query("UPDATE orders SET payrecon_updated_at = '2000-01-01 00:00:00'")
+        .execute(&mut conn)
+        .await
+        .expect("set an old time");
+    sqlx::query("UPDATE orders SET state = 'pending' WHERE order_ref = 'SHOP-1'")
+        .execute(&mut conn)
+        .await
+        .expect("the shop's update");
+    let moved: i64 = sqlx::query_scalar(
+        "SELECT payrecon_updated_at > '2020-01-01' FROM orders WHERE order_ref = 'SHOP-1'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("read");
+    assert_eq!(moved, 1, "the update trigger stamped the row");
+}
