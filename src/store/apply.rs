@@ -75,11 +75,15 @@ macro_rules! key_taken {
             p(1),
             p(2),
             p(3),
-            p(1),
-            p(2),
-            p(3)
+            p(4),
+            p(5),
+            p(6)
         );
+        // Each placeholder once, in order (MariaDB/MySQL's `?` are positional).
         sqlx::query_scalar::<_, i64>(&sql)
+            .bind(&$key.chain)
+            .bind($key.tx_hash.as_str())
+            .bind($key.log_index)
             .bind(&$key.chain)
             .bind($key.tx_hash.as_str())
             .bind($key.log_index)

@@ -38,31 +38,51 @@ impl Store {
 macro_rules! attach_only {
     ($db:ty, $tx:expr, $order_id:expr, $a:expr) => {{
         let sql = $crate::store::attach::attach_only_sql::<$db>();
-        let q = sqlx::query(&sql).bind($order_id);
-        let res = $crate::store::apply::bind_attach!(q, $a)
-            .execute($crate::store::rows::counted(&mut **$tx))
-            .await;
+        let q = sqlx::query(&sql)
+            .bind($a.key.tx_hash.as_str())
+            .bind($a.key.log_index)
+            .bind($a.amount.to_string())
+            .bind(i64::try_from($a.block.number).unwrap_or(i64::MAX))
+            .bind(&$a.block.hash)
+            .bind($order_id)
+            .bind(&$a.key.chain)
+            .bind($a.key.tx_hash.as_str())
+            .bind($a.key.log_index)
+            .bind(&$a.key.chain)
+            .bind($a.key.tx_hash.as_str())
+            .bind($a.key.log_index)
+            .bind($order_id);
+        let res = q.execute($crate::store::rows::counted(&mut **$tx)).await;
         $crate::store::attach::attach_outcome(res.map(|r| r.rows_affected()))
     }};
 }
 pub(super) use attach_only;
 
-/// `attach_only!`'s UPDATE: 1 order id, then `bind_attach`'s columns from 2.
+/// `attach_only!`'s UPDATE: the payment's columns (1 tx hash, 2 log index, 3 amount, 4 block
+/// number, 5 block hash), then the guards (6 order id, 7 chain, 8 tx hash, 9 log index, 10
+/// chain, 11 tx hash, 12 log index, 13 order id): each placeholder once, in the order of the
+/// text (MariaDB/MySQL's `?` are positional).
 pub(super) fn attach_only_sql<D: Dialect>() -> String {
     let p = D::p;
     format!(
-        "UPDATE orders SET tx_hash = {p2}, log_index = {p3}, amount_paid = {}, \
-         block_number = {}, block_hash = {} WHERE id = {p1} AND chain = {p7} \
-         AND (tx_hash IS NULL OR (tx_hash = {p2} AND log_index = {p3})) \
-         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = {p7} \
-         AND o2.tx_hash = {p2} AND o2.log_index = {p3} AND o2.id <> {p1})",
-        D::amount(4),
+        "UPDATE orders SET tx_hash = {}, log_index = {}, amount_paid = {}, \
+         block_number = {}, block_hash = {} WHERE id = {} AND chain = {} \
+         AND (tx_hash IS NULL OR (tx_hash = {} AND log_index = {})) \
+         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = {} \
+         AND o2.tx_hash = {} AND o2.log_index = {} AND o2.id <> {})",
+        p(1),
+        p(2),
+        D::amount(3),
+        p(4),
         p(5),
         p(6),
-        p1 = p(1),
-        p2 = p(2),
-        p3 = p(3),
-        p7 = p(7),
+        p(7),
+        p(8),
+        p(9),
+        p(10),
+        p(11),
+        p(12),
+        p(13),
     )
 }
 

@@ -11,9 +11,10 @@ use super::types::{EventCounts, EventFilter, EventRow};
 use super::{Store, StoreError};
 
 /// `WHERE` of a filter: the clauses and their text binds, in order.
-fn filter_sql<D: Dialect>(f: &EventFilter) -> (String, Vec<String>) {
+fn filter_sql<D: Dialect>(f: &EventFilter, first: usize) -> (String, Vec<String>) {
     let mut clauses = Vec::new();
     let mut binds = Vec::new();
+    let n = |binds: &Vec<String>| first + binds.len() - 1;
     match f.status.as_deref() {
         Some("pending") => clauses.push(PENDING.to_string()),
         Some("delivered") => clauses.push("e.delivered_at IS NOT NULL".into()),
@@ -22,18 +23,18 @@ fn filter_sql<D: Dialect>(f: &EventFilter) -> (String, Vec<String>) {
     }
     if let Some(id) = &f.id {
         binds.push(id.clone());
-        clauses.push(format!("e.id = {}", D::p(binds.len())));
+        clauses.push(format!("e.id = {}", D::p(n(&binds))));
     }
     if let Some(r) = &f.order_ref {
         binds.push(r.clone());
         clauses.push(format!(
             "e.order_id IN (SELECT id FROM orders WHERE order_ref = {})",
-            D::p(binds.len())
+            D::p(n(&binds))
         ));
     }
     if let Some(t) = f.since {
         binds.push(sqlite_ts(t));
-        clauses.push(format!("e.created_at >= {}", D::ts(binds.len())));
+        clauses.push(format!("e.created_at >= {}", D::ts(n(&binds))));
     }
     if clauses.is_empty() {
         clauses.push("TRUE".into());
@@ -89,8 +90,8 @@ impl Store {
         type Row = (i64, i64, Option<String>);
         let row: Row = dispatch!(self, p => {
             let sql = format!(
-                "SELECT COUNT(*) FILTER (WHERE e.dead_at IS NULL), \
-                 COUNT(*) FILTER (WHERE e.dead_at IS NOT NULL), \
+                "SELECT COUNT(CASE WHEN e.dead_at IS NULL THEN 1 END), \
+                 COUNT(CASE WHEN e.dead_at IS NOT NULL THEN 1 END), \
                  MIN(CASE WHEN e.dead_at IS NULL THEN {} END) \
                  FROM payrecon_events e WHERE e.delivered_at IS NULL",
                 D::ts_text("e.created_at")
@@ -108,7 +109,7 @@ impl Store {
     /// `payrecon events`: the newest `limit` events matching `f`, oldest first.
     pub async fn list_events(&self, f: &EventFilter) -> Result<Vec<EventRow>, StoreError> {
         let rows: Vec<RawEvent> = dispatch!(self, p => {
-            let (clause, binds) = filter_sql::<D>(f);
+            let (clause, binds) = filter_sql::<D>(f, 1);
             let ts = D::ts_text;
             let sql = format!(
                 "SELECT e.id, o.order_ref, e.order_id, e.type AS kind, {} AS attempts, \
@@ -141,20 +142,20 @@ impl Store {
     /// many.
     pub async fn replay_events(&self, f: &EventFilter, now: Timestamp) -> Result<u64, StoreError> {
         let res = dispatch!(self, p => {
-            let (clause, binds) = filter_sql::<D>(f);
+            // The time first: each placeholder once, in the order of the text.
+            let (clause, binds) = filter_sql::<D>(f, 2);
             let sql = format!(
                 "UPDATE payrecon_events SET delivered_at = NULL, dead_at = NULL, attempts = 0, \
                  next_attempt_at = {}, claimed_by = NULL, claimed_until = NULL, \
                  last_error = NULL WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {clause} \
                  AND (e.delivered_at IS NOT NULL OR e.dead_at IS NOT NULL))",
-                D::ts(binds.len() + 1)
+                D::ts(1)
             );
-            let mut q = sqlx::query(&sql);
+            let mut q = sqlx::query(&sql).bind(sqlite_ts(now));
             for b in &binds {
                 q = q.bind(b);
             }
-            q.bind(sqlite_ts(now))
-                .execute(p)
+            q.execute(p)
                 .await
                 .map(|r| r.rows_affected())
         });

@@ -16,8 +16,8 @@ const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
      p.id AS payment_id, CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END AS gone, \
      p.state AS payment_state";
 
-/// The payments the sweep follows beside the keyed rows, in keyset order (`{after}`,
-/// `{limit}` the binds): those of orders still short (`unpaid`, no key, part of the amount
+/// The payments the sweep follows beside the keyed rows, in keyset order (`{after1..3}`,
+/// the same id in each branch, and `{limit}` the binds): those of orders still short (`unpaid`, no key, part of the amount
 /// credited; `orders_unpaid_scan`), and the earlier parts of orders a later payment completed (the
 /// key names that one) while they are not `final` or are flagged gone
 /// (`payrecon_payments_open`), or became final since `{recent}` (`recheck_final`). Each branch
@@ -25,11 +25,11 @@ const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
 const HELD_SQL: &str = "SELECT * FROM (\
      SELECT {cols} FROM orders o JOIN payrecon_payments p ON p.order_id = o.id \
      WHERE o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL \
-     AND p.id > {after} \
+     AND p.id > {after1} \
      UNION ALL SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-     WHERE p.id > {after} AND (p.state <> 'final' OR p.reorged_at IS NOT NULL) AND {part} \
+     WHERE p.id > {after2} AND (p.state <> 'final' OR p.reorged_at IS NOT NULL) AND {part} \
      UNION ALL SELECT {cols} FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
-     WHERE p.id > {after} AND p.state = 'final' AND p.reorged_at IS NULL AND {recent} \
+     WHERE p.id > {after3} AND p.state = 'final' AND p.reorged_at IS NULL AND {recent} \
      AND {part}) h ORDER BY payment_id LIMIT {limit}";
 
 /// An earlier part of a paid order: not the payment its key names.
@@ -56,8 +56,10 @@ fn held_sql<D: Dialect>(recent_since: Option<jiff::Timestamp>) -> String {
         .replace("{cols}", &cols)
         .replace("{part}", PART)
         .replace("{recent}", &recent)
-        .replace("{after}", &D::p(1))
-        .replace("{limit}", &D::p(2))
+        .replace("{after1}", &D::p(1))
+        .replace("{after2}", &D::p(2))
+        .replace("{after3}", &D::p(3))
+        .replace("{limit}", &D::p(4))
 }
 
 /// A keyset page (by payment id) of the payments the sweep follows beside the keyed rows
@@ -70,6 +72,8 @@ pub(super) async fn held_page(
     recent_since: Option<jiff::Timestamp>,
 ) -> Result<(Vec<HeldPayment>, Option<i64>), StoreError> {
     let (rows, ids) = dispatch!(store, pool => sqlx::query(&held_sql::<D>(recent_since))
+        .bind(after)
+        .bind(after)
         .bind(after)
         .bind(limit)
         .fetch_all(counted(pool))
@@ -145,35 +149,45 @@ pub(super) async fn rekey_held(
 ) -> Result<super::RekeyOutcome, StoreError> {
     let block = i64::try_from(r.new_block.number).unwrap_or(i64::MAX);
     let res = dispatch!(store, pool => {
+        // Each placeholder once, in the order of the text (MariaDB/MySQL's `?` are
+        // positional): 1 new log index, 2 block, 3 hash, 4 id, 5 chain, 6 tx, 7 old log index,
+        // [8 old hash], then chain, tx and the new log index again.
         let p = D::p;
-        let guard = match r.old_block_hash {
-            Some(_) => format!("block_hash = {}", p(8)),
-            None => "(block_hash IS NULL OR block_hash = '')".to_string(),
+        let (guard, k) = match r.old_block_hash {
+            Some(_) => (format!("block_hash = {}", p(8)), 9),
+            None => ("(block_hash IS NULL OR block_hash = '')".to_string(), 8),
         };
         let sql = format!(
-            "UPDATE payrecon_payments SET log_index = {p5}, block_number = {}, \
-             block_hash = {} WHERE id = {} AND chain = {p2} AND tx_hash = {p3} \
+            "UPDATE payrecon_payments SET log_index = {}, block_number = {}, \
+             block_hash = {} WHERE id = {} AND chain = {} AND tx_hash = {} \
              AND log_index = {} AND {guard} AND NOT EXISTS (SELECT 1 FROM orders o \
-             WHERE o.chain = {p2} AND o.tx_hash = {p3} AND o.log_index = {p5})",
+             WHERE o.chain = {} AND o.tx_hash = {} AND o.log_index = {})",
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5),
             p(6),
             p(7),
-            p(1),
-            p(4),
-            p2 = p(2),
-            p3 = p(3),
-            p5 = p(5),
+            p(k),
+            p(k + 1),
+            p(k + 2),
         );
         let mut q = sqlx::query(&sql)
+            .bind(r.new_log_index)
+            .bind(block)
+            .bind(&r.new_block.hash)
             .bind(payment_id)
             .bind(&r.chain)
             .bind(r.tx_hash.as_str())
-            .bind(r.old_log_index)
-            .bind(r.new_log_index)
-            .bind(block)
-            .bind(&r.new_block.hash);
+            .bind(r.old_log_index);
         if let Some(h) = &r.old_block_hash {
             q = q.bind(h);
         }
+        let q = q
+            .bind(&r.chain)
+            .bind(r.tx_hash.as_str())
+            .bind(r.new_log_index);
         q.execute(counted(pool)).await.map(|d| d.rows_affected())
     });
     match res {

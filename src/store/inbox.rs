@@ -50,10 +50,11 @@ impl Store {
                  ORDER BY w.received_at, w.id LIMIT {}",
                 D::ts_text_exact("w.received_at"),
                 D::text(1),
-                D::p(1),
-                D::p(2)
+                D::p(2),
+                D::p(3)
             );
             sqlx::query_as(&sql)
+                .bind(provider)
                 .bind(provider)
                 .bind(limit.max(0))
                 .fetch_all(counted(p))

@@ -76,18 +76,18 @@ impl Store {
             let sql = format!(
                 "UPDATE payrecon_leases SET expires_at = {} WHERE provider = {} AND holder = {} \
                  AND token = {} AND {} > {}",
-                D::ts(4),
-                D::p(1),
+                D::ts(1),
                 D::p(2),
                 D::p(3),
+                D::p(4),
                 D::cmp_time("expires_at"),
                 D::cmp_ts(5)
             );
             sqlx::query(&sql)
+                .bind(D::ts_bind(until))
                 .bind(&fence.provider)
                 .bind(&fence.holder)
                 .bind(fence.token)
-                .bind(D::ts_bind(until))
                 .bind(D::ts_bind(now))
                 .execute(counted(p))
                 .await
@@ -104,16 +104,16 @@ impl Store {
             let sql = format!(
                 "UPDATE payrecon_leases SET expires_at = {} WHERE provider = {} AND holder = {} \
                  AND token = {}",
-                D::ts(4),
-                D::p(1),
+                D::ts(1),
                 D::p(2),
-                D::p(3)
+                D::p(3),
+                D::p(4)
             );
             sqlx::query(&sql)
+                .bind(D::ts_bind(now))
                 .bind(&fence.provider)
                 .bind(&fence.holder)
                 .bind(fence.token)
-                .bind(D::ts_bind(now))
                 .execute(counted(p))
                 .await
                 .map(|_| ())

@@ -331,7 +331,7 @@ impl Store {
         let held = "o.state = 'unpaid' AND o.tx_hash IS NULL AND o.amount_paid IS NOT NULL";
         let res = dispatch!(self, p => {
             let sql = format!(
-                "SELECT COUNT(*) FILTER (WHERE NOT l), COUNT(*) FILTER (WHERE l) FROM (SELECT \
+                "SELECT COUNT(CASE WHEN NOT l THEN 1 END), COUNT(CASE WHEN l THEN 1 END) FROM (SELECT \
                  EXISTS (SELECT 1 FROM payrecon_payments p WHERE p.order_id = o.id \
                  AND {} > {}) AS l FROM orders o WHERE {held}) h",
                 D::cmp_time("p.block_time"),

@@ -169,9 +169,11 @@ pub(super) fn insert_matched(
     }
 }
 
-/// Binds a credit's values in the order both dialects number them (1 order id, 2 chain,
+/// Binds a credit's values in the order `credit_sql` numbers them, each placeholder once in
+/// the order of the text (MariaDB/MySQL's `?` are positional): the row (1 order id, 2 chain,
 /// 3 tx hash, 4 log index, 5 amount, 6 block number, 7 block hash, 8 state, 9 source,
-/// 10 provider, 11 run id, 12 now, 13 amount before, 14 block time as `$bt`).
+/// 10 provider, 11 run id, 12 and 13 now, 14 block time as `$bt`), then the guards (15 order
+/// id, 16 amount before, 17–19 the key, 20–22 the key, 23 order id).
 macro_rules! bind_credit {
     ($q:expr, $order_id:expr, $p:expr, $ctx:expr, $now:expr, $bt:expr) => {
         $q.bind($order_id)
@@ -186,12 +188,21 @@ macro_rules! bind_credit {
             .bind(&$ctx.provider)
             .bind($ctx.run_id_or_null())
             .bind($now)
-            .bind($p.paid_before.map(|a| a.to_string()))
+            .bind($now)
             .bind($bt)
+            .bind($order_id)
+            .bind($p.paid_before.map(|a| a.to_string()))
+            .bind(&$p.key.chain)
+            .bind($p.key.tx_hash.as_str())
+            .bind($p.key.log_index)
+            .bind(&$p.key.chain)
+            .bind($p.key.tx_hash.as_str())
+            .bind($p.key.log_index)
+            .bind($order_id)
     };
 }
 
-pub(super) use bind_credit;
+pub(crate) use bind_credit;
 
 /// The `source` of a payment row: `merchant` for a key the merchant's own code wrote into
 /// its order, else the step's (`reconcile`, `webhook`).
@@ -228,17 +239,29 @@ pub(super) use credit;
 
 /// `credit!`'s INSERT, binds as `bind_credit!` numbers them.
 pub(super) fn credit_sql<D: Dialect>() -> String {
+    format!(
+        "{} ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
+        credit_insert_sql::<D>("")
+    )
+}
+
+/// The guarded `INSERT … SELECT` of a credit, binds as `bind_credit!` numbers them; `from`
+/// is what the SELECT of constants needs before its WHERE (MySQL: ` FROM DUAL`).
+pub(crate) fn credit_insert_sql<D: Dialect>(from: &str) -> String {
     let p = D::p;
     format!(
         "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
          block_number, block_hash, state, source, provider, run_id, created_at, state_changed_at, \
          block_time) \
-         SELECT {p1}, {p2}, {p3}, {p4}, {}, {}, {}, {}, {}, {}, {}, {now}, {now}, {} \
-         WHERE EXISTS (SELECT 1 FROM orders WHERE id = {p1} AND ((tx_hash IS NULL \
-         AND {}) OR (chain = {p2} AND tx_hash = {p3} AND log_index = {p4}))) \
-         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = {p2} AND o2.tx_hash = {p3} \
-         AND o2.log_index = {p4} AND o2.id <> {p1}) \
-         ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
+         SELECT {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}{from} \
+         WHERE EXISTS (SELECT 1 FROM orders WHERE id = {} AND ((tx_hash IS NULL \
+         AND {}) OR (chain = {} AND tx_hash = {} AND log_index = {}))) \
+         AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = {} AND o2.tx_hash = {} \
+         AND o2.log_index = {} AND o2.id <> {})",
+        p(1),
+        p(2),
+        p(3),
+        p(4),
         D::amount(5),
         p(6),
         p(7),
@@ -246,13 +269,18 @@ pub(super) fn credit_sql<D: Dialect>() -> String {
         p(9),
         p(10),
         p(11),
+        D::ts(12),
+        D::ts(13),
         D::ts(14),
-        D::same("amount_paid", &D::amount(13)),
-        p1 = p(1),
-        p2 = p(2),
-        p3 = p(3),
-        p4 = p(4),
-        now = D::ts(12),
+        p(15),
+        D::same("amount_paid", &D::amount(16)),
+        p(17),
+        p(18),
+        p(19),
+        p(20),
+        p(21),
+        p(22),
+        p(23),
     )
 }
 
@@ -263,13 +291,13 @@ macro_rules! set_paid {
         use $crate::store::dialect::Dialect as _;
         let sql = format!(
             "UPDATE orders SET amount_paid = {} WHERE id = {} AND (tx_hash IS NULL OR tx_hash = {})",
-            <$db>::amount(2),
-            <$db>::p(1),
+            <$db>::amount(1),
+            <$db>::p(2),
             <$db>::p(3)
         );
         sqlx::query(&sql)
-            .bind($order_id)
             .bind($p.paid_after.to_string())
+            .bind($order_id)
             .bind($p.key.tx_hash.as_str())
             .execute($crate::store::rows::counted(&mut **$sp))
             .await
@@ -368,6 +396,7 @@ pub(super) async fn set_gone(
                 .await
                 .map_err(|e| db_error(doing, e))?;
             let order: Option<i64> = sqlx::query_scalar($flag)
+                .bind(gone.then_some(now.as_str()))
                 .bind(payment_id)
                 .bind(gone.then_some(now.as_str()))
                 .fetch_optional(counted(&mut *tx))
@@ -388,8 +417,8 @@ pub(super) async fn set_gone(
                 .try_fold(crate::domain::U256::ZERO, |acc, a| acc.checked_add(a));
             if let Some(paid) = paid {
                 sqlx::query($write)
-                    .bind(order_id)
                     .bind(paid.to_string())
+                    .bind(order_id)
                     .execute(counted(&mut *tx))
                     .await
                     .map_err(|e| db_error(doing, e))?;
@@ -401,10 +430,11 @@ pub(super) async fn set_gone(
     dispatch!(store, p => set_gone_in!(
         p,
         &format!(
-            "UPDATE payrecon_payments SET reorged_at = {ts} WHERE id = {} \
-             AND (reorged_at IS NULL) = ({ts} IS NOT NULL) RETURNING order_id",
-            D::p(1),
-            ts = D::ts(2)
+            "UPDATE payrecon_payments SET reorged_at = {} WHERE id = {} \
+             AND (reorged_at IS NULL) = ({} IS NOT NULL) RETURNING order_id",
+            D::ts(1),
+            D::p(2),
+            D::ts(3)
         ),
         &format!(
             "SELECT {}, CASE WHEN reorged_at IS NULL THEN {} ELSE {} END \
@@ -417,8 +447,8 @@ pub(super) async fn set_gone(
         &format!(
             "UPDATE orders SET amount_paid = {} WHERE id = {} AND state = 'unpaid' \
              AND tx_hash IS NULL",
-            D::amount(2),
-            D::p(1)
+            D::amount(1),
+            D::p(2)
         )
     ))
 }

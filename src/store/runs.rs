@@ -77,18 +77,17 @@ impl Store {
                 "UPDATE payrecon_runs SET finished_at = {}, status = {}, checked = {}, \
                  gaps = {}, applied = {}, resends_requested = {}, error = {}, providers = {} \
                  WHERE id = {}",
-                D::ts(2),
+                D::ts(1),
+                D::p(2),
                 D::p(3),
                 D::p(4),
                 D::p(5),
                 D::p(6),
                 D::p(7),
                 D::p(8),
-                D::p(9),
-                D::p(1)
+                D::p(9)
             );
             sqlx::query(&sql)
-                .bind(run_id)
                 .bind(D::ts_bind(finished_at))
                 .bind(&totals.status)
                 .bind(totals.checked)
@@ -97,6 +96,7 @@ impl Store {
                 .bind(totals.resends_requested)
                 .bind(&totals.error)
                 .bind(&totals.providers)
+                .bind(run_id)
                 .execute(rows::counted(p))
                 .await
                 .map(|r| r.rows_affected())

@@ -24,17 +24,17 @@ pub(super) fn key_amount(columns: &str, amount_paid: &str, text: &str) -> String
     )
 }
 
-/// Binds a re-key's columns: 1 order id, 2 chain, 3 tx hash, 4 old log index, 5 new log
-/// index, 6 block number, 7 block hash.
+/// Binds a re-key's new position (new log index, block number, block hash), then its old
+/// one (order id, chain, tx hash, old log index): the order of `rekey`'s texts.
 macro_rules! bind_rekey {
     ($q:expr, $r:expr) => {
-        $q.bind($r.order_id)
+        $q.bind($r.new_log_index)
+            .bind(block_number(&$r.new_block))
+            .bind(&$r.new_block.hash)
+            .bind($r.order_id)
             .bind(&$r.chain)
             .bind($r.tx_hash.as_str())
             .bind($r.old_log_index)
-            .bind($r.new_log_index)
-            .bind(block_number(&$r.new_block))
-            .bind(&$r.new_block.hash)
     };
 }
 
@@ -44,28 +44,35 @@ macro_rules! bind_rekey {
 pub(super) async fn rekey(store: &Store, r: &Rekey) -> Result<RekeyOutcome, StoreError> {
     let doing = "re-key a reorganised payment";
     let changed = dispatch!(store, pool => {
+        // Each placeholder once, in the order of the text (MariaDB/MySQL's `?` are
+        // positional): `bind_rekey!`'s 1–7, [8 the old hash], then the new key and the id.
         let p = D::p;
-        let guard = match r.old_block_hash {
-            Some(_) => format!("block_hash = {}", p(8)),
-            None => "(block_hash IS NULL OR block_hash = '')".to_string(),
+        let (guard, k) = match r.old_block_hash {
+            Some(_) => (format!("block_hash = {}", p(8)), 9),
+            None => ("(block_hash IS NULL OR block_hash = '')".to_string(), 8),
         };
         let sql = format!(
-            "UPDATE orders SET log_index = {p5}, block_number = {p6}, block_hash = {p7} \
-             WHERE id = {p1} AND chain = {p2} AND tx_hash = {p3} AND log_index = {p4} \
-             AND {guard} AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = {p2} \
-             AND o2.tx_hash = {p3} AND o2.log_index = {p5} AND o2.id <> {p1})",
-            p1 = p(1), p2 = p(2), p3 = p(3), p4 = p(4), p5 = p(5), p6 = p(6), p7 = p(7),
+            "UPDATE orders SET log_index = {}, block_number = {}, block_hash = {} \
+             WHERE id = {} AND chain = {} AND tx_hash = {} AND log_index = {} \
+             AND {guard} AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = {} \
+             AND o2.tx_hash = {} AND o2.log_index = {} AND o2.id <> {})",
+            p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(k), p(k + 1), p(k + 2), p(k + 3),
         );
         // The order's payment rows at the old position follow it.
         let follow = format!(
             "UPDATE payrecon_payments SET log_index = {}, block_number = {}, block_hash = {} \
              WHERE order_id = {} AND chain = {} AND tx_hash = {} AND log_index = {}",
-            p(5), p(6), p(7), p(1), p(2), p(3), p(4)
+            p(1), p(2), p(3), p(4), p(5), p(6), p(7)
         );
         let mut q = bind_rekey!(sqlx::query(&sql), r);
         if let Some(h) = &r.old_block_hash {
             q = q.bind(h);
         }
+        let q = q
+            .bind(&r.chain)
+            .bind(r.tx_hash.as_str())
+            .bind(r.new_log_index)
+            .bind(r.order_id);
         let mut tx = counted(pool)
             .begin_with(D::BEGIN_WRITE)
             .await

@@ -11,17 +11,18 @@ pub(crate) const UNCHANGED: &str =
     "the order or the payment changed since it was read (another writer got there first): \
      nothing applied";
 
-/// The claim: 1 id, 2 resolution, 3 by, 4 note, 5 now; changes one row only while it is open.
+/// The claim: 1 resolution, 2 by, 3 note, 4 now, 5 id (each placeholder once, in order:
+/// MariaDB/MySQL's `?` are positional); changes one row only while it is open.
 pub(crate) fn claim_sql<D: Dialect>() -> String {
     format!(
         "UPDATE payrecon_exceptions SET status = 'resolved', resolution = {res}, \
          resolved_by = {by}, note = {note}, resolved_at = {now} \
          WHERE id = {id} AND status = 'open'",
-        id = D::p(1),
-        res = D::p(2),
-        by = D::p(3),
-        note = D::p(4),
-        now = D::ts(5),
+        res = D::p(1),
+        by = D::p(2),
+        note = D::p(3),
+        now = D::ts(4),
+        id = D::p(5),
     )
 }
 
@@ -75,11 +76,11 @@ macro_rules! claim {
             protocol($crate::store::exceptions::UNCHANGED)
         } else {
             match sqlx::query(&sql)
-                .bind($r.id)
                 .bind($r.resolution)
                 .bind(&$r.by)
                 .bind(&$r.note)
                 .bind(&now)
+                .bind($r.id)
                 .execute($crate::store::rows::counted(&mut *$tx))
                 .await
             {

@@ -270,7 +270,7 @@ impl Store {
                  {tx}, {log}, {amount}, \
                  CASE h.kind WHEN 'late_payment' THEN 'late: paid ' || h.paid || ' of ' || h.due || \
                  ' after the order expired; held' ELSE 'underpaid: paid ' || h.paid || ' of ' || \
-                 h.due || '; held until covered' END, {now}, {now}, 1, {run} \
+                 h.due || '; held until covered' END, {first}, {last}, 1, {run} \
                  FROM (SELECT o.id, o.order_ref, o.chain, {paid_text} AS paid, \
                  {due_text} AS due, CASE WHEN {late} AND EXISTS (SELECT 1 FROM \
                  payrecon_payments p WHERE p.order_id = o.id AND {bt} > {exp}) THEN 'late_payment' \
@@ -290,10 +290,12 @@ impl Store {
                 amount = D::amount_text(&latest("amount")),
                 paid_text = D::amount_text("o.amount_paid"),
                 due_text = D::amount_text("o.amount_due"),
-                now = D::ts(1),
-                run = D::p(2),
+                first = D::ts(1),
+                last = D::ts(2),
+                run = D::p(3),
             );
             let res = sqlx::query(&sql)
+                .bind(sqlite_ts(now))
                 .bind(sqlite_ts(now))
                 .bind(run_id)
                 .execute(super::rows::counted(pool))
@@ -311,11 +313,11 @@ impl Store {
                         let sql = claim_sql::<D>();
             let now = sqlite_ts(Timestamp::now());
             let done = (sqlx::query(&sql)
-                .bind(r.id)
                 .bind(r.resolution)
                 .bind(&r.by)
                 .bind(&r.note)
                 .bind(&now)
+                .bind(r.id)
                 .execute(super::rows::counted(pool))
                 .await
                 .map(|x| x.rows_affected()))
