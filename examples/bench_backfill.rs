@@ -271,6 +271,7 @@ async fn bench_on(
         match &app.engine.store {
             Store::Postgres(pool) => pool.close().await,
             Store::Sqlite(pool) => pool.close().await,
+            Store::MySql(pool) => pool.close().await,
         }
         drop(app);
         let bin = match &args.payrecon_bin {
@@ -349,6 +350,7 @@ async fn bench_on(
         match &store {
             Store::Postgres(pool) => pool.close().await,
             Store::Sqlite(pool) => pool.close().await,
+            Store::MySql(pool) => pool.close().await,
         }
         Some(n)
     } else {

@@ -248,10 +248,7 @@ async fn bench(args: &Args, db: &str, url: &str, seen: &Arc<Mutex<Seen>>) -> any
         latencies.last().copied().unwrap_or_default(),
         payrecon::events::POLL
     );
-    match &store {
-        Store::Sqlite(p) => p.close().await,
-        Store::Postgres(p) => p.close().await,
-    }
+    payrecon_testkit::on_pool!(&store, p => p.close().await);
     drop(app);
     if let Some(name) = pg_name {
         let mut admin = sqlx::PgConnection::connect(&args.pg_url).await?;
@@ -287,18 +284,11 @@ async fn order_id(store: &Store, order_ref: &str) -> anyhow::Result<i64> {
 /// `n` orders moved `unpaid -> pending` by payrecon in batches of 500 (events on).
 async fn seed(store: &Store, prefix: &str, n: usize) -> anyhow::Result<()> {
     insert_orders(store, prefix, n).await?;
-    let ids: Vec<i64> = match store {
-        Store::Sqlite(p) => {
-            sqlx::query_scalar("SELECT id FROM orders ORDER BY id")
-                .fetch_all(p)
-                .await?
-        }
-        Store::Postgres(p) => {
-            sqlx::query_scalar("SELECT id FROM orders ORDER BY id")
-                .fetch_all(p)
-                .await?
-        }
-    };
+    let ids: Vec<i64> = payrecon_testkit::on_pool!(store, p => {
+        sqlx::query_scalar("SELECT id FROM orders ORDER BY id")
+            .fetch_all(p)
+            .await?
+    });
     for chunk in ids.chunks(500) {
         apply(store, chunk).await?;
     }

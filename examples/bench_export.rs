@@ -88,6 +88,11 @@ async fn seed(store: &Store, from: u64, to: u64) -> Result<(), sqlx::Error> {
             sqlx::query(&payments_sql(from)).execute(p).await?;
             sqlx::query("ANALYZE").execute(p).await?;
         }
+        Store::MySql(_) => {
+            return Err(sqlx::Error::Configuration(
+                "bench_export seeds SQLite and PostgreSQL only (MariaDB/MySQL: issue 28)".into(),
+            ))
+        }
     }
     Ok(())
 }

@@ -178,6 +178,9 @@ pub async fn floor_b(
                 .await?;
             (load, got)
         }
+        Store::MySql(_) => {
+            anyhow::bail!("floor B is measured on SQLite and PostgreSQL (MariaDB/MySQL: issue 28)")
+        }
     };
     Ok(FloorB {
         wall: t0.elapsed(),

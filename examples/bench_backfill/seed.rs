@@ -230,10 +230,7 @@ pub async fn seed_ledger(store: &Store, ds: &Dataset) -> anyhow::Result<Seeded> 
     // chains' `recheck_final`, so the sweep does not re-read them all.
     let backdate =
         "UPDATE orders SET state_changed_at = '2000-01-01T00:00:00Z' WHERE state = 'final'";
-    match store {
-        Store::Sqlite(p) => sqlx::query(backdate).execute(p).await.map(|_| ())?,
-        Store::Postgres(p) => sqlx::query(backdate).execute(p).await.map(|_| ())?,
-    }
+    payrecon_testkit::on_pool!(store, p => sqlx::query(backdate).execute(p).await.map(|_| ())?);
     Ok(Seeded {
         insert_orders,
         webhook_apply: t1.elapsed(),

@@ -98,6 +98,29 @@ pub(crate) trait Dialect: sqlx::Database {
 
     // Statements whose shape differs by backend.
 
+    /// A text column compared exactly (`_bin` on MariaDB/MySQL, which sqlx reads only as
+    /// bytes there) in a form that reads as text.
+    fn exact_text(col: &str) -> String {
+        col.to_string()
+    }
+    /// A value cast to a 64-bit integer, whatever the column's type.
+    fn bigint(col: &str) -> String {
+        format!("CAST({col} AS BIGINT)")
+    }
+    /// An identifier the SQL standard reserves (`trigger`, `since`, `until`), quoted.
+    fn ident(name: &str) -> String {
+        format!("\"{name}\"")
+    }
+    /// The tail of an INSERT that updates the row `target` (a conflict target, with its
+    /// `WHERE` for a partial index) names when it exists: `set`, with `excluded.x` the value
+    /// the INSERT carried.
+    fn upsert(target: &str, set: &str) -> String {
+        format!("ON CONFLICT {target} DO UPDATE SET {set}")
+    }
+    /// The tail of an INSERT that writes nothing when the row `target` names exists.
+    fn do_nothing(target: &str) -> String {
+        format!("ON CONFLICT {target} DO NOTHING")
+    }
     /// Claims due events (`due`: the `WHERE` on alias `e`): 1 now, 2 holder, 3 claimed
     /// until, 4 limit; returns `id, order_id, body, attempts`.
     fn claim_events_sql(due: &str) -> String;
@@ -151,6 +174,32 @@ pub(crate) trait Backend: Dialect {
         moves: &[(i64, crate::domain::State)],
         now: &str,
     ) -> Result<u64, sqlx::Error>;
+    /// Claims up to `limit` due events (`events::due_sql`) for `holder` until `until`.
+    async fn claim_events(
+        pool: &sqlx::Pool<Self>,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<crate::store::events::ClaimedRow>, sqlx::Error>;
+    /// Claims the right to request a resend of `(provider, notification_id)`: true (and
+    /// recorded as `now`) when no request was made after `cutoff`.
+    async fn claim_resend(
+        pool: &sqlx::Pool<Self>,
+        provider: &str,
+        notification_id: &str,
+        now: Timestamp,
+        cutoff: Timestamp,
+    ) -> Result<bool, sqlx::Error>;
+    /// Takes the lease of `provider` for `holder` until `until` when it is free, expired at
+    /// `now` or already `holder`'s: the new token, `None` when another holder has it.
+    async fn take_lease(
+        pool: &sqlx::Pool<Self>,
+        provider: &str,
+        holder: &str,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, sqlx::Error>;
     /// Orders as the merchant inserts them (demo, tests, benchmarks).
     #[cfg(feature = "demo")]
     async fn insert_orders(
@@ -178,6 +227,14 @@ macro_rules! dispatch {
                 use $crate::store::dialect::{Backend as _, Dialect as _};
                 #[allow(dead_code)]
                 type D = sqlx::Postgres;
+                $body
+            }
+            #[cfg(feature = "mysql")]
+            $crate::store::Store::MySql($p) => {
+                #[allow(unused_imports)]
+                use $crate::store::dialect::{Backend as _, Dialect as _};
+                #[allow(dead_code)]
+                type D = sqlx::MySql;
                 $body
             }
         }

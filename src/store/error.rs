@@ -62,9 +62,26 @@ pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {
         .is_some_and(|d| d.is_unique_violation())
 }
 
-/// Deadlock, serialization failure (PostgreSQL) or a busy database (SQLite): try again.
+/// Deadlock, serialization failure (PostgreSQL, MariaDB/MySQL), lock wait timeout
+/// (MariaDB/MySQL) or a busy database (SQLite): try again.
 pub(super) fn is_retryable(e: &sqlx::Error) -> bool {
-    e.as_database_error()
+    let by_code = e
+        .as_database_error()
         .and_then(|d| d.code())
-        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "261" | "517" | "773"))
+        .is_some_and(|c| matches!(c.as_ref(), "40P01" | "40001" | "5" | "261" | "517" | "773"));
+    by_code || is_lock_wait_timeout(e)
+}
+
+/// MariaDB/MySQL's lock wait timeout (1205) is SQLSTATE `HY000`, a code many errors share: it
+/// is told by its number. (A deadlock, 1213, is `40001`.)
+#[cfg(feature = "mysql")]
+fn is_lock_wait_timeout(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+        .is_some_and(|d| d.number() == 1205)
+}
+
+#[cfg(not(feature = "mysql"))]
+fn is_lock_wait_timeout(_: &sqlx::Error) -> bool {
+    false
 }

@@ -112,11 +112,12 @@ impl Store {
             let (clause, binds) = filter_sql::<D>(f, 1);
             let ts = D::ts_text;
             let sql = format!(
-                "SELECT e.id, o.order_ref, e.order_id, e.type AS kind, {} AS attempts, \
+                "SELECT e.id, {} AS order_ref, e.order_id, e.type AS kind, {} AS attempts, \
                  {} AS created_at, {} AS next_attempt_at, {} AS delivered_at, {} AS dead_at, \
                  {} AS last_status, e.last_error \
                  FROM payrecon_events e LEFT JOIN orders o ON o.id = e.order_id \
                  WHERE {clause} ORDER BY e.seq DESC LIMIT {}",
+                D::exact_text("o.order_ref"),
                 D::int8("e.attempts"),
                 ts("e.created_at"),
                 ts("e.next_attempt_at"),

@@ -18,7 +18,7 @@ use super::{Store, StoreError};
 pub(super) const PENDING: &str = "e.delivered_at IS NULL AND e.dead_at IS NULL";
 
 /// `WHERE` of the due rule, binding `now` as parameter `now`.
-fn due_sql(now: &str) -> String {
+pub(crate) fn due_sql(now: &str) -> String {
     format!("e.next_attempt_at <= {now} AND {}", waiting_sql(now))
 }
 
@@ -31,6 +31,26 @@ fn waiting_sql(now: &str) -> String {
          AND p.seq < e.seq AND p.delivered_at IS NULL)"
     )
 }
+
+/// The rows a claim returns: `id, order_id, body, attempts`.
+pub(crate) type ClaimedRow = (String, i64, String, i64);
+
+/// `Backend::claim_events` in one statement (`Dialect::claim_events_sql`: SQLite and
+/// PostgreSQL), backend `$db`: 1 now, 2 holder, 3 claimed until, 4 limit.
+macro_rules! claim_in_one {
+    ($db:ty, $pool:expr, $holder:expr, $now:expr, $until:expr, $limit:expr) => {{
+        use $crate::store::dialect::Dialect as _;
+        let due = $crate::store::events::due_sql(&<$db>::ts(1));
+        sqlx::query_as(&<$db>::claim_events_sql(&due))
+            .bind($crate::store::rows::sqlite_ts($now))
+            .bind($holder)
+            .bind($crate::store::rows::sqlite_ts($until))
+            .bind($limit)
+            .fetch_all($pool)
+            .await
+    }};
+}
+pub(crate) use claim_in_one;
 
 impl Store {
     /// Claims up to `limit` due events for `holder` until `now + lease`, oldest due first.
@@ -45,17 +65,8 @@ impl Store {
     ) -> Result<Vec<ClaimedEvent>, StoreError> {
         let until = now + jiff::SignedDuration::try_from(lease).unwrap_or_default();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        type Row = (String, i64, String, i64);
-        let rows: Vec<Row> = dispatch!(self, p => {
-            sqlx::query_as(&D::claim_events_sql(&due_sql(&D::ts(1))))
-                .bind(sqlite_ts(now))
-                .bind(holder)
-                .bind(sqlite_ts(until))
-                .bind(limit)
-                .fetch_all(p)
-                .await
-        })
-        .map_err(|e| db_error("claim events to deliver", e))?;
+        let rows = dispatch!(self, p => D::claim_events(p, holder, now, until, limit).await)
+            .map_err(|e| db_error("claim events to deliver", e))?;
         Ok(rows
             .into_iter()
             .map(|(id, order_id, body, attempts)| ClaimedEvent {

@@ -80,7 +80,7 @@ impl From<RawExport> for ExportRow {
 /// The export's query: the payments whose block time (or credit time) is in `[$1, $2)`.
 fn export_sql<D: Dialect>() -> String {
     format!(
-        "SELECT o.order_ref, p.chain, o.asset, {amount} AS amount, p.tx_hash, \
+        "SELECT {order_ref} AS order_ref, p.chain, o.asset, {amount} AS amount, p.tx_hash, \
          {log} AS log_index, {block} AS block_number, {bt} AS block_ms, p.state, \
          {created} AS credited_ms, p.source, p.provider, o.state AS order_state, \
          {due} AS amount_due, {paid} AS amount_paid, \
@@ -92,6 +92,7 @@ fn export_sql<D: Dialect>() -> String {
          WHERE COALESCE(p.block_time, p.created_at) >= {p1} \
          AND COALESCE(p.block_time, p.created_at) < {p2} \
          ORDER BY COALESCE(p.block_time, p.created_at), p.chain, p.tx_hash, p.log_index",
+        order_ref = D::exact_text("o.order_ref"),
         amount = D::amount_text("p.amount"),
         due = D::amount_text("o.amount_due"),
         paid = D::amount_text("o.amount_paid"),

@@ -44,10 +44,11 @@ impl Store {
         const DOING: &str = "list unprocessed webhook events";
         let raws: Vec<RawDelivery> = dispatch!(self, p => {
             let sql = format!(
-                "SELECT w.id, w.provider, w.event_id, w.body, {} AS received_at_text \
+                "SELECT w.id, w.provider, {} AS event_id, w.body, {} AS received_at_text \
                  FROM payrecon_webhook_events w \
                  WHERE w.processed_at IS NULL AND ({} IS NULL OR w.provider = {}) \
                  ORDER BY w.received_at, w.id LIMIT {}",
+                D::exact_text("w.event_id"),
                 D::ts_text_exact("w.received_at"),
                 D::text(1),
                 D::p(2),

@@ -23,6 +23,35 @@ fn expiry(now: Timestamp, ttl: Duration) -> Timestamp {
         .unwrap_or(Timestamp::MAX)
 }
 
+/// `Backend::take_lease` for SQLite and PostgreSQL, backend `$db`: one upsert that takes the
+/// row when it is free, expired or already `holder`'s, and returns the new token.
+macro_rules! upsert_lease {
+    ($db:ty, $pool:expr, $provider:expr, $holder:expr, $until:expr, $now:expr) => {{
+        use $crate::store::dialect::Dialect as _;
+        let sql = format!(
+            "INSERT INTO payrecon_leases (provider, holder, token, expires_at) \
+             VALUES ({}, {}, 1, {}) ON CONFLICT (provider) DO UPDATE \
+             SET holder = excluded.holder, token = payrecon_leases.token + 1, \
+             expires_at = excluded.expires_at \
+             WHERE payrecon_leases.holder = excluded.holder \
+             OR {} <= {} RETURNING token",
+            <$db>::p(1),
+            <$db>::p(2),
+            <$db>::ts(3),
+            <$db>::cmp_time("payrecon_leases.expires_at"),
+            <$db>::cmp_ts(4)
+        );
+        sqlx::query_scalar(&sql)
+            .bind($provider)
+            .bind($holder)
+            .bind(<$db>::ts_bind($until))
+            .bind(<$db>::ts_bind($now))
+            .fetch_optional($crate::store::rows::counted($pool))
+            .await
+    }};
+}
+pub(super) use upsert_lease;
+
 impl Store {
     /// Takes the lease of `provider` for `holder` when it is free, expired or already
     /// `holder`'s; `None` when another holder has it.
@@ -34,29 +63,9 @@ impl Store {
         ttl: Duration,
     ) -> Result<Option<Fence>, StoreError> {
         let until = expiry(now, ttl);
-        let token: Option<i64> = dispatch!(self, p => {
-            let sql = format!(
-                "INSERT INTO payrecon_leases (provider, holder, token, expires_at) \
-                 VALUES ({}, {}, 1, {}) ON CONFLICT (provider) DO UPDATE \
-                 SET holder = excluded.holder, token = payrecon_leases.token + 1, \
-                 expires_at = excluded.expires_at \
-                 WHERE payrecon_leases.holder = excluded.holder \
-                 OR {} <= {} RETURNING token",
-                D::p(1),
-                D::p(2),
-                D::ts(3),
-                D::cmp_time("payrecon_leases.expires_at"),
-                D::cmp_ts(4)
-            );
-            sqlx::query_scalar(&sql)
-                .bind(provider)
-                .bind(holder)
-                .bind(D::ts_bind(until))
-                .bind(D::ts_bind(now))
-                .fetch_optional(counted(p))
-                .await
-        })
-        .map_err(|e| db_error("take a lease", e))?;
+        let token: Option<i64> =
+            dispatch!(self, p => D::take_lease(p, provider, holder, until, now).await)
+                .map_err(|e| db_error("take a lease", e))?;
         Ok(token.map(|token| Fence {
             provider: provider.to_string(),
             holder: holder.to_string(),

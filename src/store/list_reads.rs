@@ -10,8 +10,8 @@ use super::rows::{counted, db_error};
 use super::types::{ListRead, ListReadRow};
 use super::{Store, StoreError};
 
-const UPSERT_TAIL: &str = "ON CONFLICT (provider, chain, list) DO UPDATE SET \
-     pages_read = excluded.pages_read, pages_total = excluded.pages_total, \
+/// What a list's row takes from a new read (`Dialect::upsert`).
+const UPSERT_SET: &str = "pages_read = excluded.pages_read, pages_total = excluded.pages_total, \
      read_at = excluded.read_at, \
      last_full_at = COALESCE(excluded.last_full_at, payrecon_list_reads.last_full_at)";
 
@@ -44,15 +44,15 @@ impl Store {
         dispatch!(self, p => {
             let sql = format!(
                 "INSERT INTO payrecon_list_reads (provider, chain, list, pages_read, \
-                 pages_total, read_at, last_full_at) VALUES ({}, {}, {}, {}, {}, {}, {}) \
-                 {UPSERT_TAIL}",
+                 pages_total, read_at, last_full_at) VALUES ({}, {}, {}, {}, {}, {}, {}) {}",
                 D::p(1),
                 D::p(2),
                 D::p(3),
                 D::p(4),
                 D::p(5),
                 D::ts(6),
-                D::ts(7)
+                D::ts(7),
+                D::upsert("(provider, chain, list)", UPSERT_SET)
             );
             sqlx::query(&sql)
                 .bind(r.provider)

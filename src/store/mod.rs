@@ -14,6 +14,8 @@ mod held;
 mod inbox;
 mod lease;
 mod list_reads;
+#[cfg(feature = "mysql")]
+mod mysql;
 mod outbox;
 mod payments;
 mod postgres;
@@ -71,6 +73,9 @@ pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
 pub enum Store {
     Sqlite(sqlx::SqlitePool),
     Postgres(sqlx::PgPool),
+    /// MariaDB/MySQL (feature `mysql`, in progress).
+    #[cfg(feature = "mysql")]
+    MySql(sqlx::MySqlPool),
 }
 
 /// How often a PostgreSQL batch is retried after a deadlock or serialization failure.
@@ -87,6 +92,8 @@ impl Store {
             "postgres" | "postgresql" => postgres::connect(url, max_connections)
                 .await
                 .map(Store::Postgres),
+            #[cfg(feature = "mysql")]
+            "mysql" | "mariadb" => mysql::connect(url, max_connections).await.map(Store::MySql),
             _ => Err(StoreError::Invalid(format!(
                 "unsupported database URL {}: expected sqlite://path or postgres://…",
                 crate::secret::redact_url(url)

@@ -390,21 +390,27 @@ pub(super) async fn set_gone(
     let doing = "flag a held payment gone from the chain";
     let now = super::rows::sqlite_ts(jiff::Timestamp::now());
     macro_rules! set_gone_in {
-        ($pool:expr, $flag:expr, $read:expr, $write:expr) => {{
+        ($pool:expr, $flag:expr, $order:expr, $read:expr, $write:expr) => {{
             let mut tx = counted($pool)
                 .begin()
                 .await
                 .map_err(|e| db_error(doing, e))?;
-            let order: Option<i64> = sqlx::query_scalar($flag)
+            let flagged = sqlx::query($flag)
                 .bind(gone.then_some(now.as_str()))
                 .bind(payment_id)
                 .bind(gone.then_some(now.as_str()))
-                .fetch_optional(counted(&mut *tx))
+                .execute(counted(&mut *tx))
                 .await
                 .map_err(|e| db_error(doing, e))?;
-            let Some(order_id) = order else {
+            if flagged.rows_affected() != 1 {
                 return Ok(false);
-            };
+            }
+            // Read after the UPDATE (MariaDB/MySQL have no `UPDATE … RETURNING`).
+            let order_id: i64 = sqlx::query_scalar($order)
+                .bind(payment_id)
+                .fetch_one(counted(&mut *tx))
+                .await
+                .map_err(|e| db_error(doing, e))?;
             let parts: Vec<(String, i64)> = sqlx::query_as($read)
                 .bind(order_id)
                 .fetch_all(counted(&mut *tx))
@@ -431,11 +437,12 @@ pub(super) async fn set_gone(
         p,
         &format!(
             "UPDATE payrecon_payments SET reorged_at = {} WHERE id = {} \
-             AND (reorged_at IS NULL) = ({} IS NOT NULL) RETURNING order_id",
+             AND (reorged_at IS NULL) = ({} IS NOT NULL)",
             D::ts(1),
             D::p(2),
             D::ts(3)
         ),
+        &format!("SELECT order_id FROM payrecon_payments WHERE id = {}", D::p(1)),
         &format!(
             "SELECT {}, CASE WHEN reorged_at IS NULL THEN {} ELSE {} END \
              FROM payrecon_payments WHERE order_id = {}",

@@ -25,6 +25,10 @@ impl Store {
             "postgres" | "postgresql" => super::postgres::connect_read_only(url, max)
                 .await
                 .map(Store::Postgres),
+            #[cfg(feature = "mysql")]
+            "mysql" | "mariadb" => super::mysql::connect_read_only(url, max)
+                .await
+                .map(Store::MySql),
             _ => Store::connect(url, 1).await,
         }
     }
@@ -57,11 +61,19 @@ impl Store {
     /// Every lease, by provider. `expires_at` is read as text whatever its type, then
     /// spelled as RFC 3339 UTC when it reads as a timestamp.
     pub(super) async fn leases(&self) -> Result<Vec<LeaseRow>, StoreError> {
-        let sql = "SELECT CAST(provider AS TEXT), CAST(holder AS TEXT), CAST(token AS BIGINT), \
-             CAST(expires_at AS TEXT) FROM payrecon_leases ORDER BY provider";
         type T = (String, Option<String>, Option<i64>, Option<String>);
-        let rows: Vec<T> = dispatch!(self, p => sqlx::query_as(sql).fetch_all(counted(p)).await)
-            .map_err(|e| db_error("read the leases", e))?;
+        let rows: Vec<T> = dispatch!(self, p => {
+            // `amount_text` is the backend's cast to text, whatever the column's type.
+            let sql = format!(
+                "SELECT {}, {}, {}, {} FROM payrecon_leases ORDER BY provider",
+                D::amount_text("provider"),
+                D::amount_text("holder"),
+                D::bigint("token"),
+                D::amount_text("expires_at")
+            );
+            sqlx::query_as(&sql).fetch_all(counted(p)).await
+        })
+        .map_err(|e| db_error("read the leases", e))?;
         Ok(rows
             .into_iter()
             .map(|(provider, holder, token, expires_at)| LeaseRow {

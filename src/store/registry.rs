@@ -146,10 +146,11 @@ impl ViewRow {
 /// The view's columns.
 fn view_columns<D: Dialect>() -> String {
     format!(
-        "o.id, o.order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
+        "o.id, {order_ref} AS order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
          {paid} AS amount_paid, o.state, o.tx_hash, o.log_index, o.block_number, o.block_hash, \
          {exp} AS expires_ms, {created} AS created_ms, {changed} AS changed_ms, \
          {updated} AS updated_ms",
+        order_ref = D::exact_text("o.order_ref"),
         due = D::amount_text("o.amount_due"),
         paid = D::amount_text("o.amount_paid"),
         exp = D::ms("o.expires_at"),

@@ -7,6 +7,33 @@ use super::dialect::dispatch;
 use super::rows;
 use super::{FindingRow, RunRow, RunTotals, Store, StoreError};
 
+/// `Backend::claim_resend` for SQLite and PostgreSQL, backend `$db`: one upsert that writes
+/// `now` unless a request after `cutoff` is recorded (one row written: claimed).
+macro_rules! upsert_resend {
+    ($db:ty, $pool:expr, $provider:expr, $id:expr, $now:expr, $cutoff:expr) => {{
+        use $crate::store::dialect::Dialect as _;
+        let sql = format!(
+            "INSERT INTO payrecon_resends (provider, notification_id, requested_at) \
+             VALUES ({}, {}, {}) ON CONFLICT (provider, notification_id) \
+             DO UPDATE SET requested_at = excluded.requested_at \
+             WHERE payrecon_resends.requested_at <= {}",
+            <$db>::p(1),
+            <$db>::p(2),
+            <$db>::ts(3),
+            <$db>::ts(4)
+        );
+        sqlx::query(&sql)
+            .bind($provider)
+            .bind($id)
+            .bind(<$db>::ts_bind($now))
+            .bind(<$db>::ts_bind($cutoff))
+            .execute($crate::store::rows::counted($pool))
+            .await
+            .map(|r| r.rows_affected() == 1)
+    }};
+}
+pub(super) use upsert_resend;
+
 impl Store {
     /// Claims the right to request a resend: true (and recorded) when no request for this
     /// notification was made within `cooldown` before `now`. Atomic across processes.
@@ -17,35 +44,22 @@ impl Store {
         now: Timestamp,
         cooldown: std::time::Duration,
     ) -> Result<bool, StoreError> {
-        let written = dispatch!(self, p => {
-            let sql = format!(
-                "INSERT INTO payrecon_resends (provider, notification_id, requested_at) \
-                 VALUES ({}, {}, {}) ON CONFLICT (provider, notification_id) \
-                 DO UPDATE SET requested_at = excluded.requested_at \
-                 WHERE payrecon_resends.requested_at <= {}",
-                D::p(1),
-                D::p(2),
-                D::ts(3),
-                D::ts(4)
-            );
-            sqlx::query(&sql)
-                .bind(provider)
-                .bind(notification_id)
-                .bind(D::ts_bind(now))
-                .bind(D::ts_bind(rows::cutoff(now, cooldown)))
-                .execute(rows::counted(p))
-                .await
-                .map(|r| r.rows_affected())
+        let cutoff = rows::cutoff(now, cooldown);
+        let claimed = dispatch!(self, p => {
+            D::claim_resend(p, provider, notification_id, now, cutoff).await
         })
         .map_err(|e| rows::db_error("claim a resend", e))?;
-        Ok(written == 1)
+        Ok(claimed)
     }
 
     pub async fn start_run(&self, run: &RunRow) -> Result<(), StoreError> {
         dispatch!(self, p => {
             let sql = format!(
-                "INSERT INTO payrecon_runs (id, \"trigger\", started_at, \"since\", \"until\") \
+                "INSERT INTO payrecon_runs (id, {}, started_at, {}, {}) \
                  VALUES ({}, {}, {}, {}, {})",
+                D::ident("trigger"),
+                D::ident("since"),
+                D::ident("until"),
                 D::p(1),
                 D::p(2),
                 D::ts(3),

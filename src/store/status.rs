@@ -89,7 +89,8 @@ pub struct StatusData {
 /// the columns' names: an `ORDER BY` must name `r.started_at` to sort by the stored time.
 fn run_cols<D: Dialect>() -> String {
     format!(
-        "r.id, r.\"trigger\", {} AS started_at, {} AS finished_at, r.status, r.error",
+        "r.id, r.{}, {} AS started_at, {} AS finished_at, r.status, r.error",
+        D::ident("trigger"),
         D::ts_text("r.started_at"),
         D::ts_text("r.finished_at")
     )
@@ -261,9 +262,10 @@ impl Store {
             self,
             T,
             format!(
-                "SELECT provider, notification_id, {}, COUNT(*) OVER () \
+                "SELECT provider, {}, {}, COUNT(*) OVER () \
                  FROM payrecon_resends WHERE requested_at > {} \
                  ORDER BY requested_at DESC, provider, notification_id LIMIT {}",
+                D::exact_text("notification_id"),
                 D::ts_text("requested_at"),
                 D::ts(1),
                 D::p(2)

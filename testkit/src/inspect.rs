@@ -70,8 +70,8 @@ fn state_of(s: &str) -> Result<State, StoreError> {
     State::parse(s).map_err(|e| StoreError::Invalid(format!("read a state: {e}")))
 }
 
-/// Runs a query on either backend; `$sql` uses `$1`-style placeholders, which SQLite reads
-/// as numbered parameters too.
+/// Runs a query on any backend; `$sql` uses `$1`-style placeholders, which SQLite reads as
+/// numbered parameters too, and is respelled for MariaDB/MySQL (`mysql_sql`).
 macro_rules! fetch_all {
     ($store:expr, $sql:expr, $doing:expr $(, $bind:expr)*) => {{
         let sql: &str = &$sql;
@@ -80,9 +80,21 @@ macro_rules! fetch_all {
                 .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
             Store::Postgres(p) => sqlx::query(sql)$(.bind($bind))*.fetch_all(p).await
                 .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
+            Store::MySql(p) => sqlx::query(&mysql_sql(sql))$(.bind($bind))*.fetch_all(p).await
+                .map(|rs| rs.iter().map(|r| row_values(r)).collect()),
         };
         rows.map_err(|e| db_error($doing, e))?
     }};
+}
+
+/// The readers' SQL in MariaDB/MySQL's spelling: `?` placeholders (each used once, in
+/// order), `CAST(… AS CHAR)`, backquoted identifiers.
+fn mysql_sql(sql: &str) -> String {
+    let mut out = sql.replace("AS TEXT)", "AS CHAR)").replace('"', "`");
+    for n in (1..10).rev() {
+        out = out.replace(&format!("${n}"), "?");
+    }
+    out
 }
 
 /// A column value: text or integer (everything here is selected as one of the two).
@@ -112,11 +124,20 @@ where
     usize: sqlx::ColumnIndex<R>,
     for<'a> Option<String>: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     for<'a> Option<i64>: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> Option<Vec<u8>>: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
 {
     (0..r.len())
         .map(|i| match r.try_get::<Option<i64>, _>(i) {
             Ok(v) => RowValue::Int(v),
-            Err(_) => RowValue::Text(r.try_get::<Option<String>, _>(i).ok().flatten()),
+            // MariaDB/MySQL hand `_bin` columns over as bytes.
+            Err(_) => RowValue::Text(r.try_get::<Option<String>, _>(i).ok().flatten().or_else(
+                || {
+                    r.try_get::<Option<Vec<u8>>, _>(i)
+                        .ok()
+                        .flatten()
+                        .and_then(|b| String::from_utf8(b).ok())
+                },
+            )),
         })
         .collect()
 }

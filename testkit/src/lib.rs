@@ -39,3 +39,19 @@ pub(crate) fn fork_at(forks: &[(u64, u64)], n: u64) -> u64 {
         .max()
         .unwrap_or(0)
 }
+
+#[doc(hidden)]
+pub use payrecon as __payrecon;
+
+/// Runs `$body` with `$p` bound to the pool a `Store` holds, whatever its backend: a test's own
+/// SQL against the store's database (the SQL must suit the backends the test runs on).
+#[macro_export]
+macro_rules! on_pool {
+    ($store:expr, $p:ident => $body:expr) => {
+        match $store {
+            $crate::__payrecon::store::Store::Sqlite($p) => $body,
+            $crate::__payrecon::store::Store::Postgres($p) => $body,
+            $crate::__payrecon::store::Store::MySql($p) => $body,
+        }
+    };
+}

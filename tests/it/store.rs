@@ -67,11 +67,8 @@ pub async fn open(url: &str) -> Store {
 
 /// Runs raw SQL as the merchant's application would.
 pub async fn exec(store: &Store, sql: &str) {
-    match store {
-        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
-        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
-    }
-    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    payrecon_testkit::on_pool!(store, p => sqlx::query(sql).execute(p).await.map(|_| ()))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 pub async fn id_of(store: &Store, order_ref: &str) -> i64 {
@@ -116,6 +113,14 @@ async fn columns(store: &Store, table: &str) -> Vec<String> {
         Store::Postgres(p) => sqlx::query_scalar(
             "SELECT column_name::text FROM information_schema.columns \
              WHERE table_name = $1 AND table_schema = current_schema() ORDER BY ordinal_position",
+        )
+        .bind(table)
+        .fetch_all(p)
+        .await
+        .unwrap(),
+        Store::MySql(p) => sqlx::query_scalar(
+            "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
+             WHERE table_name = ? AND table_schema = DATABASE() ORDER BY ordinal_position",
         )
         .bind(table)
         .fetch_all(p)
@@ -182,10 +187,8 @@ async fn migrate_is_idempotent_and_creates_every_table() {
             .await
             .unwrap();
         let bad = "UPDATE orders SET state = 'paid' WHERE order_ref = 'A-1'";
-        let refused = match &store {
-            Store::Sqlite(p) => sqlx::query(bad).execute(p).await.is_err(),
-            Store::Postgres(p) => sqlx::query(bad).execute(p).await.is_err(),
-        };
+        let refused =
+            payrecon_testkit::on_pool!(&store, p => sqlx::query(bad).execute(p).await.is_err());
         assert!(refused, "{url}");
         let expected = if url.starts_with("sqlite") {
             "sqlite"
@@ -285,7 +288,7 @@ async fn load_view_on_sqlite_skips_an_amount_that_is_not_a_number() {
 
 #[tokio::test]
 async fn attached_keys_reports_only_keys_some_order_holds() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -313,7 +316,7 @@ async fn attached_keys_reports_only_keys_some_order_holds() {
 
 #[tokio::test]
 async fn sweep_page_walks_keyed_pending_and_confirmed_rows_by_id() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let plan_of = [

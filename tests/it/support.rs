@@ -12,22 +12,16 @@ pub async fn set_state_raw(
     order_ref: &str,
     state: payrecon::domain::State,
 ) -> Result<bool, sqlx::Error> {
-    use payrecon::store::Store;
-    let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2";
-    let n = match store {
-        Store::Sqlite(p) => sqlx::query(sql)
-            .bind(state.as_str())
-            .bind(order_ref)
-            .execute(p)
-            .await?
-            .rows_affected(),
-        Store::Postgres(p) => sqlx::query(sql)
-            .bind(state.as_str())
-            .bind(order_ref)
-            .execute(p)
-            .await?
-            .rows_affected(),
+    let sql = match store {
+        payrecon::store::Store::Postgres(_) => "UPDATE orders SET state = $1 WHERE order_ref = $2",
+        _ => "UPDATE orders SET state = ? WHERE order_ref = ?",
     };
+    let n = payrecon_testkit::on_pool!(store, p => sqlx::query(sql)
+            .bind(state.as_str())
+            .bind(order_ref)
+            .execute(p)
+            .await?
+            .rows_affected());
     Ok(n == 1)
 }
 
@@ -114,6 +108,16 @@ pub async fn backends() -> (tempfile::TempDir, Vec<String>) {
     (dir, urls)
 }
 
+/// Every backend: SQLite always, PostgreSQL and MariaDB/MySQL when available (the tests that
+/// already pass on MariaDB/MySQL; the others take `backends()` until issue 28 is done).
+pub async fn all_backends() -> (tempfile::TempDir, Vec<String>) {
+    let (dir, mut urls) = backends().await;
+    if let Some(my) = mysql_url().await {
+        urls.push(my);
+    }
+    (dir, urls)
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -138,10 +142,6 @@ where
 /// Runs one statement on the store's own pool (a test's direct write, as the merchant's code
 /// would make it).
 pub async fn exec(store: &payrecon::store::Store, sql: &str) {
-    use payrecon::store::Store;
-    match store {
-        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
-        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
-    }
-    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    payrecon_testkit::on_pool!(store, p => sqlx::query(sql).execute(p).await.map(|_| ()))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }

@@ -215,7 +215,7 @@ const NUL_ID: &str = r#"{"id":"a\u0000b","status":"completed"}"#;
 
 #[tokio::test]
 async fn webhook_refused_deliveries_store_nothing() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let mut hook = Hook::start(url, vec![endpoint("qvard", Scheme::Qvard)], 16).await;
         let tampered = BODY.replace("1001", "1002");
@@ -260,7 +260,7 @@ async fn webhook_refused_deliveries_store_nothing() {
 
 #[tokio::test]
 async fn webhook_oversized_bodies_are_refused_with_413() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let hook = Hook::start(url, vec![endpoint("qvard", Scheme::Qvard)], 16).await;
         // Validly signed JSON of 65 KiB + 1 bytes.

@@ -435,10 +435,7 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             "UPDATE orders SET expires_at = '{day_ago}' WHERE order_ref = '{}'",
             o.order_ref
         );
-        match &w.app.engine.store {
-            payrecon::store::Store::Sqlite(p) => sqlx::query(&sql).execute(p).await.map(|_| ()),
-            payrecon::store::Store::Postgres(p) => sqlx::query(&sql).execute(p).await.map(|_| ()),
-        }
+        payrecon_testkit::on_pool!(&w.app.engine.store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
         .map_err(|e| format!("expire {}: {e}", o.order_ref))?;
         bump(9);
     }

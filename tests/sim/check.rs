@@ -409,11 +409,8 @@ where
     // delivers now: every caller has joined its flushes (and child processes) before.
     let expire = "UPDATE payrecon_events SET claimed_by = NULL, claimed_until = NULL \
                   WHERE delivered_at IS NULL";
-    match s {
-        payrecon::store::Store::Sqlite(p) => sqlx::query(expire).execute(p).await.map(|_| ()),
-        payrecon::store::Store::Postgres(p) => sqlx::query(expire).execute(p).await.map(|_| ()),
-    }
-    .map_err(|e| format!("database: {e}"))?;
+    payrecon_testkit::on_pool!(s, p => sqlx::query(expire).execute(p).await.map(|_| ()))
+        .map_err(|e| format!("database: {e}"))?;
     for _ in 0..20 {
         let c = db(s.event_counts().await)?;
         if c.pending == 0 && c.dead == 0 {
@@ -437,14 +434,9 @@ where
     let transitions = db(s.count("payrecon_transitions").await)?;
     let events = db(s.count("payrecon_events").await)?;
     let count = |sql: &'static str| async move {
-        match s {
-            payrecon::store::Store::Sqlite(p) => {
-                sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await
-            }
-            payrecon::store::Store::Postgres(p) => {
-                sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await
-            }
-        }
+        payrecon_testkit::on_pool!(s, p => {
+            sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await
+        })
         .map_err(|e| format!("database: {e}"))
     };
     let payments =

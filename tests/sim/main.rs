@@ -128,11 +128,9 @@ pub async fn credited(
     let sql = "SELECT o.order_ref, p.tx_hash, p.log_index, CAST(p.amount AS TEXT), \
                p.block_number, p.block_hash, p.state \
                FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id";
-    let rows: Vec<Row> = match store {
-        payrecon::store::Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
-        payrecon::store::Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
-    }
-    .map_err(|e| format!("reading the payments: {e}"))?;
+    let rows: Vec<Row> =
+        payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_all(p).await)
+            .map_err(|e| format!("reading the payments: {e}"))?;
     let mut out: HashMap<String, Vec<Credited>> = HashMap::new();
     for (r, tx, log_index, amount, block_number, block_hash, state) in rows {
         let amount = amount

@@ -334,22 +334,13 @@ impl World {
                    AND (CASE state WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
                    WHEN 'confirmed' THEN 2 ELSE 3 END) < $3";
         let rank = to as i32;
-        let res = match store {
-            Store::Sqlite(p) => sqlx::query(sql)
+        let res = payrecon_testkit::on_pool!(store, p => sqlx::query(sql)
                 .bind(to.as_str())
                 .bind(order_ref)
                 .bind(rank)
                 .execute(p)
                 .await
-                .map(|r| r.rows_affected() == 1),
-            Store::Postgres(p) => sqlx::query(sql)
-                .bind(to.as_str())
-                .bind(order_ref)
-                .bind(rank)
-                .execute(p)
-                .await
-                .map(|r| r.rows_affected() == 1),
-        };
+                .map(|r| r.rows_affected() == 1));
         res
     }
 

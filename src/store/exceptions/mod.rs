@@ -72,10 +72,11 @@ impl ExceptionRow {
 /// The columns of an `ExceptionRow` (`Row`).
 fn columns<D: Dialect>() -> String {
     format!(
-        "x.id, x.kind, x.order_id, o.order_ref, x.chain, x.tx_hash, {log} AS log_index, \
+        "x.id, x.kind, x.order_id, {order_ref} AS order_ref, x.chain, x.tx_hash, {log} AS log_index, \
          x.amount, x.detail, x.status, {first} AS first_ms, {last} AS last_ms, \
          {seen} AS seen_count, {resolved} AS resolved_ms, x.resolved_by, x.resolution, \
          x.note",
+        order_ref = D::exact_text("o.order_ref"),
         log = D::int8("x.log_index"),
         first = D::ms("x.first_seen_at"),
         last = D::ms("x.last_seen_at"),
@@ -283,7 +284,8 @@ impl Store {
                  AND x.status = 'resolved' AND x.resolution <> 'cleared' \
                  AND x.kind IN ('amount_mismatch', 'late_payment') AND NOT EXISTS (SELECT 1 \
                  FROM payrecon_payments p WHERE p.order_id = h.id AND p.created_at > x.resolved_at)) \
-                 ON CONFLICT (problem) WHERE status = 'open' DO NOTHING",
+                 {nothing}",
+                nothing = D::do_nothing("(problem) WHERE status = 'open'"),
                 late = if accept_late { "1 = 0" } else { "1 = 1" },
                 tx = latest("tx_hash"),
                 log = latest("log_index"),

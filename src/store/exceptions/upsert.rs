@@ -120,15 +120,17 @@ macro_rules! upsert {
                     .push("1")
                     .push_bind($run_id);
             });
-            qb.push(
-                " ON CONFLICT (problem) WHERE status = 'open' DO UPDATE SET \
-                 order_id = excluded.order_id, tx_hash = excluded.tx_hash, \
+            // `seen_count` before `last_run_id`: MySQL's assignments see the ones before.
+            qb.push(" ")
+                .push(<$db as $crate::store::dialect::Dialect>::upsert(
+                    "(problem) WHERE status = 'open'",
+                    "order_id = excluded.order_id, tx_hash = excluded.tx_hash, \
                  log_index = excluded.log_index, amount = excluded.amount, \
                  detail = excluded.detail, last_seen_at = excluded.last_seen_at, \
                  seen_count = payrecon_exceptions.seen_count + CASE WHEN \
                  payrecon_exceptions.last_run_id = excluded.last_run_id THEN 0 ELSE 1 END, \
                  last_run_id = excluded.last_run_id",
-            );
+                ));
             if let Err(e) = qb
                 .build()
                 .execute($crate::store::rows::counted(&mut *$tx))

@@ -142,6 +142,33 @@ impl Backend for Postgres {
         }
         Ok(found)
     }
+    async fn claim_events(
+        pool: &sqlx::Pool<Self>,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<crate::store::events::ClaimedRow>, sqlx::Error> {
+        crate::store::events::claim_in_one!(Postgres, pool, holder, now, until, limit)
+    }
+    async fn claim_resend(
+        pool: &sqlx::Pool<Self>,
+        provider: &str,
+        notification_id: &str,
+        now: Timestamp,
+        cutoff: Timestamp,
+    ) -> Result<bool, sqlx::Error> {
+        crate::store::runs::upsert_resend!(Postgres, pool, provider, notification_id, now, cutoff)
+    }
+    async fn take_lease(
+        pool: &sqlx::Pool<Self>,
+        provider: &str,
+        holder: &str,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        crate::store::lease::upsert_lease!(Postgres, pool, provider, holder, until, now)
+    }
     #[cfg(feature = "demo")]
     async fn insert_orders(
         pool: &PgPool,

@@ -168,7 +168,7 @@ async fn fail_on_gaps_exits_3_with_gaps_and_0_without() {
 async fn no_secret_in_the_output_of_a_failing_run() {
     const DB_PASSWORD: &str = "DbPw_7c1e9f0a";
     const API_KEY: &str = "sk_live_Zq81VvQe0r7xTT";
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         // PostgreSQL gets a password in its URL (the test server trusts loopback, so it is
         // accepted and must still never be printed).

@@ -14,7 +14,7 @@ const TABLES: [&str; 5] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_creates_the_schema() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("config.toml");
@@ -104,7 +104,7 @@ async fn check_prints_one_line_per_item_and_fails_when_the_provider_is_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_resend_across_two_processes() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         w.failed_notification(7).await;

@@ -17,7 +17,7 @@ async fn states(w: &World, refs: &[String]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_writes_nothing_and_requests_no_resend() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let mut refs = w.missing_payments(1, 3).await;

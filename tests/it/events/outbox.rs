@@ -10,11 +10,8 @@ use crate::reconcile::{on_backends, opts, payee, usdt};
 use payrecon_testkit::inspect::Inspect;
 
 async fn exec(store: &Store, sql: &str) {
-    match store {
-        Store::Sqlite(p) => sqlx::raw_sql(sql).execute(p).await.map(|_| ()),
-        Store::Postgres(p) => sqlx::raw_sql(sql).execute(p).await.map(|_| ()),
-    }
-    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    payrecon_testkit::on_pool!(store, p => sqlx::raw_sql(sql).execute(p).await.map(|_| ()))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 #[tokio::test]
@@ -171,6 +168,17 @@ async fn no_transition_commits_without_its_event() {
                 )
                 .await
             }
+            Store::MySql(_) => {
+                exec(
+                    store,
+                    &format!(
+                        "CREATE TRIGGER refuse_event BEFORE INSERT ON payrecon_events \
+                     FOR EACH ROW IF NEW.order_id = {e2} THEN \
+                     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'; END IF"
+                    ),
+                )
+                .await
+            }
         }
         let report = w.run().await;
         assert_eq!(report.providers[0].status, "failed", "{}", report.to_json());
@@ -183,6 +191,7 @@ async fn no_transition_commits_without_its_event() {
         let drop = match store {
             Store::Sqlite(_) => "DROP TRIGGER refuse_event",
             Store::Postgres(_) => "DROP TRIGGER refuse_event ON payrecon_events",
+            Store::MySql(_) => "DROP TRIGGER refuse_event",
         };
         exec(store, drop).await;
         let report = w.run().await;
@@ -202,6 +211,11 @@ async fn body_of(store: &Store, id: &str) -> serde_json::Value {
             .await
             .unwrap(),
         Store::Postgres(p) => sqlx::query_scalar("SELECT body FROM payrecon_events WHERE id = $1")
+            .bind(id)
+            .fetch_one(p)
+            .await
+            .unwrap(),
+        Store::MySql(p) => sqlx::query_scalar("SELECT body FROM payrecon_events WHERE id = ?")
             .bind(id)
             .fetch_one(p)
             .await
@@ -296,9 +310,5 @@ async fn every_credited_payment_has_one_payment_received_event_in_order() {
 /// `(id, type)` of every event in the order they are delivered in.
 async fn delivery_order(store: &Store) -> Vec<(String, String)> {
     let sql = "SELECT id, type FROM payrecon_events ORDER BY seq";
-    match store {
-        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
-        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
-    }
-    .unwrap()
+    payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_all(p).await).unwrap()
 }

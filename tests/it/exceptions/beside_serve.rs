@@ -22,7 +22,7 @@ async fn open_gauge(s: &Served, kind: &str) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accept_beside_a_running_serve_goes_through_and_its_gauges_follow() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config(EVERY_SECOND);

@@ -40,11 +40,8 @@ fn runs_ok(app: &App) -> f64 {
 
 async fn lease_row(store: &Store) -> (String, i64) {
     let sql = "SELECT holder, token FROM payrecon_leases WHERE provider = 'cg'";
-    match store {
-        Store::Sqlite(p) => sqlx::query_as(sql).fetch_one(p).await,
-        Store::Postgres(p) => sqlx::query_as(sql).fetch_one(p).await,
-    }
-    .expect("the cg lease row")
+    payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_one(p).await)
+        .expect("the cg lease row")
 }
 
 /// An order `r` paid on chain (final) and listed by the provider.

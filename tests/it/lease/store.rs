@@ -23,11 +23,8 @@ async fn acquire(store: &Store, holder: &str, ttl: Duration) -> Option<Fence> {
 /// `(holder, token)` of the lease row.
 async fn row(store: &Store) -> (String, i64) {
     let sql = "SELECT holder, token FROM payrecon_leases WHERE provider = 'cg'";
-    match store {
-        Store::Sqlite(p) => sqlx::query_as(sql).fetch_one(p).await,
-        Store::Postgres(p) => sqlx::query_as(sql).fetch_one(p).await,
-    }
-    .expect("the lease row")
+    payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_one(p).await)
+        .expect("the lease row")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -83,7 +83,7 @@ fn rekey(id: i64, old_li: i64, old_hash: &str, new_li: i64) -> Rekey {
 
 #[tokio::test]
 async fn the_rekey_statement_refuses_a_changed_row_and_a_taken_key() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = ledger(url).await;
         let g1 = store.order_by_ref("G-1").await.unwrap().unwrap();
@@ -140,7 +140,7 @@ async fn the_rekey_statement_refuses_a_changed_row_and_a_taken_key() {
 
 #[tokio::test]
 async fn a_transition_planned_before_the_ledger_moved_on_never_goes_backwards() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = ledger(url).await;
         let g1 = store.order_by_ref("G-1").await.unwrap().unwrap();

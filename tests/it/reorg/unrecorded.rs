@@ -12,11 +12,8 @@ async fn forget_block(store: &Store, order_ref: &str) {
     let sql = format!(
         "UPDATE orders SET block_number = NULL, block_hash = NULL WHERE order_ref = '{order_ref}'"
     );
-    match store {
-        Store::Sqlite(p) => sqlx::query(&sql).execute(p).await.map(|_| ()),
-        Store::Postgres(p) => sqlx::query(&sql).execute(p).await.map(|_| ()),
-    }
-    .expect("the handler's write");
+    payrecon_testkit::on_pool!(store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
+        .expect("the handler's write");
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn a_jump_is_one_audit_row_and_a_replay_is_backwards() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -67,7 +67,7 @@ async fn a_jump_is_one_audit_row_and_a_replay_is_backwards() {
 
 #[tokio::test]
 async fn a_transition_without_attach_leaves_the_payment_columns_alone() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -116,7 +116,7 @@ async fn a_transition_without_attach_leaves_the_payment_columns_alone() {
 
 #[tokio::test]
 async fn a_key_held_by_another_order_is_a_duplicate_and_leaves_both_alone() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -156,7 +156,7 @@ async fn a_key_held_by_another_order_is_a_duplicate_and_leaves_both_alone() {
 
 #[tokio::test]
 async fn the_merchant_wrote_the_same_key_first_and_payrecon_still_advances() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -189,7 +189,7 @@ async fn the_merchant_wrote_the_same_key_first_and_payrecon_still_advances() {
 
 #[tokio::test]
 async fn an_audited_transition_is_not_applied_again_after_the_merchant_moved_the_row_back() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -230,7 +230,7 @@ async fn an_audited_transition_is_not_applied_again_after_the_merchant_moved_the
 
 #[tokio::test]
 async fn two_steps_for_one_order_in_one_batch_chain_their_from_states() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -338,7 +338,7 @@ async fn race(url: &str, with_merchant: bool) {
 
 #[tokio::test]
 async fn eight_racing_pools_apply_each_transition_once() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         race(url, false).await;
     }
@@ -346,7 +346,7 @@ async fn eight_racing_pools_apply_each_transition_once() {
 
 #[tokio::test]
 async fn racing_pools_and_the_merchant_handler_never_double_apply() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         race(url, true).await;
     }
@@ -356,7 +356,7 @@ async fn racing_pools_and_the_merchant_handler_never_double_apply() {
 /// order, inviting deadlocks): each key ends on exactly one order, the loser sees `Duplicate`.
 #[tokio::test]
 async fn racing_attaches_of_one_key_to_two_orders_leave_one_holder() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let n_keys = 16u64;

@@ -14,7 +14,7 @@ const N: u64 = 100;
 
 #[tokio::test]
 async fn a_batch_that_goes_through_is_a_constant_number_of_statements() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let orders: Vec<_> = (1..=N)
@@ -85,7 +85,7 @@ async fn a_batch_that_goes_through_is_a_constant_number_of_statements() {
 
 #[tokio::test]
 async fn a_batch_with_a_transition_that_does_not_go_through_has_row_by_row_outcomes() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let orders: Vec<_> = (1..=6)

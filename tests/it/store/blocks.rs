@@ -26,7 +26,7 @@ fn rekey(order_id: i64, n: u64, log_index: i64, block: u64) -> Rekey {
 
 #[tokio::test]
 async fn blocks_of_handler_keyed_rows_are_recorded_in_one_statement_and_only_where_missing() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let orders: Vec<_> = (1..=5)

@@ -13,13 +13,16 @@ use payrecon_testkit::inspect::Inspect;
 
 /// `(order_ref, tx_hash, log_index, amount, state, source)` of every payment row, by id.
 pub async fn payments(store: &Store) -> Vec<(String, String, i64, String, String, String)> {
-    let sql = "SELECT o.order_ref, p.tx_hash, p.log_index, CAST(p.amount AS TEXT), p.state, \
-               p.source FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id";
-    match store {
-        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
-        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
-    }
-    .unwrap()
+    let text = match store {
+        Store::MySql(_) => "CHAR",
+        _ => "TEXT",
+    };
+    let sql = format!(
+        "SELECT CAST(o.order_ref AS {text}), p.tx_hash, p.log_index, CAST(p.amount AS {text}), \
+         p.state, p.source FROM payrecon_payments p JOIN orders o ON o.id = p.order_id \
+         ORDER BY p.id"
+    );
+    payrecon_testkit::on_pool!(store, p => sqlx::query_as(&sql).fetch_all(p).await).unwrap()
 }
 
 fn block(n: u64) -> BlockRef {
@@ -259,10 +262,7 @@ async fn the_migration_gives_every_paid_order_its_payment_row_and_changes_nothin
             .cloned()
             .collect::<Vec<_>>()
             .into();
-        match &store {
-            Store::Sqlite(p) => old.run(p).await.unwrap(),
-            Store::Postgres(p) => old.run(p).await.unwrap(),
-        }
+        payrecon_testkit::on_pool!(&store, p => old.run(p).await.unwrap());
         store
             .insert_orders(&[
                 new_order("BY-PAYRECON", 1, 25),
@@ -374,10 +374,7 @@ async fn the_events_migration_keeps_every_event_in_transition_order() {
             .cloned()
             .collect::<Vec<_>>()
             .into();
-        match &store {
-            Store::Sqlite(p) => old.run(p).await.unwrap(),
-            Store::Postgres(p) => old.run(p).await.unwrap(),
-        }
+        payrecon_testkit::on_pool!(&store, p => old.run(p).await.unwrap());
         // Written out of transition order on purpose (ids are not the order).
         for (id, transition) in [("evt_b", 7), ("evt_a", 3), ("evt_c", 9)] {
             exec(
@@ -392,11 +389,9 @@ async fn the_events_migration_keeps_every_event_in_transition_order() {
         }
         store.migrate().await.unwrap();
         let sql = "SELECT id FROM payrecon_events ORDER BY seq";
-        let order: Vec<String> = match &store {
-            Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
-            Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
-        }
-        .unwrap();
+        let order: Vec<String> =
+            payrecon_testkit::on_pool!(&store, p => sqlx::query_scalar(sql).fetch_all(p).await)
+                .unwrap();
         assert_eq!(order, ["evt_a", "evt_b", "evt_c"], "{url}");
         // A payment's event (no transition) goes in after them; one with neither is refused.
         exec(
@@ -406,19 +401,15 @@ async fn the_events_migration_keeps_every_event_in_transition_order() {
              '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')",
         )
         .await;
-        let order: Vec<String> = match &store {
-            Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
-            Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
-        }
-        .unwrap();
+        let order: Vec<String> =
+            payrecon_testkit::on_pool!(&store, p => sqlx::query_scalar(sql).fetch_all(p).await)
+                .unwrap();
         assert_eq!(order.last().map(String::as_str), Some("evt_p"), "{url}");
         let neither = "INSERT INTO payrecon_events (id, order_id, type, body, created_at, \
                        next_attempt_at) VALUES ('evt_x', 1, 'order.final', '{}', \
                        '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')";
-        let refused = match &store {
-            Store::Sqlite(p) => sqlx::query(neither).execute(p).await.is_err(),
-            Store::Postgres(p) => sqlx::query(neither).execute(p).await.is_err(),
-        };
+        let refused =
+            payrecon_testkit::on_pool!(&store, p => sqlx::query(neither).execute(p).await.is_err());
         assert!(refused, "{url}: an event needs exactly one cause");
     }
 }

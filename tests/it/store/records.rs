@@ -11,7 +11,7 @@ use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test]
 async fn claim_resend_honours_the_cooldown() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     let hour = Duration::from_secs(3600);
     for url in &urls {
         let store = open(url).await;
@@ -36,7 +36,7 @@ async fn claim_resend_honours_the_cooldown() {
 
 #[tokio::test]
 async fn racing_claims_from_two_pools_yield_exactly_one_winner() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let a = open(url).await;
         let b = Store::connect(url, 4).await.unwrap();
@@ -72,7 +72,7 @@ fn finding(n: usize) -> FindingRow {
 
 #[tokio::test]
 async fn runs_and_findings_round_trip() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let t0: jiff::Timestamp = "2026-11-01T10:00:00Z".parse().unwrap();

@@ -3,12 +3,11 @@
 use super::{client, endpoint, qvard, Hook, BODY};
 use crate::support;
 
-use payrecon::store::Store;
 use payrecon::webhook::Scheme;
 
 #[tokio::test]
 async fn webhook_concurrent_deliveries_of_one_event_store_it_once() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let mut hook = Hook::start(url, vec![endpoint("qvard", Scheme::Qvard)], 128).await;
         let hook_base = hook.base.clone();
@@ -81,10 +80,7 @@ async fn webhook_database_failure_is_503_without_secrets() {
         assert_eq!(hook.counted("qvard", "accepted"), 0.0);
         // Back again: the retried delivery is stored.
         let sql = migration("0003_webhook_events.sql", url.starts_with("sqlite"));
-        match &hook.store {
-            Store::Sqlite(p) => sqlx::raw_sql(&sql).execute(p).await.map(|_| ()),
-            Store::Postgres(p) => sqlx::raw_sql(&sql).execute(p).await.map(|_| ()),
-        }
+        payrecon_testkit::on_pool!(&hook.store, p => sqlx::raw_sql(&sql).execute(p).await.map(|_| ()))
         .expect("re-create the inbox");
         assert_eq!(hook.post("qvard", &qvard(BODY), BODY).await.0, 200, "{url}");
         assert_eq!(hook.drain_sink().len(), 1);

@@ -62,7 +62,7 @@ async fn webhook_inbox_stores_each_event_once() {
 
 #[tokio::test]
 async fn webhook_inbox_racing_inserts_yield_one_new_event() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let other = Store::connect(url, 4).await.unwrap();
@@ -186,8 +186,5 @@ async fn webhook_inbox_lists_unprocessed_oldest_first() {
 
 async fn outcomes(store: &Store) -> Vec<(String, Option<String>)> {
     let sql = "SELECT event_id, outcome FROM payrecon_webhook_events ORDER BY event_id";
-    match store {
-        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await.unwrap(),
-        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await.unwrap(),
-    }
+    payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_all(p).await.unwrap())
 }

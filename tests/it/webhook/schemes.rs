@@ -33,7 +33,7 @@ fn pointer_scheme() -> Scheme {
 
 #[tokio::test]
 async fn webhook_every_scheme_end_to_end() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let endpoints = vec![
             endpoint("qvard", Scheme::Qvard),

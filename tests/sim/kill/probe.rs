@@ -71,6 +71,10 @@ async fn read(store: &Store) -> Result<Snap, sqlx::Error> {
             p,
             Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         ),
+        Store::MySql(p) => read_snap!(
+            p,
+            Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        ),
     })
 }
 

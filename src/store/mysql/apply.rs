@@ -1,0 +1,270 @@
+//! The statements of MariaDB/MySQL's write batch (`ApplySql`; the batch itself is
+//! `store::apply::apply_batch`). Neither server has `UPDATE … RETURNING` (and MySQL no
+//! `RETURNING` at all): an UPDATE's row is read back in the same transaction, an INSERT's id is
+//! `last_insert_id()`, and a conflict is the unique key's error 1062, which rolls back the
+//! statement only.
+
+use std::collections::HashMap;
+
+use sqlx::{MySql, Transaction};
+
+use crate::domain::{Attach, NewPayment, PlannedTransition, State};
+use crate::store::apply::{key_taken, state_of, ApplySql};
+use crate::store::dialect::Dialect;
+use crate::store::outbox::{EventOrder, NewEvent};
+use crate::store::rows::{counted, rank_sql};
+use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Resolve};
+
+const RETURNING: &str = <MySql as Dialect>::RETURNING;
+const TS: &str = "CAST(TRIM(TRAILING 'Z' FROM ?) AS DATETIME(6))";
+
+/// The id an INSERT wrote; `None` when the unique key refused it (error 1062).
+fn inserted_id(
+    res: Result<sqlx::mysql::MySqlQueryResult, sqlx::Error>,
+) -> Result<Option<i64>, sqlx::Error> {
+    match res {
+        Ok(done) if done.rows_affected() == 1 => Ok(i64::try_from(done.last_insert_id()).ok()),
+        Ok(_) => Ok(None),
+        Err(e) if is_unique_violation(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl ApplySql for MySql {
+    /// The lease row is read with a shared lock against the server's clock, as PostgreSQL's
+    /// `now() … FOR SHARE`: a taker must wait for this batch to commit.
+    async fn check_fence(
+        tx: &mut Transaction<'static, MySql>,
+        fence: &Fence,
+    ) -> Result<(), sqlx::Error> {
+        let ok: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM payrecon_leases WHERE provider = ? AND holder = ? AND token = ? \
+             AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE",
+        )
+        .bind(&fence.provider)
+        .bind(&fence.holder)
+        .bind(fence.token)
+        .fetch_optional(counted(&mut **tx))
+        .await?;
+        ok.map(|_| ())
+            .ok_or(sqlx::Error::Protocol(crate::store::lease::FENCED.into()))
+    }
+
+    /// Locks the batch's orders up front, in id order (one statement), as PostgreSQL does.
+    async fn lock_states(
+        tx: &mut Transaction<'static, MySql>,
+        ids: &[i64],
+    ) -> Result<Vec<(i64, String)>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT id, state FROM orders WHERE id IN (SELECT j.v FROM \
+             JSON_TABLE(?, '$[*]' COLUMNS (v BIGINT PATH '$')) j) ORDER BY id FOR UPDATE",
+        )
+        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+        .fetch_all(counted(&mut **tx))
+        .await
+    }
+
+    async fn check_paid(
+        tx: &mut Transaction<'static, MySql>,
+        r: &Resolve,
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::check_paid!(MySql, *tx, r)
+    }
+
+    async fn claim(
+        tx: &mut Transaction<'static, MySql>,
+        r: &Resolve,
+        out: &[ApplyOutcome],
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::claim!(MySql, *tx, r, out)
+    }
+
+    /// Nothing set-wise yet: every step goes through `apply_one`.
+    async fn apply_set(
+        _tx: &mut Transaction<'static, MySql>,
+        batch: &[PlannedTransition],
+        _ctx: &ApplyContext,
+        _now: &str,
+        _current: &HashMap<i64, String>,
+    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
+        Ok(vec![None; batch.len()])
+    }
+
+    async fn attach_only(
+        sp: &mut Transaction<'_, MySql>,
+        order_id: i64,
+        a: &Attach,
+    ) -> Result<ApplyOutcome, sqlx::Error> {
+        crate::store::attach::attach_only!(MySql, sp, order_id, a)
+    }
+
+    async fn credit(
+        sp: &mut Transaction<'_, MySql>,
+        order_id: i64,
+        p: &NewPayment,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        let sql = crate::store::payments::credit_insert_sql::<MySql>(" FROM DUAL");
+        let res = crate::store::payments::bind_credit!(
+            sqlx::query(&sql),
+            order_id,
+            p,
+            ctx,
+            now,
+            p.block_time.map(<MySql as Dialect>::ts_bind)
+        )
+        .execute(counted(&mut **sp))
+        .await;
+        inserted_id(res)
+    }
+
+    async fn key_taken(
+        sp: &mut Transaction<'_, MySql>,
+        key: &crate::domain::PaymentKey,
+    ) -> Result<bool, sqlx::Error> {
+        key_taken!(MySql, sp, key)
+    }
+
+    async fn set_paid(
+        sp: &mut Transaction<'_, MySql>,
+        order_id: i64,
+        p: &NewPayment,
+    ) -> Result<bool, sqlx::Error> {
+        crate::store::payments::set_paid!(MySql, sp, order_id, p)
+    }
+
+    async fn follow(
+        sp: &mut Transaction<'_, MySql>,
+        order_id: i64,
+        to: State,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        let rank = rank_sql("state");
+        sqlx::query(&format!(
+            "UPDATE payrecon_payments SET state = ?, state_changed_at = {TS} \
+             WHERE order_id = ? AND {rank} < ? AND (block_number IS NULL OR block_number <= \
+             COALESCE((SELECT o.block_number FROM orders o WHERE o.id = ?), block_number))"
+        ))
+        .bind(to.as_str())
+        .bind(now)
+        .bind(order_id)
+        .bind(to.rank())
+        .bind(order_id)
+        .execute(counted(&mut **sp))
+        .await?;
+        Ok(())
+    }
+
+    /// The UPDATE, then the row as it left it (the row is locked by `lock_states`).
+    async fn advance(
+        sp: &mut Transaction<'_, MySql>,
+        t: &PlannedTransition,
+        now: &str,
+    ) -> Result<Option<EventOrder>, sqlx::Error> {
+        let rank = rank_sql("state");
+        let done = match &t.attach {
+            None => {
+                sqlx::query(&format!(
+                    "UPDATE orders SET state = ?, state_changed_at = {TS} WHERE id = ? \
+                     AND {rank} < ?"
+                ))
+                .bind(t.to.as_str())
+                .bind(now)
+                .bind(t.order_id)
+                .bind(t.to.rank())
+                .execute(counted(&mut **sp))
+                .await?
+            }
+            Some(a) => {
+                sqlx::query(&format!(
+                    "UPDATE orders SET state = ?, state_changed_at = {TS}, tx_hash = ?, \
+                     log_index = ?, amount_paid = CAST(? AS DECIMAL(65,0)), block_number = ?, \
+                     block_hash = ? WHERE id = ? AND {rank} < ? AND chain = ? \
+                     AND (tx_hash IS NULL OR (tx_hash = ? AND log_index = ?)) \
+                     AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ? \
+                     AND o2.tx_hash = ? AND o2.log_index = ? AND o2.id <> ?)"
+                ))
+                .bind(t.to.as_str())
+                .bind(now)
+                .bind(a.key.tx_hash.as_str())
+                .bind(a.key.log_index)
+                .bind(a.amount.to_string())
+                .bind(i64::try_from(a.block.number).unwrap_or(i64::MAX))
+                .bind(&a.block.hash)
+                .bind(t.order_id)
+                .bind(t.to.rank())
+                .bind(&a.key.chain)
+                .bind(a.key.tx_hash.as_str())
+                .bind(a.key.log_index)
+                .bind(&a.key.chain)
+                .bind(a.key.tx_hash.as_str())
+                .bind(a.key.log_index)
+                .bind(t.order_id)
+                .execute(counted(&mut **sp))
+                .await?
+            }
+        };
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        sqlx::query_as(&format!("SELECT {RETURNING} FROM orders o WHERE o.id = ?"))
+            .bind(t.order_id)
+            .fetch_optional(counted(&mut **sp))
+            .await
+    }
+
+    async fn state_of(
+        tx: &mut Transaction<'static, MySql>,
+        order_id: i64,
+    ) -> Result<Option<String>, sqlx::Error> {
+        state_of!(MySql, tx, order_id)
+    }
+
+    async fn record_transition(
+        sp: &mut Transaction<'_, MySql>,
+        t: &PlannedTransition,
+        from: State,
+        ctx: &ApplyContext,
+        now: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        let res = sqlx::query(&format!(
+            "INSERT INTO payrecon_transitions \
+             (order_id, from_state, to_state, source, provider, run_id, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, {TS})"
+        ))
+        .bind(t.order_id)
+        .bind(from.as_str())
+        .bind(t.to.as_str())
+        .bind(ctx.source.as_str())
+        .bind(&ctx.provider)
+        .bind(ctx.run_id_or_null())
+        .bind(now)
+        .execute(counted(&mut **sp))
+        .await;
+        inserted_id(res)
+    }
+
+    async fn insert_event(
+        sp: &mut Transaction<'_, MySql>,
+        event: &NewEvent,
+        now: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(&format!(
+            "INSERT INTO payrecon_events \
+             (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
+             VALUES (?, ?, ?, ?, ?, ?, {TS}, {TS})"
+        ))
+        .bind(&event.id)
+        .bind(event.transition_id)
+        .bind(event.payment_id)
+        .bind(event.order_id)
+        .bind(event.kind)
+        .bind(&event.body)
+        .bind(now)
+        .bind(now)
+        .execute(counted(&mut **sp))
+        .await?;
+        Ok(())
+    }
+}
