@@ -10,7 +10,7 @@ use crate::domain::{LedgerRow, State};
 /// The columns of a held payment as a ledger row (`rows::RawRow`): the order's, with the
 /// payment's key, amount and block (the key is a payment row's); then the payment's id, its
 /// gone flag and its own state (`HeldExtras`).
-const HELD_COLUMNS: &str = "o.id, o.order_ref, o.chain, o.pay_to, o.asset, \
+const HELD_COLUMNS: &str = "o.id, {order_ref} AS order_ref, o.chain, o.pay_to, o.asset, \
      {due} AS amount_due_text, p.tx_hash, p.log_index, {amount} AS amount_paid_text, \
      p.block_number, p.block_hash, o.state, {expires} AS expires_at_ms, {one} AS key_credited, \
      p.id AS payment_id, CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END AS gone, \
@@ -47,6 +47,7 @@ fn held_sql<D: Dialect>(recent_since: Option<jiff::Timestamp>) -> String {
         None => "1 = 0".into(),
     };
     let cols = HELD_COLUMNS
+        .replace("{order_ref}", &D::exact_text("o.order_ref"))
         .replace("{due}", &D::amount_text("o.amount_due"))
         .replace("{amount}", &D::amount_text("p.amount"))
         .replace("{expires}", &D::ms("o.expires_at"))

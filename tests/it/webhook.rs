@@ -178,7 +178,7 @@ pub const BODY: &str = r#"{"id":"ord_1001","status":"completed"}"#;
 
 #[tokio::test]
 async fn webhook_valid_delivery_is_stored_once_and_answered_200_empty() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let mut hook = Hook::start(url, vec![endpoint("qvard", Scheme::Qvard)], 16).await;
         assert_eq!(hook.counted("qvard", "accepted"), 0.0);

@@ -65,12 +65,13 @@ macro_rules! upsert {
         // problem for good, an order's until a payment is credited to it after the decision.
         let mut settled: Vec<String> = Vec::new();
         for chunk in items.chunks(500) {
-            let mut qb = sqlx::QueryBuilder::<$db>::new(
-                "SELECT x.problem FROM payrecon_exceptions x WHERE x.status = 'resolved' \
+            let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+                "SELECT {} FROM payrecon_exceptions x WHERE x.status = 'resolved' \
                  AND x.resolution <> 'cleared' AND NOT (x.problem LIKE 'order:%' AND EXISTS \
                  (SELECT 1 FROM payrecon_payments p WHERE p.order_id = x.order_id \
                  AND p.created_at > x.resolved_at)) AND x.problem IN (",
-            );
+                <$db as $crate::store::dialect::Dialect>::exact_text("x.problem")
+            ));
             let mut sep = qb.separated(", ");
             for (p, _) in chunk {
                 sep.push_bind(p.as_str());

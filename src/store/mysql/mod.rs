@@ -84,10 +84,11 @@ impl Dialect for MySql {
     fn amount(_n: usize) -> String {
         "CAST(? AS DECIMAL(65,0))".into()
     }
+    /// The values compare exactly (`utf8mb4_bin`, as `order_ref`; an ASCII column converts).
     fn any(col: &str, _n: usize) -> String {
         format!(
             "{col} IN (SELECT j.v FROM JSON_TABLE(?, '$[*]' COLUMNS \
-             (v VARCHAR(512) CHARACTER SET utf8mb4 PATH '$')) j)"
+             (v VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) j)"
         )
     }
     type Texts = String;

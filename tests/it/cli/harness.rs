@@ -314,6 +314,16 @@ pub async fn scalar(url: &str, sql: &str) -> i64 {
         let v = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
         pool.close().await;
         v
+    } else if url.starts_with("mysql") {
+        // The same SQL in MariaDB's spelling: backquoted identifiers, its casts.
+        let sql = sql
+            .replace('"', "`")
+            .replace("AS BIGINT)", "AS SIGNED)")
+            .replace("AS TEXT)", "AS CHAR)");
+        let pool = sqlx::MySqlPool::connect(url).await.unwrap();
+        let v = sqlx::query_scalar(&sql).fetch_one(&pool).await.unwrap();
+        pool.close().await;
+        v
     } else {
         let pool = sqlx::PgPool::connect(url).await.unwrap();
         let v = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();

@@ -41,7 +41,7 @@ fn config(w: &World) -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn depfaults_pool_of_one_connection_under_webhooks_a_run_and_readyz() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let backend = if url.starts_with("sqlite") {
             "sqlite"

@@ -35,7 +35,7 @@ async fn ledger(w: &World) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accept_moves_a_held_order_to_its_payments_state_with_its_event() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let rx = Receiver::start().await;
@@ -180,7 +180,7 @@ async fn accept_moves_a_held_order_to_its_payments_state_with_its_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_credits_a_payment_to_no_order_and_the_chain_decides_its_state() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");
@@ -307,7 +307,7 @@ async fn attach_credits_a_payment_to_no_order_and_the_chain_decides_its_state() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");

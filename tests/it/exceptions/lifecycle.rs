@@ -10,7 +10,7 @@ use payrecon_testkit::inspect::Inspect;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_order_has_one_exception_across_runs_until_a_top_up_clears_it() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");

@@ -13,7 +13,7 @@ use super::{
     CG_SECRET, NEVER,
 };
 use crate::cli::harness::{command, output, scalar, Running};
-use crate::reconcile::{on_two_backends, payee, toml_with_chain, usdt, World, CG, CONFS};
+use crate::reconcile::{on_backends, payee, toml_with_chain, usdt, World, CG, CONFS};
 use crate::support::{free_port, wait_until};
 use payrecon_testkit::inspect::Inspect;
 
@@ -34,7 +34,7 @@ async fn unprocessed(url: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ingest_delivery_stored_by_a_killed_serve_is_applied_once_by_the_next_run() {
-    on_two_backends(|url| async move {
+    on_backends(|url| async move {
         let p = providers(None);
         let Some(w) = World::start_with(&url, &p, NEVER).await else {
             return;

@@ -28,10 +28,14 @@ async fn row(store: &Store) -> (String, i64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_acquire_renew_expire_fence_and_release_on_both_backends() {
-    let (_dir, urls) = support::backends().await;
+async fn lease_acquire_renew_expire_fence_and_release_on_every_backend() {
+    let (_dir, urls) = support::all_backends().await;
     if support::strict() {
-        assert_eq!(urls.len(), 2, "strict mode runs SQLite and PostgreSQL");
+        assert_eq!(
+            urls.len(),
+            3,
+            "strict mode runs SQLite, PostgreSQL and MariaDB"
+        );
     }
     for url in urls {
         scenario(&url).await;

@@ -87,10 +87,14 @@ async fn two_runs(db_url: &str, recheck_final: &str) -> (u64, u64) {
 #[tokio::test]
 async fn a_receipt_is_read_at_most_once_per_run_and_not_for_settled_payments() {
     // Two worlds per backend: `recheck_final` off, and on.
-    let (_off_dir, off) = support::backends().await;
-    let (_on_dir, on) = support::backends().await;
+    let (_off_dir, off) = support::all_backends().await;
+    let (_on_dir, on) = support::all_backends().await;
     if support::strict() {
-        assert_eq!(on.len(), 2, "strict mode runs SQLite and PostgreSQL");
+        assert_eq!(
+            on.len(),
+            3,
+            "strict mode runs SQLite, PostgreSQL and MariaDB"
+        );
     }
     for (off_url, on_url) in off.iter().zip(&on) {
         // Without final rechecks, the sweep reads no final row: the floor of a first run.

@@ -123,7 +123,7 @@ async fn ticks_during_a_run_are_skipped_and_runs_never_overlap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_run_beside_serve_applies_nothing_twice() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         w.missing_payments(1, 300).await;

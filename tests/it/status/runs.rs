@@ -9,7 +9,7 @@ use crate::cli::harness::{payrecon, World};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_a_run_without_an_end_as_running_or_killed() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");
@@ -51,7 +51,7 @@ async fn status_shows_a_run_without_an_end_as_running_or_killed() {
 /// another instance, or `run --provider`) is not that provider's last run or success.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_attributes_a_run_only_to_the_providers_it_reconciled() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");

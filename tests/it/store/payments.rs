@@ -70,7 +70,7 @@ async fn step(
 
 #[tokio::test]
 async fn a_held_credit_then_a_top_up_that_completes_the_order() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -167,7 +167,7 @@ async fn a_held_credit_then_a_top_up_that_completes_the_order() {
 
 #[tokio::test]
 async fn a_payment_credits_one_order_only() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -203,7 +203,7 @@ async fn a_payment_credits_one_order_only() {
 
 #[tokio::test]
 async fn an_order_moving_on_moves_its_earlier_payments_with_it() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store
@@ -416,7 +416,7 @@ async fn the_events_migration_keeps_every_event_in_transition_order() {
 
 #[tokio::test]
 async fn a_held_payment_gone_from_the_chain_counts_toward_nothing_until_it_is_back() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store

@@ -14,7 +14,7 @@ fn t0() -> Timestamp {
 
 #[tokio::test]
 async fn webhook_inbox_stores_each_event_once() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         store.migrate().await.expect("second migrate");
