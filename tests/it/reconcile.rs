@@ -330,21 +330,6 @@ where
     }
 }
 
-/// SQLite and PostgreSQL only: the scenarios that do not pass on MariaDB yet (issue 28).
-pub(crate) async fn on_two_backends<F, Fut>(scenario: F)
-where
-    F: Fn(String) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let (_dir, urls) = support::backends().await;
-    if support::strict() {
-        assert_eq!(urls.len(), 2, "strict mode runs SQLite and PostgreSQL");
-    }
-    for url in urls {
-        scenario(url).await;
-    }
-}
-
 /// The report entry of `provider`.
 pub(crate) fn entry<'a>(report: &'a Report, provider: &str) -> &'a ProviderReport {
     report
