@@ -64,6 +64,11 @@ macro_rules! insert_findings {
 }
 pub(crate) use insert_findings;
 
+/// A list bound as one JSON array (SQLite's `json_each`, MariaDB/MySQL's `JSON_TABLE`).
+pub(crate) fn json_list<T: serde::Serialize>(values: &[T]) -> String {
+    serde_json::to_string(values).unwrap_or_else(|_| "[]".into())
+}
+
 /// Keys (and slots) per lookup query: far below every bind or array limit.
 pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 

@@ -59,7 +59,7 @@ impl ApplySql for MySql {
             "SELECT id, state FROM orders WHERE id IN (SELECT j.v FROM \
              JSON_TABLE(?, '$[*]' COLUMNS (v BIGINT PATH '$')) j) ORDER BY id FOR UPDATE",
         )
-        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+        .bind(<MySql as Dialect>::ints(ids))
         .fetch_all(counted(&mut **tx))
         .await
     }

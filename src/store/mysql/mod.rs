@@ -93,12 +93,11 @@ impl Dialect for MySql {
     }
     type Texts = String;
     fn texts<S: AsRef<str>>(values: &[S]) -> String {
-        let items: Vec<&str> = values.iter().map(|v| v.as_ref()).collect();
-        serde_json::to_string(&items).unwrap_or_else(|_| "[]".into())
+        crate::store::rows::json_list(&values.iter().map(|v| v.as_ref()).collect::<Vec<_>>())
     }
     type Ints = String;
     fn ints(values: &[i64]) -> String {
-        serde_json::to_string(values).unwrap_or_else(|_| "[]".into())
+        crate::store::rows::json_list(values)
     }
     fn int8(col: &str) -> String {
         col.to_string()

@@ -39,7 +39,7 @@ impl ApplySql for Sqlite {
         ids: &[i64],
     ) -> Result<Vec<(i64, String)>, sqlx::Error> {
         sqlx::query_as("SELECT id, state FROM orders WHERE id IN (SELECT value FROM json_each(?1))")
-            .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+            .bind(<Sqlite as Dialect>::ints(ids))
             .fetch_all(counted(&mut **tx))
             .await
     }
