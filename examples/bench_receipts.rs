@@ -84,6 +84,7 @@ fn settings(url: &str, batch_size: usize) -> ChainSettings {
         recheck_final: Duration::from_secs(3600),
         scan_unpaid: false,
         log_range: 2000,
+        max_amount: None,
     }
 }
 

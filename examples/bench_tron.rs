@@ -44,6 +44,7 @@ fn settings(node: &FakeTron, batch: usize) -> ChainSettings {
         recheck_final: Duration::ZERO,
         scan_unpaid: false,
         log_range: 5_000,
+        max_amount: None,
     }
 }
 

@@ -98,7 +98,11 @@ impl App {
         let metrics = Arc::new(Metrics::new(&provider_chains, &chain_names));
         let mut chains = BTreeMap::new();
         for c in &config.chains {
-            let client = ChainClient::new(c.clone()).map_err(|e| AppError(e.to_string()))?;
+            let settings = crate::chain::ChainSettings {
+                max_amount: store.max_amount(),
+                ..c.clone()
+            };
+            let client = ChainClient::new(settings).map_err(|e| AppError(e.to_string()))?;
             chains.insert(c.name.clone(), Arc::new(client));
         }
         let mut providers = Vec::new();

@@ -12,7 +12,9 @@ use std::process::ExitCode;
 
 use crate::cli::{Format, OrderAddArgs, OrdersAction, OrdersArgs};
 use crate::config::Config;
-use crate::domain::{expected_order, Catalog, ExpectedOrder, FieldError, OrderInput};
+use crate::domain::{
+    amount_within, expected_order, Catalog, ExpectedOrder, FieldError, OrderInput,
+};
 use crate::store::{OrderView, Registered, Store, REGISTER_BATCH};
 
 /// The import file's columns; `expires_at` may be left out.
@@ -85,6 +87,11 @@ async fn add(config: &Config, a: OrderAddArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(config, &e),
     };
+    if let Err(e) = amount_within(order.amount_due, store.max_amount()) {
+        store.close().await;
+        eprintln!("payrecon: --{}: {}", flag(e.field), e.detail);
+        return ExitCode::from(2);
+    }
     let outcome = store.register_orders(std::slice::from_ref(&order)).await;
     store.close().await;
     let (word, view, code) = match outcome {
@@ -152,7 +159,7 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(config, &e),
     };
-    let catalog = config.catalog();
+    let catalog = config.catalog().with_max_amount(store.max_amount());
     let mut tally = Tally::default();
     let mut batch = Batch::default();
     let mut record = csv::StringRecord::new();

@@ -87,7 +87,9 @@ fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
         let secrets = app.engine.secrets.clone();
         let api = crate::api::Api::new(
             app.engine.store.clone(),
-            app.config.catalog(),
+            app.config
+                .catalog()
+                .with_max_amount(app.engine.store.max_amount()),
             &api.token,
             secrets,
             app.engine.metrics.clone(),

@@ -16,7 +16,7 @@ mod tron_api;
 
 use std::time::Duration;
 
-use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash};
+use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash, U256};
 
 pub use bitcoin::BitcoinClient;
 pub use decode::TRANSFER_TOPIC;
@@ -75,6 +75,10 @@ pub struct ChainSettings {
     pub scan_unpaid: bool,
     /// Blocks per `eth_getLogs` request of that scan (many providers cap the range).
     pub log_range: u64,
+    /// The largest amount (base units) the ledger keeps (`Store::max_amount`; set by the app
+    /// from its store, never from the config). A transfer over it is not answered as a payment:
+    /// a lookup says why (`NoTransfer`), a scan leaves it out with a warning.
+    pub max_amount: Option<U256>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -207,11 +211,15 @@ impl ChainClient {
         head: &ChainHead,
         queries: &[TransferQuery],
     ) -> Result<Vec<Lookup>, ChainError> {
-        match self {
+        let found = match self {
             ChainClient::Evm(c) => c.lookup(head, queries).await,
             ChainClient::Tron(c) => c.lookup(head, queries).await,
             ChainClient::Bitcoin(c) => c.lookup(head, queries).await,
-        }
+        }?;
+        let Some(max) = self.settings().max_amount else {
+            return Ok(found);
+        };
+        Ok(found.into_iter().map(|l| within(l, max)).collect())
     }
 
     /// The first block whose timestamp is at or after `since`; `head + 1` when none is.
@@ -255,10 +263,11 @@ impl ChainClient {
         recipients: &[Address],
         since: jiff::Timestamp,
     ) -> Result<Vec<ChainTransfer>, ChainError> {
-        match self {
+        let found = match self {
             ChainClient::Bitcoin(c) => c.payments_to(head, recipients, since).await,
             ChainClient::Evm(_) | ChainClient::Tron(_) => Ok(Vec::new()),
-        }
+        }?;
+        Ok(self.storable(found))
     }
 
     /// Token transfers from any of `tokens` to any of `recipients` in blocks `from..=head`
@@ -270,12 +279,51 @@ impl ChainClient {
         recipients: &[Address],
         from: u64,
     ) -> Result<Vec<ChainTransfer>, ChainError> {
-        match self {
+        let found = match self {
             ChainClient::Evm(c) => c.transfers_to(head, tokens, recipients, from).await,
             ChainClient::Tron(c) => c.transfers_to(head, tokens, recipients, from).await,
             // Bitcoin has no tokens; its scan is `payments_to`.
             ChainClient::Bitcoin(_) => Ok(Vec::new()),
+        }?;
+        Ok(self.storable(found))
+    }
+
+    /// The scanned transfers the ledger can keep; each other one is logged and left out.
+    fn storable(&self, mut found: Vec<ChainTransfer>) -> Vec<ChainTransfer> {
+        if let Some(max) = self.settings().max_amount {
+            found.retain(|t| {
+                let fits = t.amount <= max;
+                if !fits {
+                    tracing::warn!(
+                        chain = %t.key.chain, tx_hash = %t.key.tx_hash, log_index = t.key.log_index,
+                        "A transfer of {} base units is more than the database keeps ({} digits at most): not credited.",
+                        t.amount, max.to_string().len()
+                    );
+                }
+                fits
+            });
         }
+        found
+    }
+}
+
+/// A lookup without the transfers over `max`; `NoTransfer`, saying why, when that leaves none.
+fn within(lookup: Lookup, max: U256) -> Lookup {
+    match lookup {
+        Lookup::Found(ts) if ts.iter().any(|t| t.amount > max) => {
+            let big = ts.iter().map(|t| t.amount).max().unwrap_or(max);
+            let kept: Vec<ChainTransfer> = ts.into_iter().filter(|t| t.amount <= max).collect();
+            if kept.is_empty() {
+                Lookup::NoTransfer(format!(
+                    "the transfer of {big} base units is more than the database keeps \
+                     ({} digits at most): not credited",
+                    max.to_string().len()
+                ))
+            } else {
+                Lookup::Found(kept)
+            }
+        }
+        other => other,
     }
 }
 

@@ -178,3 +178,47 @@ fn batches_never_split_a_transaction() {
     assert_eq!(sizes(1), vec![1, 1, 1, 1, 1]);
     assert_eq!(sizes(10), vec![5]);
 }
+
+fn transfer_of(amount: U256, log_index: i64) -> ChainTransfer {
+    ChainTransfer {
+        key: crate::domain::PaymentKey {
+            chain: "ethereum".into(),
+            tx_hash: hash(),
+            log_index,
+        },
+        to: Address::parse(TO).unwrap(),
+        asset: Asset::parse(TOKEN).unwrap(),
+        amount,
+        block: crate::domain::BlockRef {
+            number: 90,
+            hash: format!("0x{}", "cd".repeat(32)),
+        },
+        state: State::Confirmed,
+        block_time: None,
+    }
+}
+
+#[test]
+fn transfers_over_the_ledgers_largest_amount_are_not_answered_as_payments() {
+    let max = U256::from(999u64);
+    let (ok, big) = (transfer_of(max, 1), transfer_of(max + U256::from(1u8), 2));
+    // One of two over the limit: the other is the answer.
+    assert_eq!(
+        within(Lookup::Found(vec![ok.clone(), big.clone()]), max),
+        Lookup::Found(vec![ok.clone()])
+    );
+    // Only one, over it: no transfer, saying why (the amount and the digits kept).
+    match within(Lookup::Found(vec![big]), max) {
+        Lookup::NoTransfer(why) => {
+            assert!(why.contains("1000 base units"), "{why}");
+            assert!(why.contains("3 digits at most"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Within it, and other answers, pass as they are.
+    assert_eq!(
+        within(Lookup::Found(vec![ok.clone()]), max),
+        Lookup::Found(vec![ok])
+    );
+    assert_eq!(within(Lookup::Reverted, max), Lookup::Reverted);
+}

@@ -223,6 +223,7 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
         recheck_final: c.recheck_final,
         scan_unpaid: c.scan_unpaid,
         log_range: c.log_range,
+        max_amount: None,
     })
 }
 

@@ -55,6 +55,9 @@ pub struct Catalog {
     chains: HashMap<String, ChainKind>,
     /// `(chain, canonical token address)`.
     tokens: HashSet<(String, String)>,
+    /// The largest `amount_due` the database keeps (`Store::max_amount`), where it is less
+    /// than U256's.
+    max_amount: Option<U256>,
 }
 
 impl Catalog {
@@ -62,7 +65,14 @@ impl Catalog {
         Catalog {
             chains: chains.into_iter().collect(),
             tokens: HashSet::new(),
+            max_amount: None,
         }
+    }
+
+    /// Refuses amounts over `max` (the database's largest, `Store::max_amount`).
+    pub fn with_max_amount(mut self, max: Option<U256>) -> Catalog {
+        self.max_amount = max;
+        self
     }
 
     /// Adds a token from an `[assets]` key (`"<chain>:<address>"`); keys of unknown chains or
@@ -172,7 +182,10 @@ pub fn expected_order(
             .map_err(|e| errors.push(e))
             .ok()
     });
-    let amount_due = amount(input.amount_due).map_err(|e| errors.push(e)).ok();
+    let amount_due = amount(input.amount_due)
+        .and_then(|a| amount_within(a, catalog.max_amount).map(|()| a))
+        .map_err(|e| errors.push(e))
+        .ok();
     let expires_at = match input.expires_at.map(expiry).transpose() {
         Ok(t) => t,
         Err(e) => {
@@ -268,6 +281,21 @@ fn amount(s: &str) -> Result<U256, FieldError> {
         return Err(FieldError::new("amount_due", "must be at least 1"));
     }
     Ok(v)
+}
+
+/// `amount_due` is at most `max`, the largest amount the database keeps (MariaDB/MySQL's
+/// `DECIMAL(65,0)`); no limit where `None`.
+pub fn amount_within(amount: U256, max: Option<U256>) -> Result<(), FieldError> {
+    match max {
+        Some(max) if amount > max => Err(FieldError::new(
+            "amount_due",
+            format!(
+                "is more than this database keeps: at most {} digits ({max} base units)",
+                max.to_string().len()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn expiry(s: &str) -> Result<Timestamp, FieldError> {
@@ -404,6 +432,19 @@ mod tests {
             ..input(USDT, "native", "5")
         };
         assert_eq!(fields(expected_order(&i, &c)), ["order_ref"]);
+    }
+
+    #[test]
+    fn an_amount_over_the_databases_largest_is_a_field_error() {
+        let nines = "9".repeat(65);
+        let c = catalog().with_max_amount(Some(nines.parse().unwrap()));
+        assert!(expected_order(&input(USDT, "native", &nines), &c).is_ok());
+        let over = format!("1{}", "0".repeat(65));
+        let e = expected_order(&input(USDT, "native", &over), &c).unwrap_err();
+        assert_eq!(e[0].field, "amount_due");
+        assert!(e[0].detail.contains("at most 65 digits"), "{}", e[0].detail);
+        // Without a limit (SQLite, PostgreSQL) the same amount is an order.
+        assert!(expected_order(&input(USDT, "native", &over), &catalog()).is_ok());
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub use bitcoin::BtcNetwork;
 pub use by_ref::{reconcile_claims, Claim};
 pub use cover::{cover, Cover, Credit, SumOverflow, Tolerance};
 pub use expected::{
-    expected_order, Catalog, ExpectedOrder, FieldError, OrderInput, StoredOrder, MAX_ORDER_REF,
+    amount_within, expected_order, Catalog, ExpectedOrder, FieldError, OrderInput, StoredOrder,
+    MAX_ORDER_REF,
 };
 pub use kind::{as_tron, ledger_address, ledger_asset, ledger_tx_hash, tron_address, ChainKind};
 pub use model::{

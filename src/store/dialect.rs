@@ -98,6 +98,12 @@ pub(crate) trait Dialect: sqlx::Database {
 
     // Statements whose shape differs by backend.
 
+    /// The largest amount in base units the amount columns keep, where it is less than U256's
+    /// (MariaDB/MySQL's `DECIMAL(65,0)`: 10^65 − 1).
+    fn max_amount() -> Option<crate::domain::U256> {
+        None
+    }
+
     /// A text column compared exactly (`_bin` on MariaDB/MySQL, which sqlx reads only as
     /// bytes there) in a form that reads as text.
     fn exact_text(col: &str) -> String {
@@ -200,6 +206,12 @@ pub(crate) trait Backend: Dialect {
         until: Timestamp,
         now: Timestamp,
     ) -> Result<Option<i64>, sqlx::Error>;
+    /// Registers one batch in one transaction: inserts the orders whose refs are free (a ref
+    /// given twice once) and reads every ref of the batch; the refs inserted and the views.
+    async fn register_batch(
+        pool: &sqlx::Pool<Self>,
+        batch: &[crate::domain::ExpectedOrder],
+    ) -> Result<(Vec<String>, Vec<crate::store::registry::ViewRow>), sqlx::Error>;
     /// Orders as the merchant inserts them (demo, tests, benchmarks).
     #[cfg(feature = "demo")]
     async fn insert_orders(

@@ -106,6 +106,14 @@ impl Store {
         dispatch!(self, _ => D::NAME)
     }
 
+    /// The largest amount (base units) this database keeps, where it keeps less than U256's
+    /// largest: `None` on SQLite and PostgreSQL, 10^65 − 1 on MariaDB/MySQL. A larger amount
+    /// is refused before it reaches a statement (a field error, or a chain transfer the run
+    /// does not credit).
+    pub fn max_amount(&self) -> Option<crate::domain::U256> {
+        dispatch!(self, _ => D::max_amount())
+    }
+
     pub async fn migrate(&self) -> Result<(), StoreError> {
         dispatch!(self, p => D::migrate(p).await)
     }

@@ -99,9 +99,17 @@ fn normalize_ts(t: &str) -> String {
         Some(i) if i > 10 && spelled.len() - i == 3 => format!("{spelled}:00"),
         _ => spelled,
     };
-    match Timestamp::from_str(&with_minutes) {
-        Ok(ts) => sqlite_ts(ts),
-        Err(_) => t.to_string(),
+    // No offset: a MariaDB/MySQL `DATETIME`, which payrecon keeps in UTC.
+    let utc = || {
+        jiff::civil::DateTime::from_str(&with_minutes)
+            .ok()?
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()
+            .map(|z| z.timestamp())
+    };
+    match Timestamp::from_str(&with_minutes).ok().or_else(utc) {
+        Some(ts) => sqlite_ts(ts),
+        None => t.to_string(),
     }
 }
 
@@ -111,6 +119,11 @@ mod tests {
 
     #[test]
     fn lease_expiry_is_spelled_rfc3339() {
+        assert_eq!(
+            normalize_ts("2026-11-01 10:00:00.500000"),
+            "2026-11-01T10:00:00.500Z",
+            "MariaDB/MySQL's DATETIME, in UTC"
+        );
         assert_eq!(
             normalize_ts("2026-11-01 10:00:00.5+00"),
             "2026-11-01T10:00:00.500Z"

@@ -2,7 +2,8 @@
 //! `payrecon orders add` and `orders import`. A batch is one transaction of two statements: a
 //! multi-row INSERT that skips the refs already taken
 //! (`ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref`), then one read of every ref of
-//! the batch. A ref taken before is the same order again (the request is idempotent) or a
+//! the batch (`Backend::register_batch`; MariaDB/MySQL, which lack that INSERT, read the taken
+//! refs first and insert the others). A ref taken before is the same order again (the request is idempotent) or a
 //! conflict, decided by the domain on the stored fields. And the API's reads: one order, or a
 //! keyset page by `(payrecon_updated_at, id)`.
 
@@ -93,7 +94,7 @@ pub struct OrderPage {
 }
 
 #[derive(sqlx::FromRow)]
-struct ViewRow {
+pub(crate) struct ViewRow {
     id: i64,
     order_ref: String,
     chain: String,
@@ -144,7 +145,7 @@ impl ViewRow {
 }
 
 /// The view's columns.
-fn view_columns<D: Dialect>() -> String {
+pub(crate) fn view_columns<D: Dialect>() -> String {
     format!(
         "o.id, {order_ref} AS order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
          {paid} AS amount_paid, o.state, o.tx_hash, o.log_index, o.block_number, o.block_hash, \
@@ -160,55 +161,54 @@ fn view_columns<D: Dialect>() -> String {
     )
 }
 
-/// One batch: the INSERT that skips taken refs, then the read of every ref, in one
-/// transaction (inside `dispatch!`: `D` the dialect, `$pool` its pool).
-macro_rules! register_batch {
-    ($pool:expr, $batch:expr) => {{
-        let batch = $batch;
-        let mut tx = counted($pool)
-            .begin_with(D::BEGIN_WRITE)
+/// The view of every ref of `$batch` (`$conn` a connection in the batch's transaction).
+macro_rules! read_views {
+    ($db:ty, $conn:expr, $batch:expr) => {{
+        let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+            "SELECT {} FROM orders o WHERE o.order_ref IN (",
+            $crate::store::registry::view_columns::<$db>()
+        ));
+        let mut refs = qb.separated(", ");
+        for o in $batch {
+            refs.push_bind(o.order_ref.as_str());
+        }
+        qb.push(")");
+        qb.build_query_as::<$crate::store::registry::ViewRow>()
+            .fetch_all($conn)
             .await
-            .map_err(|e| db_error("register orders", e))?;
-        let mut qb = sqlx::QueryBuilder::<D>::new(
+    }};
+}
+pub(crate) use read_views;
+
+/// One batch in one transaction of two statements (SQLite, PostgreSQL): the INSERT that skips
+/// taken refs and returns the refs it inserted, then `read_views!`.
+macro_rules! register_in_one {
+    ($db:ty, $pool:expr, $batch:expr) => {{
+        use $crate::store::dialect::Dialect as _;
+        use $crate::store::rows::counted;
+        let batch: &[$crate::domain::ExpectedOrder] = $batch;
+        let mut tx = counted($pool).begin_with(<$db>::BEGIN_WRITE).await?;
+        let mut qb = sqlx::QueryBuilder::<$db>::new(
             "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) ",
         );
-        qb.push_values(batch, |mut b, o: &ExpectedOrder| {
+        qb.push_values(batch, |mut b, o| {
             b.push_bind(o.order_ref.as_str())
                 .push_bind(o.chain.as_str())
                 .push_bind(o.pay_to.as_str())
                 .push_bind(o.asset.as_str())
                 .push_bind(o.amount_due.to_string())
-                .push_unseparated(D::AMOUNT_CAST)
-                .push_bind(o.expires_at.map(sqlite_ts))
-                .push_unseparated(D::TS_CAST);
+                .push_unseparated(<$db>::AMOUNT_CAST)
+                .push_bind(o.expires_at.map($crate::store::rows::sqlite_ts))
+                .push_unseparated(<$db>::TS_CAST);
         });
         qb.push(" ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref");
-        let inserted: Vec<(String,)> = qb
-            .build_query_as()
-            .fetch_all(counted(&mut *tx))
-            .await
-            .map_err(|e| db_error("register orders", e))?;
-        let mut qb = sqlx::QueryBuilder::<D>::new(format!(
-            "SELECT {} FROM orders o WHERE o.order_ref IN (",
-            view_columns::<D>()
-        ));
-        let mut refs = qb.separated(", ");
-        for o in batch {
-            refs.push_bind(o.order_ref.as_str());
-        }
-        qb.push(")");
-        let rows: Vec<ViewRow> = qb
-            .build_query_as()
-            .fetch_all(counted(&mut *tx))
-            .await
-            .map_err(|e| db_error("register orders", e))?;
-        counted(tx)
-            .commit()
-            .await
-            .map_err(|e| db_error("register orders", e))?;
-        (inserted, rows)
+        let inserted: Vec<String> = qb.build_query_scalar().fetch_all(counted(&mut *tx)).await?;
+        let rows = $crate::store::registry::read_views!($db, counted(&mut *tx), batch)?;
+        counted(tx).commit().await?;
+        Ok((inserted, rows))
     }};
 }
+pub(crate) use register_in_one;
 
 impl Store {
     /// Registers `orders`, `REGISTER_BATCH` per transaction; one outcome per order, in order.
@@ -219,8 +219,9 @@ impl Store {
     ) -> Result<Vec<Registered>, StoreError> {
         let mut out = Vec::with_capacity(orders.len());
         for batch in orders.chunks(REGISTER_BATCH) {
-            let (inserted, rows) = dispatch!(self, p => register_batch!(p, batch));
-            let mut new: HashSet<String> = inserted.into_iter().map(|(r,)| r).collect();
+            let (inserted, rows) = dispatch!(self, p => D::register_batch(p, batch).await)
+                .map_err(|e| db_error("register orders", e))?;
+            let mut new: HashSet<String> = inserted.into_iter().collect();
             let stored: HashMap<String, OrderView> = rows
                 .into_iter()
                 .map(|r| (r.order_ref.clone(), r.view()))

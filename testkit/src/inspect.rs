@@ -88,9 +88,12 @@ macro_rules! fetch_all {
 }
 
 /// The readers' SQL in MariaDB/MySQL's spelling: `?` placeholders (each used once, in
-/// order), `CAST(… AS CHAR)`, backquoted identifiers.
+/// order), `CAST(… AS CHAR)` and `CAST(… AS SIGNED)`, backquoted identifiers.
 fn mysql_sql(sql: &str) -> String {
-    let mut out = sql.replace("AS TEXT)", "AS CHAR)").replace('"', "`");
+    let mut out = sql
+        .replace("AS TEXT)", "AS CHAR)")
+        .replace("AS BIGINT)", "AS SIGNED)")
+        .replace('"', "`");
     for n in (1..10).rev() {
         out = out.replace(&format!("${n}"), "?");
     }
@@ -160,6 +163,13 @@ pub trait Inspect {
         &self,
         run_id: &str,
     ) -> impl Future<Output = Result<Option<RunSnapshot>, StoreError>> + Send;
+    /// Any query's rows, each column as text (`None` for NULL), on any backend: write it with
+    /// `CAST(… AS TEXT)` and `CAST(… AS BIGINT)` (respelled for MariaDB/MySQL), no bool
+    /// columns, no placeholders.
+    fn rows(
+        &self,
+        sql: &str,
+    ) -> impl Future<Output = Result<Vec<Vec<Option<String>>>, StoreError>> + Send;
     /// Stored webhook deliveries of `provider`, processed or not.
     fn webhook_delivery_count(
         &self,
@@ -261,6 +271,14 @@ impl Inspect for Store {
             resends_requested: r[7].int().unwrap_or_default(),
             error: r[8].text(),
         }))
+    }
+
+    async fn rows(&self, sql: &str) -> Result<Vec<Vec<Option<String>>>, StoreError> {
+        let rows = fetch_all!(self, *sql, "read rows");
+        Ok(rows
+            .iter()
+            .map(|r| r.iter().map(RowValue::text).collect())
+            .collect())
     }
 
     async fn webhook_delivery_count(&self, provider: &str) -> Result<i64, StoreError> {

@@ -31,6 +31,7 @@ fn settings(url: &str) -> ChainSettings {
         recheck_final: Duration::from_secs(3600),
         scan_unpaid: false,
         log_range: 2000,
+        max_amount: None,
     }
 }
 

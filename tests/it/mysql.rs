@@ -1,7 +1,7 @@
 //! The MariaDB/MySQL schema (`migrations/mysql`, issue 28's first part) on the machine's real
 //! MariaDB: applied by sqlx to a fresh database and again with nothing to do, over a merchant's
 //! own `orders` table, and what it refuses (amounts of 10^65 base units or more, negative
-//! amounts, unknown states). The store does not open `mysql://` URLs yet.
+//! amounts, unknown states); the least privileges docs/operations.md names.
 
 use sqlx::{Connection, MySqlConnection, Row};
 
@@ -188,4 +188,82 @@ async fn the_schema_joins_a_merchants_own_orders_table_and_keeps_its_rows() {
     .await
     .expect("read");
     assert_eq!(moved, 1, "the update trigger stamped the row");
+}
+
+/// The grants docs/operations.md gives the user that creates and upgrades the schema
+/// (`payrecon migrate`).
+const MIGRATE_GRANTS: &str =
+    "SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, REFERENCES, TRIGGER";
+/// The grants it gives the user payrecon runs as, with `migrate = false`.
+const RUN_GRANTS: &str = "SELECT, INSERT, UPDATE, DELETE";
+
+/// docs/operations.md's two users on the shop's database: the running one (SELECT, INSERT,
+/// UPDATE, DELETE) cannot create the schema, the migrating one can (tables, indexes,
+/// triggers), and then the running one registers an order and runs a reconciliation that
+/// applies every missing payment, with `migrate = false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_least_privileges_are_enough() {
+    use crate::cli::harness::{payrecon, World};
+    use payrecon::store::Store;
+    let Some(url) = mysql_url().await else {
+        return;
+    };
+    let (server, db) = url.rsplit_once('/').unwrap();
+    let host = server.rsplit_once('@').unwrap().1;
+    let id = &db[db.len() - 10..];
+    let (migrator, runner) = (format!("prm_{id}"), format!("prr_{id}"));
+    let mut root = MySqlConnection::connect(&url).await.unwrap();
+    for (user, grants) in [(&migrator, MIGRATE_GRANTS), (&runner, RUN_GRANTS)] {
+        for sql in [
+            format!("CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{id}'"),
+            format!("GRANT {grants} ON `{db}`.* TO '{user}'@'127.0.0.1'"),
+        ] {
+            sqlx::query(&sql).execute(&mut root).await.unwrap();
+        }
+    }
+    let as_user = |u: &str| format!("mysql://{u}:pw-{id}@{host}/{db}");
+
+    let run_store = Store::connect(&as_user(&runner), 2).await.unwrap();
+    let refused = run_store.migrate().await.unwrap_err().to_string();
+    assert!(refused.contains("denied"), "{refused}");
+    assert!(
+        !refused.contains(&format!("pw-{id}")),
+        "no password: {refused}"
+    );
+    run_store.close().await;
+
+    let mut w = World::new(tempfile::tempdir().unwrap(), as_user(&migrator)).await;
+    w.missing_payments(0, 3).await;
+    w.db_url = as_user(&runner);
+    let toml = payrecon_testkit::sandbox::config_toml(&w.db_url, &w.cg_url, &w.rpc_url, "")
+        .replacen("[database]\n", "[database]\nmigrate = false\n", 1);
+    let config = w.write("config.toml", &toml);
+    let add = payrecon(
+        &config,
+        &[
+            "orders",
+            "add",
+            "--ref",
+            "LP-1",
+            "--chain",
+            "ethereum",
+            "--pay-to",
+            "0x00000000000000000000000000000000000000aa",
+            "--asset",
+            "native",
+            "--amount",
+            "5",
+        ],
+    )
+    .await;
+    add.assert_code(0);
+    let out = payrecon(&config, &["run", "--format", "json"]).await;
+    out.assert_code(0);
+    assert_eq!(out.json()["totals"]["applied"], 3, "{}", out.stdout);
+    assert_eq!(w.count("orders").await, 4);
+
+    for user in [&migrator, &runner] {
+        let sql = format!("DROP USER '{user}'@'127.0.0.1'");
+        sqlx::query(&sql).execute(&mut root).await.unwrap();
+    }
 }

@@ -88,16 +88,3 @@ pub(crate) fn status_json(out: &Out) -> Value {
     out.assert_no_panic();
     out.json()
 }
-
-/// One statement on its own connection.
-pub(crate) async fn exec(url: &str, sql: &str) {
-    if url.starts_with("sqlite") {
-        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-        sqlx::query(sql).execute(&pool).await.unwrap();
-        pool.close().await;
-    } else {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        sqlx::query(sql).execute(&pool).await.unwrap();
-        pool.close().await;
-    }
-}

@@ -8,10 +8,12 @@ use serde_json::json;
 use sqlx::{MySql, MySqlPool};
 
 use super::mysql_ts;
+use crate::domain::ExpectedOrder;
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
 use crate::store::dialect::{Backend, Dialect};
+use crate::store::registry::ViewRow;
 use crate::store::rows::{counted, db_error, decode_row, rank_sql, valid_rows, LOOKUP_CHUNK};
-use crate::store::{is_unique_violation, Rekey, StoreError};
+use crate::store::{is_retryable, is_unique_violation, Rekey, StoreError};
 
 const ROW_COLUMNS: &str = <MySql as Dialect>::ROW_COLUMNS;
 
@@ -62,6 +64,52 @@ async fn unpaid_by_slot(
         .await
         .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
     Ok(valid_rows(rows.iter().map(decode_row)))
+}
+
+/// How many times a registration batch runs when it races another for the same new refs.
+const REGISTER_ATTEMPTS: u32 = 5;
+
+async fn register_once(
+    pool: &MySqlPool,
+    batch: &[ExpectedOrder],
+) -> Result<(Vec<String>, Vec<ViewRow>), sqlx::Error> {
+    let mut tx = counted(pool).begin().await?;
+    let mut qb = sqlx::QueryBuilder::<MySql>::new(
+        "SELECT CAST(order_ref AS CHAR) FROM orders WHERE order_ref IN (",
+    );
+    let mut refs = qb.separated(", ");
+    for o in batch {
+        refs.push_bind(o.order_ref.as_str());
+    }
+    qb.push(")");
+    let taken: HashSet<String> = qb
+        .build_query_scalar()
+        .fetch_all(counted(&mut *tx))
+        .await?
+        .into_iter()
+        .collect();
+    let mut fresh = HashSet::new();
+    let new: Vec<&ExpectedOrder> = batch
+        .iter()
+        .filter(|o| !taken.contains(&o.order_ref) && fresh.insert(o.order_ref.as_str()))
+        .collect();
+    if !new.is_empty() {
+        let mut qb = sqlx::QueryBuilder::<MySql>::new(
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) ",
+        );
+        qb.push_values(&new, |mut b, o| {
+            b.push_bind(o.order_ref.as_str())
+                .push_bind(o.chain.as_str())
+                .push_bind(o.pay_to.as_str())
+                .push_bind(o.asset.as_str())
+                .push_bind(o.amount_due.to_string())
+                .push_bind(o.expires_at.map(mysql_ts));
+        });
+        qb.build().execute(counted(&mut *tx)).await?;
+    }
+    let rows = crate::store::registry::read_views!(MySql, counted(&mut *tx), batch)?;
+    counted(tx).commit().await?;
+    Ok((new.iter().map(|o| o.order_ref.clone()).collect(), rows))
 }
 
 impl Backend for MySql {
@@ -384,6 +432,30 @@ impl Backend for MySql {
         .await?;
         counted(tx).commit().await?;
         Ok(token)
+    }
+    /// The refs already taken, a plain multi-row INSERT of the others, then the views: three
+    /// statements in one transaction. A registration racing ours for a new ref makes the INSERT
+    /// a duplicate (1062), or a deadlock (1213): the batch is rolled back and run again, and
+    /// the next SELECT sees the ref. Not `ON DUPLICATE KEY UPDATE`: under READ COMMITTED the
+    /// racing INSERT would pass as a no-op and both callers would report "created". Not
+    /// `INSERT IGNORE`, which would clamp an amount out of range.
+    async fn register_batch(
+        pool: &MySqlPool,
+        batch: &[ExpectedOrder],
+    ) -> Result<(Vec<String>, Vec<ViewRow>), sqlx::Error> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match register_once(pool, batch).await {
+                Err(e)
+                    if attempt < REGISTER_ATTEMPTS
+                        && (is_unique_violation(&e) || is_retryable(&e)) =>
+                {
+                    tracing::debug!(attempt, "registration raced another: the batch runs again");
+                }
+                done => return done,
+            }
+        }
     }
     #[cfg(feature = "demo")]
     async fn insert_orders(

@@ -154,6 +154,13 @@ impl Dialect for MySql {
         Timestamp::from_microsecond(t.as_microsecond()).unwrap_or(t)
     }
 
+    /// `DECIMAL(65,0)`: 65 nines (ARCHITECTURE.md, "Backends").
+    fn max_amount() -> Option<crate::domain::U256> {
+        Some(
+            crate::domain::U256::from(10u8).pow(crate::domain::U256::from(65u8))
+                - crate::domain::U256::from(1u8),
+        )
+    }
     fn exact_text(col: &str) -> String {
         format!("CAST({col} AS CHAR)")
     }

@@ -169,6 +169,12 @@ impl Backend for Postgres {
     ) -> Result<Option<i64>, sqlx::Error> {
         crate::store::lease::upsert_lease!(Postgres, pool, provider, holder, until, now)
     }
+    async fn register_batch(
+        pool: &sqlx::Pool<Self>,
+        batch: &[crate::domain::ExpectedOrder],
+    ) -> Result<(Vec<String>, Vec<crate::store::registry::ViewRow>), sqlx::Error> {
+        crate::store::registry::register_in_one!(Postgres, pool, batch)
+    }
     #[cfg(feature = "demo")]
     async fn insert_orders(
         pool: &PgPool,

@@ -162,6 +162,12 @@ impl Backend for Sqlite {
     ) -> Result<Option<i64>, sqlx::Error> {
         crate::store::lease::upsert_lease!(Sqlite, pool, provider, holder, until, now)
     }
+    async fn register_batch(
+        pool: &sqlx::Pool<Self>,
+        batch: &[crate::domain::ExpectedOrder],
+    ) -> Result<(Vec<String>, Vec<crate::store::registry::ViewRow>), sqlx::Error> {
+        crate::store::registry::register_in_one!(Sqlite, pool, batch)
+    }
     #[cfg(feature = "demo")]
     async fn insert_orders(
         pool: &SqlitePool,

@@ -9,7 +9,7 @@ use crate::cli::harness::{addr, World};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_clients_get_one_201_and_one_row() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let mut s = serve_api(&w, "").await;
@@ -44,7 +44,7 @@ async fn racing_clients_get_one_201_and_one_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_database_is_a_503_with_retry_after_and_nothing_half_written() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let mut s = serve_api(&w, "").await;
@@ -82,7 +82,7 @@ async fn a_locked_database_is_a_503_with_retry_after_and_nothing_half_written() 
         );
         let text = a.body.to_string();
         assert!(
-            !text.contains("postgres://") && !text.contains("sqlite"),
+            !text.contains("postgres://") && !text.contains("sqlite") && !text.contains("mysql://"),
             "{text}"
         );
         held.release().await;
@@ -97,10 +97,11 @@ async fn a_locked_database_is_a_503_with_retry_after_and_nothing_half_written() 
 }
 
 /// A transaction that holds the orders table: `BEGIN EXCLUSIVE` on SQLite, `LOCK TABLE` on
-/// PostgreSQL.
+/// PostgreSQL, `LOCK TABLES … WRITE` on MariaDB/MySQL.
 enum Held {
     Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>, sqlx::SqlitePool),
     Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>, sqlx::PgPool),
+    MySql(sqlx::pool::PoolConnection<sqlx::MySql>, sqlx::MySqlPool),
 }
 
 impl Held {
@@ -113,6 +114,11 @@ impl Held {
             }
             Held::Postgres(mut c, p) => {
                 sqlx::query("ROLLBACK").execute(&mut *c).await.unwrap();
+                drop(c);
+                p.close().await;
+            }
+            Held::MySql(mut c, p) => {
+                sqlx::query("UNLOCK TABLES").execute(&mut *c).await.unwrap();
                 drop(c);
                 p.close().await;
             }
@@ -129,6 +135,14 @@ async fn hold_orders(url: &str) -> Held {
             .await
             .unwrap();
         Held::Sqlite(c, p)
+    } else if url.starts_with("mysql") {
+        let p = sqlx::MySqlPool::connect(url).await.unwrap();
+        let mut c = p.acquire().await.unwrap();
+        sqlx::query("LOCK TABLES orders WRITE")
+            .execute(&mut *c)
+            .await
+            .unwrap();
+        Held::MySql(c, p)
     } else {
         let p = sqlx::PgPool::connect(url).await.unwrap();
         let mut c = p.acquire().await.unwrap();

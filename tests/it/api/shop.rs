@@ -25,7 +25,7 @@ async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
         support::skip("curl is missing");
         return;
     }
-    let (_guard, urls) = support::backends().await;
+    let (_guard, urls) = support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let (_rx, db, port) = reference_receiver(w.dir.path()).await;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
+use payrecon_testkit::inspect::Inspect;
 
 use super::harness::{command, payrecon, Running, World};
 use crate::support::wait_until;
@@ -11,27 +11,18 @@ use crate::support::wait_until;
 const N: u32 = 3_000;
 
 /// (order_ref, state, has a payment key, audit to_states) for every order.
-async fn ledger(url: &str) -> Vec<(String, String, bool, Vec<String>)> {
-    let sql = "SELECT o.order_ref, o.state, o.tx_hash IS NOT NULL AS keyed, t.to_state \
+async fn ledger(w: &World) -> Vec<(String, String, bool, Vec<String>)> {
+    let sql = "SELECT o.order_ref, o.state, \
+               CAST(CASE WHEN o.tx_hash IS NULL THEN 0 ELSE 1 END AS BIGINT), t.to_state \
                FROM orders o LEFT JOIN payrecon_transitions t ON t.order_id = o.id \
                ORDER BY o.id, t.id";
-    let rows: Vec<(String, String, bool, Option<String>)> = if url.starts_with("sqlite") {
-        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-        let rows = sqlx::query(sql).fetch_all(&pool).await.unwrap();
-        rows.iter()
-            .map(|r| (r.get(0), r.get(1), r.get::<i64, _>(2) != 0, r.get(3)))
-            .collect()
-    } else {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        let rows = sqlx::query(sql).fetch_all(&pool).await.unwrap();
-        rows.iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-            .collect()
-    };
+    let rows = w.store.rows(sql).await.unwrap();
     let mut out: Vec<(String, String, bool, Vec<String>)> = Vec::new();
-    for (r, state, keyed, to) in rows {
+    for row in rows {
+        let [r, state, keyed, to] = <[Option<String>; 4]>::try_from(row).unwrap();
+        let (r, state) = (r.unwrap(), state.unwrap());
         if out.last().is_none_or(|l| l.0 != r) {
-            out.push((r, state, keyed, Vec::new()));
+            out.push((r, state, keyed.as_deref() == Some("1"), Vec::new()));
         }
         if let Some(to) = to {
             out.last_mut().unwrap().3.push(to);
@@ -44,13 +35,8 @@ async fn duplicate_keys(w: &World) -> i64 {
     let sql = "SELECT COUNT(*) FROM (SELECT chain, tx_hash, log_index FROM orders \
                WHERE tx_hash IS NOT NULL GROUP BY chain, tx_hash, log_index \
                HAVING COUNT(*) > 1) d";
-    if w.db_url.starts_with("sqlite") {
-        let pool = sqlx::SqlitePool::connect(&w.db_url).await.unwrap();
-        sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap()
-    } else {
-        let pool = sqlx::PgPool::connect(&w.db_url).await.unwrap();
-        sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap()
-    }
+    let rows = w.store.rows(sql).await.unwrap();
+    rows[0][0].as_deref().unwrap().parse().unwrap()
 }
 
 /// Every order is at the state its audit trail says: unpaid with no key and no audit row, or
@@ -82,7 +68,7 @@ fn assert_consistent(rows: &[(String, String, bool, Vec<String>)]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_run_leaves_the_ledger_consistent_and_the_next_completes_it() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         w.missing_payments(0, N).await;
@@ -103,7 +89,7 @@ async fn a_killed_run_leaves_the_ledger_consistent_and_the_next_completes_it() {
             "{url}: a killed run printed a report"
         );
 
-        let rows = ledger(&url).await;
+        let rows = ledger(&w).await;
         assert_eq!(rows.len(), N as usize);
         assert_consistent(&rows);
         let done = rows.iter().filter(|r| r.1 == "final").count();
@@ -123,7 +109,7 @@ async fn a_killed_run_leaves_the_ledger_consistent_and_the_next_completes_it() {
             N as usize - done,
             "{url}"
         );
-        let rows = ledger(&url).await;
+        let rows = ledger(&w).await;
         assert_consistent(&rows);
         assert!(
             rows.iter().all(|r| r.1 == "final" && r.3 == ["final"]),

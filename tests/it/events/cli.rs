@@ -16,7 +16,7 @@ fn events_toml(url: &str) -> String {
 
 /// A sandbox world per backend (SQLite, and PostgreSQL when configured).
 async fn worlds() -> (tempfile::TempDir, Vec<World>) {
-    let (dir, urls) = crate::support::backends().await;
+    let (dir, urls) = crate::support::all_backends().await;
     let mut out = Vec::new();
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url).await;

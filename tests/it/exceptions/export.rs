@@ -3,6 +3,7 @@
 //! with the same rows; a path that cannot be written fails before the database is read.
 
 use payrecon::export::COLUMNS;
+use payrecon_testkit::inspect::Inspect;
 use serde_json::Value;
 
 use super::{order, pay, pay_units};
@@ -11,13 +12,17 @@ use crate::cli::harness::{payrecon, World};
 /// `(tx_hash, log_index) -> amount` of every payment row, as the database holds them.
 async fn payments(w: &World) -> Vec<(String, i64, String)> {
     let sql = "SELECT tx_hash, log_index, CAST(amount AS TEXT) FROM payrecon_payments ORDER BY id";
-    let mut out: Vec<(String, i64, String)> = if w.db_url.starts_with("sqlite") {
-        let pool = sqlx::SqlitePool::connect(&w.db_url).await.unwrap();
-        sqlx::query_as(sql).fetch_all(&pool).await.unwrap()
-    } else {
-        let pool = sqlx::PgPool::connect(&w.db_url).await.unwrap();
-        sqlx::query_as(sql).fetch_all(&pool).await.unwrap()
-    };
+    let mut out: Vec<(String, i64, String)> = w
+        .store
+        .rows(sql)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let [tx, li, amount] = <[Option<String>; 3]>::try_from(r).unwrap();
+            (tx.unwrap(), li.unwrap().parse().unwrap(), amount.unwrap())
+        })
+        .collect();
     out.sort();
     out
 }
@@ -30,7 +35,7 @@ fn six(units: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_export_reads_back_with_every_amount_as_the_database_has_it() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");

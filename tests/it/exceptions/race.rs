@@ -1,7 +1,7 @@
 //! Two people settle one exception at once: one wins, the other exits 1 and is told who and
 //! when, and the ledger has one decision. A process killed mid-decision leaves nothing: the
 //! exception stays open and the decision can be made again. Both processes are held at the
-//! database (a write lock on SQLite, the order's row lock on PostgreSQL) so that they really
+//! database (a write lock on SQLite, the order's row lock on PostgreSQL and MariaDB) so that they really
 //! act at the same time.
 
 use std::time::Duration;
@@ -17,6 +17,7 @@ use payrecon_testkit::inspect::Inspect;
 enum Hold {
     Sqlite(sqlx::SqliteConnection),
     Pg(sqlx::PgConnection),
+    My(sqlx::MySqlConnection),
 }
 
 impl Hold {
@@ -25,6 +26,12 @@ impl Hold {
             let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
             c.execute("BEGIN IMMEDIATE").await.unwrap();
             Hold::Sqlite(c)
+        } else if url.starts_with("mysql") {
+            let mut c = sqlx::MySqlConnection::connect(url).await.unwrap();
+            c.execute("BEGIN").await.unwrap();
+            let sql = format!("SELECT id FROM orders WHERE order_ref = '{order_ref}' FOR UPDATE");
+            c.execute(sql.as_str()).await.unwrap();
+            Hold::My(c)
         } else {
             let mut c = sqlx::PgConnection::connect(url).await.unwrap();
             c.execute("BEGIN").await.unwrap();
@@ -46,6 +53,7 @@ impl Hold {
         match self {
             Hold::Sqlite(mut c) => c.execute("ROLLBACK").await.map(|_| ()).unwrap(),
             Hold::Pg(mut c) => c.execute("ROLLBACK").await.map(|_| ()).unwrap(),
+            Hold::My(mut c) => c.execute("ROLLBACK").await.map(|_| ()).unwrap(),
         }
     }
 }
@@ -69,7 +77,7 @@ async fn held(w: &World, config: &std::path::Path) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_people_accepting_at_once_one_wins_and_the_other_is_told_who() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");
@@ -122,7 +130,7 @@ async fn two_people_accepting_at_once_one_wins_and_the_other_is_told_who() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_killed_midway_leaves_nothing_and_can_be_made_again() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let config = w.config("");

@@ -8,7 +8,7 @@ use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway, Fa
 use payrecon_testkit::sandbox::{SANDBOX_API_KEY, SANDBOX_PROVIDER, SANDBOX_TOKEN};
 use serde_json::Value;
 
-use super::{counts, exec, order_refs, provider, report_gaps, same_ms, status_json, KINDS};
+use super::{counts, order_refs, provider, report_gaps, same_ms, status_json, KINDS};
 use crate::cli::harness::{addr, payrecon, usdt, World};
 use payrecon_testkit::inspect::Inspect;
 
@@ -96,7 +96,7 @@ async fn lost_payment(w: &World, i: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
-    let (_guard, urls) = crate::support::backends().await;
+    let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
         let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
         let (backup, backup_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
@@ -319,7 +319,15 @@ async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
         assert!(!t.contains("old-1") && !t.contains(SANDBOX_API_KEY), "{t}");
 
         // A lease taken by a serve instance is listed.
-        exec(&url, "INSERT INTO payrecon_leases VALUES ('sandbox', 'host-a:4242', 7, '2030-01-01T00:00:00.000Z')").await;
+        // (MariaDB/MySQL's DATETIME takes no `T`/`Z`.)
+        let at = if url.starts_with("mysql") {
+            "2030-01-01 00:00:00"
+        } else {
+            "2030-01-01T00:00:00.000Z"
+        };
+        let sql =
+            format!("INSERT INTO payrecon_leases VALUES ('sandbox', 'host-a:4242', 7, '{at}')");
+        crate::support::exec(&w.store, &sql).await;
         let s = status_json(&payrecon(&config, &["status", "--format", "json"]).await);
         assert_eq!(s["lease_table"], true);
         assert_eq!(

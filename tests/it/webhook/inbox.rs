@@ -97,7 +97,7 @@ async fn webhook_inbox_racing_inserts_yield_one_new_event() {
 
 #[tokio::test]
 async fn webhook_inbox_lists_unprocessed_oldest_first() {
-    let (_dir, urls) = support::backends().await;
+    let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
         let at = |secs: i64| t0() + SignedDuration::from_secs(secs);
@@ -186,5 +186,8 @@ async fn webhook_inbox_lists_unprocessed_oldest_first() {
 
 async fn outcomes(store: &Store) -> Vec<(String, Option<String>)> {
     let sql = "SELECT event_id, outcome FROM payrecon_webhook_events ORDER BY event_id";
-    payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_all(p).await.unwrap())
+    let rows = store.rows(sql).await.unwrap();
+    rows.into_iter()
+        .map(|r| (r[0].clone().unwrap(), r[1].clone()))
+        .collect()
 }
