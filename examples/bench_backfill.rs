@@ -1,10 +1,12 @@
 //! Backfill benchmark: one real `engine.run` over N provider records against the sandbox
-//! Chaingateway and sandbox EVM node on loopback, on SQLite and/or PostgreSQL.
+//! Chaingateway and sandbox EVM node on loopback, on SQLite, PostgreSQL and/or MariaDB/MySQL.
 //!
 //! ```text
-//! cargo run --release --example bench_backfill -- --records 100000 [--db sqlite|postgres|both]
+//! cargo run --release --example bench_backfill -- --records 100000
+//!     [--db sqlite|postgres|mysql|both|all]   (both: SQLite and PostgreSQL)
 //!     [--latency-ms 20] [--rpc-latency-ms 20] [--per-page 15] [--concurrency 4]
 //!     [--batch-size 500] [--pg-url URL]   (default $PAYRECON_BENCH_PG_URL)
+//!     [--mysql-url URL]   (default $PAYRECON_BENCH_MYSQL_URL)
 //!     [--log FILTER]   (e.g. `info` as `payrecon run` logs, or `sqlx::query=debug`)
 //! ```
 //! Prints figures; asserts nothing about time. Exits 1 when the run's counts differ from the
@@ -15,6 +17,8 @@
 
 #[path = "bench_backfill/child.rs"]
 mod child;
+#[path = "bench_backfill/database.rs"]
+mod database;
 #[path = "bench_backfill/floor.rs"]
 mod floor;
 #[path = "bench_backfill/procstat.rs"]
@@ -36,13 +40,16 @@ use payrecon_testkit::inspect::Inspect;
 use payrecon_testkit::sandbox::chain::SandboxChain;
 use payrecon_testkit::sandbox::chaingateway::FakeChaingateway;
 use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
-use sqlx::Connection;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Db {
     Sqlite,
     Postgres,
+    Mysql,
+    /// SQLite and PostgreSQL.
     Both,
+    /// SQLite, PostgreSQL and MariaDB/MySQL.
+    All,
 }
 
 #[derive(Parser, Debug)]
@@ -74,6 +81,13 @@ struct Args {
         default_value = "postgres://postgres@127.0.0.1:5432/postgres"
     )]
     pg_url: String,
+    /// MariaDB/MySQL server to create a fresh database on (dropped at the end).
+    #[arg(
+        long,
+        env = "PAYRECON_BENCH_MYSQL_URL",
+        default_value = "mysql://root@127.0.0.1:3306/test"
+    )]
+    mysql_url: String,
     /// Log to stderr with this filter (e.g. `info`, `sqlx::query=debug`); default: no logs.
     #[arg(long)]
     log: Option<String>,
@@ -167,7 +181,9 @@ fn main() -> ExitCode {
     let dbs: &[&'static str] = match args.db {
         Db::Sqlite => &["sqlite"],
         Db::Postgres => &["postgres"],
+        Db::Mysql => &["mysql"],
         Db::Both => &["sqlite", "postgres"],
+        Db::All => &["sqlite", "postgres", "mysql"],
     };
     let mut ok = true;
     for db in dbs {
@@ -202,18 +218,24 @@ async fn bench_one(
     let tmp = tempfile::Builder::new()
         .prefix("payrecon-bench-")
         .tempdir()?;
-    let (db_url, pg) = if db == "sqlite" {
-        (
+    let admin = match db {
+        "postgres" => Some(args.pg_url.as_str()),
+        "mysql" => Some(args.mysql_url.as_str()),
+        _ => None,
+    };
+    let (db_url, made) = match admin {
+        None => (
             format!("sqlite://{}", tmp.path().join("bench.db").display()),
             None,
-        )
-    } else {
-        let (url, name) = create_pg_database(&args.pg_url).await?;
-        (url, Some(name))
+        ),
+        Some(admin) => {
+            let (url, name) = database::create(admin).await?;
+            (url, Some((admin, name)))
+        }
     };
     let result = bench_on(args, db, &db_url, chain, rpc_url, cg, ds).await;
-    if let Some(name) = pg {
-        if let Err(e) = drop_pg_database(&args.pg_url, &name).await {
+    if let Some((admin, name)) = made {
+        if let Err(e) = database::drop(admin, &name).await {
             eprintln!("bench_backfill: could not drop database {name}: {e:#}");
         }
     }
@@ -268,11 +290,7 @@ async fn bench_on(
     let mut first_counts: Option<(u64, u64, u64)> = None;
     let (report, wall, cpu_total, cpu_sandbox, rss_before, rss_peak, statements) = if child {
         // The child is the only client of the ledger while it runs.
-        match &app.engine.store {
-            Store::Postgres(pool) => pool.close().await,
-            Store::Sqlite(pool) => pool.close().await,
-            Store::MySql(pool) => pool.close().await,
-        }
+        app.engine.store.close().await;
         drop(app);
         let bin = match &args.payrecon_bin {
             Some(b) => b.clone(),
@@ -315,9 +333,7 @@ async fn bench_on(
             first_counts = Some((cg.requests(), chain.requests(), chain.calls()));
             second_run(&app, chain, &opts).await?;
         }
-        if let Store::Postgres(pool) = &app.engine.store {
-            pool.close().await;
-        }
+        app.engine.store.close().await;
         drop(app);
         (
             report,
@@ -347,11 +363,7 @@ async fn bench_on(
     let events_written = if args.events {
         let store = Store::connect(db_url, 1).await?;
         let n = store.count("payrecon_events").await?;
-        match &store {
-            Store::Postgres(pool) => pool.close().await,
-            Store::Sqlite(pool) => pool.close().await,
-            Store::MySql(pool) => pool.close().await,
-        }
+        store.close().await;
         Some(n)
     } else {
         None
@@ -591,29 +603,4 @@ fn verify(mix: &seed::Mix, report: &Report, floor_b: &floor::FloorB) -> bool {
         println!("verified        applied = missing + lagging + failed notifications; gaps match the mix");
     }
     ok
-}
-
-/// `CREATE DATABASE payrecon_bench_<random>` on the server; returns its URL and name.
-async fn create_pg_database(admin_url: &str) -> anyhow::Result<(String, String)> {
-    let name = format!(
-        "payrecon_bench_{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..12]
-    );
-    let mut conn = sqlx::PgConnection::connect(admin_url).await?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await?;
-    conn.close().await?;
-    let mut url = reqwest::Url::parse(admin_url)?;
-    url.set_path(&format!("/{name}"));
-    Ok((url.to_string(), name))
-}
-
-async fn drop_pg_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
-    let mut conn = sqlx::PgConnection::connect(admin_url).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut conn)
-        .await?;
-    conn.close().await?;
-    Ok(())
 }

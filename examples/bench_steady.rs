@@ -11,12 +11,15 @@
 //! cargo build --release --bins --examples
 //! target/release/examples/bench_steady [--notifications 1000000] [--window 10000]
 //!     [--latency-ms 20] [--per-page 15] [--concurrency 4] [--no-repair]
+//!     [--on URL]   (a PostgreSQL or MariaDB/MySQL server: a fresh database there, not SQLite)
 //! ```
 //! Asserts nothing about time. Exits 1 when the run did not apply what the window needs or
 //! the lost payment was never repaired.
 
 #[path = "bench_backfill/child.rs"]
 mod child;
+#[path = "bench_backfill/database.rs"]
+mod database;
 #[path = "bench_backfill/procstat.rs"]
 #[allow(dead_code)] // the peak-RSS helpers are bench_backfill's
 mod procstat;
@@ -62,6 +65,10 @@ struct Args {
     /// Skip the time-to-repair part (it waits for the next 5-minute tick).
     #[arg(long)]
     no_repair: bool,
+    /// The ledger on a fresh database of this PostgreSQL or MariaDB/MySQL server (dropped at
+    /// the end) instead of a SQLite file.
+    #[arg(long)]
+    on: Option<String>,
 }
 
 fn address(n: u64) -> Address {
@@ -87,7 +94,32 @@ fn main() -> ExitCode {
         let (merchant, url) = SandboxMerchant::start().await.expect("merchant endpoint");
         (chain, rpc_url, cg, merchant, url)
     });
-    match rt.block_on(bench(&args, &chain, &rpc_url, &cg, &merchant, &events_url)) {
+    let made = match &args.on {
+        Some(server) => match rt.block_on(database::create(server)) {
+            Ok((url, name)) => Some((server.clone(), url, name)),
+            Err(e) => {
+                eprintln!("bench_steady: a database on {server}: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let on = made.as_ref().map(|(_, url, _)| url.as_str());
+    let outcome = rt.block_on(bench(
+        &args,
+        on,
+        &chain,
+        &rpc_url,
+        &cg,
+        &merchant,
+        &events_url,
+    ));
+    if let Some((server, _, name)) = &made {
+        if let Err(e) = rt.block_on(database::drop(server, name)) {
+            eprintln!("bench_steady: could not drop database {name}: {e:#}");
+        }
+    }
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -97,8 +129,10 @@ fn main() -> ExitCode {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn bench(
     args: &Args,
+    on: Option<&str>,
     chain: &SandboxChain,
     rpc_url: &str,
     cg: &FakeChaingateway,
@@ -168,7 +202,10 @@ async fn bench(
     let tmp = tempfile::Builder::new()
         .prefix("payrecon-steady-")
         .tempdir()?;
-    let db_url = format!("sqlite://{}", tmp.path().join("steady.db").display());
+    let db_url = match on {
+        Some(url) => url.to_string(),
+        None => format!("sqlite://{}", tmp.path().join("steady.db").display()),
+    };
     let port = free_port()?;
     let extra = format!("[events]\nurl = \"{events_url}\"\nsecret = \"{SANDBOX_EVENTS_SECRET}\"\n");
     let toml = config_toml(&db_url, cg.base_url(), rpc_url, &extra).replace(

@@ -19,6 +19,20 @@ pub fn statements_issued() -> u64 {
     STATEMENTS.load(Ordering::Relaxed)
 }
 
+/// Write batches run again after a deadlock, a serialization failure, a lock wait timeout
+/// or a busy database (`Store::apply` and the other retried writes).
+static RETRIES: AtomicU64 = AtomicU64::new(0);
+
+/// One batch about to run again.
+pub(crate) fn count_retry() {
+    RETRIES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Write batches this process has run again so far.
+pub fn batches_retried() -> u64 {
+    RETRIES.load(Ordering::Relaxed)
+}
+
 /// `PAYRECON_RUN_STATS=<file>`: after a `run`, the process's own figures as one JSON object:
 /// SQL statements issued, CPU seconds (user, system) and peak RSS, read from `/proc/self`
 /// (Linux; absent fields elsewhere). Failing to write it is only a warning.

@@ -59,7 +59,7 @@ pub async fn floor_a(
 
 /// Floor B: the same diff done by the database alone. The N records are bulk-loaded into a
 /// temporary table (`COPY` on PostgreSQL; prepared multi-row `INSERT`s in one transaction on
-/// SQLite), then one statement joins them against `orders` by payment key (and, for records
+/// SQLite and MariaDB/MySQL), then one statement joins them against `orders` by payment key (and, for records
 /// no order holds yet, by deposit address among unpaid orders) and counts what differs.
 pub struct FloorB {
     pub wall: Duration,
@@ -100,8 +100,51 @@ const DIFF_SQLITE: &str = "SELECT \
                          ELSE 0 END), 0) \
      FROM bench_records r \
      LEFT JOIN orders k ON k.chain = r.chain AND k.tx_hash = r.tx_hash AND k.log_index = r.log_index";
-/// Rows per multi-row INSERT on SQLite (6 parameters each, under its 32,766 limit).
-const SQLITE_ROWS: usize = 1_000;
+/// MariaDB/MySQL: the columns in the character set of the `orders` columns they join (so that
+/// its indexes are used).
+const CREATE_MYSQL: &str =
+    "CREATE TEMPORARY TABLE bench_records (chain VARCHAR(64) CHARACTER SET ascii NOT NULL, \
+     tx_hash VARCHAR(128) CHARACTER SET ascii NOT NULL, log_index BIGINT NOT NULL, \
+     pay_to VARCHAR(128) CHARACTER SET ascii NOT NULL, \
+     asset VARCHAR(128) CHARACTER SET ascii NOT NULL, amount VARCHAR(80) NOT NULL)";
+/// SQLite's diff with its sums read as integers (MariaDB/MySQL sum to DECIMAL).
+fn diff_mysql() -> String {
+    DIFF_SQLITE
+        .replacen("COALESCE(SUM(", "CAST(COALESCE(SUM(", 2)
+        .replace("ELSE 0 END), 0)", "ELSE 0 END), 0) AS SIGNED)")
+}
+/// Rows per multi-row INSERT on SQLite and MariaDB/MySQL (6 parameters each, under SQLite's
+/// limit of 32,766).
+const INSERT_ROWS: usize = 1_000;
+
+/// The records as multi-row INSERTs of `?` placeholders, on `$conn`.
+macro_rules! insert_rows {
+    ($conn:expr, $rows:expr, $chain:expr, $asset:expr) => {
+        for chunk in $rows.chunks(INSERT_ROWS) {
+            let mut sql = String::from(
+                "INSERT INTO bench_records (chain, tx_hash, log_index, pay_to, asset, amount) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                sql.push_str(if i == 0 {
+                    "(?,?,?,?,?,?)"
+                } else {
+                    ",(?,?,?,?,?,?)"
+                });
+            }
+            let mut q = sqlx::query(&sql);
+            for r in chunk {
+                q = q
+                    .bind($chain)
+                    .bind(r.tx_hash)
+                    .bind(r.log_index)
+                    .bind(&r.to)
+                    .bind($asset)
+                    .bind(&r.amount);
+            }
+            q.execute($conn).await?;
+        }
+    };
+}
 
 pub async fn floor_b(
     store: &payrecon::store::Store,
@@ -147,29 +190,7 @@ pub async fn floor_b(
             let mut conn = pool.acquire().await?;
             sqlx::query(CREATE).execute(&mut *conn).await?;
             let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            for chunk in rows.chunks(SQLITE_ROWS) {
-                let mut sql = String::from(
-                    "INSERT INTO bench_records (chain, tx_hash, log_index, pay_to, asset, amount) VALUES ",
-                );
-                for i in 0..chunk.len() {
-                    sql.push_str(if i == 0 {
-                        "(?,?,?,?,?,?)"
-                    } else {
-                        ",(?,?,?,?,?,?)"
-                    });
-                }
-                let mut q = sqlx::query(&sql);
-                for r in chunk {
-                    q = q
-                        .bind(chain)
-                        .bind(r.tx_hash)
-                        .bind(r.log_index)
-                        .bind(&r.to)
-                        .bind(asset)
-                        .bind(&r.amount);
-                }
-                q.execute(&mut *tx).await?;
-            }
+            insert_rows!(&mut *tx, rows, chain, asset);
             tx.commit().await?;
             let load = t0.elapsed();
             let got: (i64, i64) = sqlx::query_as(DIFF_SQLITE).fetch_one(&mut *conn).await?;
@@ -178,8 +199,18 @@ pub async fn floor_b(
                 .await?;
             (load, got)
         }
-        Store::MySql(_) => {
-            anyhow::bail!("floor B is measured on SQLite and PostgreSQL (MariaDB/MySQL: issue 28)")
+        Store::MySql(pool) => {
+            let mut conn = pool.acquire().await?;
+            sqlx::query(CREATE_MYSQL).execute(&mut *conn).await?;
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            insert_rows!(&mut *tx, rows, chain, asset);
+            tx.commit().await?;
+            let load = t0.elapsed();
+            let got: (i64, i64) = sqlx::query_as(&diff_mysql()).fetch_one(&mut *conn).await?;
+            sqlx::query("DROP TEMPORARY TABLE bench_records")
+                .execute(&mut *conn)
+                .await?;
+            (load, got)
         }
     };
     Ok(FloorB {

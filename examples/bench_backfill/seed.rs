@@ -228,9 +228,9 @@ pub async fn seed_ledger(store: &Store, ds: &Dataset) -> anyhow::Result<Seeded> 
     apply_all(store, &batch, &ctx).await?;
     // The handler made them final long ago (a backfill after an outage): older than the
     // chains' `recheck_final`, so the sweep does not re-read them all.
-    let backdate =
-        "UPDATE orders SET state_changed_at = '2000-01-01T00:00:00Z' WHERE state = 'final'";
-    payrecon_testkit::on_pool!(store, p => sqlx::query(backdate).execute(p).await.map(|_| ())?);
+    let long_ago = payrecon_testkit::inspect::time_literal(store, "2000-01-01T00:00:00Z".parse()?);
+    let backdate = format!("UPDATE orders SET state_changed_at = {long_ago} WHERE state = 'final'");
+    payrecon_testkit::on_pool!(store, p => sqlx::query(&backdate).execute(p).await.map(|_| ())?);
     Ok(Seeded {
         insert_orders,
         webhook_apply: t1.elapsed(),

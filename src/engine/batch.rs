@@ -98,8 +98,10 @@ impl Engine {
             .await?;
         if ctx.source == Source::Webhook {
             // A delivery is the webhook path working: its transitions are audited and
-            // counted, but it records no findings and counts no gaps.
-            return Ok(());
+            // counted, but it records no findings and counts no gaps. What it credits to an
+            // order still short (or late) waits for a person all the same: its exception
+            // opens now, since no run may list that payment again.
+            return self.webhook_exceptions(ctx, &plan, &outcomes).await;
         }
         self.record_findings(ctx, acc, &plan, &outcomes, &resend_actions)
             .await
@@ -235,6 +237,27 @@ impl Engine {
 
     /// The plan's findings: counted (report, metrics), logged, stored (unless a dry run),
     /// and kept for the report up to `MAX_FINDINGS`.
+    /// The exceptions of a webhook delivery's findings (no finding rows, no gaps).
+    async fn webhook_exceptions(
+        &self,
+        ctx: &RunCtx,
+        plan: &Plan,
+        outcomes: &[ApplyOutcome],
+    ) -> Result<(), StoreError> {
+        if ctx.dry_run || plan.findings.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<FindingRow> = plan
+            .findings
+            .iter()
+            .map(|f| {
+                let (action, note) = finding_action(f.outcome, ctx.apply, outcomes);
+                finding_row(f, action, note)
+            })
+            .collect();
+        self.store.open_exceptions_for(&ctx.run_id, &rows).await
+    }
+
     async fn record_findings(
         &self,
         ctx: &RunCtx,

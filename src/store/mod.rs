@@ -78,7 +78,9 @@ pub enum Store {
     MySql(sqlx::MySqlPool),
 }
 
-/// How often a PostgreSQL batch is retried after a deadlock or serialization failure.
+/// How many times a batch of transitions runs at most: the first attempt and up to five more
+/// after a deadlock, a serialization failure, a lock wait timeout or a busy database (with
+/// jittered backoff); the last error is then the batch's.
 const APPLY_ATTEMPTS: usize = 6;
 
 impl Store {
@@ -242,6 +244,8 @@ impl Store {
             let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard).await);
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
+                    #[cfg(feature = "stats")]
+                    crate::stats::count_retry();
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
                     let jitter = rand::random::<u64>() % (25 << attempt);
                     tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;

@@ -100,6 +100,24 @@ fn mysql_sql(sql: &str) -> String {
     out
 }
 
+/// `sql` (written for SQLite and PostgreSQL: `$n` placeholders, `CAST(… AS TEXT)`,
+/// `CAST(… AS BIGINT)`, double-quoted identifiers) as `store`'s backend reads it.
+pub fn respell(store: &Store, sql: &str) -> String {
+    match store {
+        Store::MySql(_) => mysql_sql(sql),
+        Store::Sqlite(_) | Store::Postgres(_) => sql.to_string(),
+    }
+}
+
+/// `t` as a literal (quoted) that a time column of `store`'s backend takes: RFC 3339, or
+/// MariaDB/MySQL's `DATETIME` spelling in UTC (no `T`, no `Z`).
+pub fn time_literal(store: &Store, t: jiff::Timestamp) -> String {
+    match store {
+        Store::MySql(_) => format!("'{}'", t.strftime("%Y-%m-%d %H:%M:%S%.6f")),
+        Store::Sqlite(_) | Store::Postgres(_) => format!("'{t}'"),
+    }
+}
+
 /// A column value: text or integer (everything here is selected as one of the two).
 #[derive(Debug, Clone)]
 enum RowValue {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::harness::{command, Running, World};
-use crate::support::{free_port, wait_until};
+use crate::support::free_port;
 
 /// A running `payrecon serve` on a free loopback port.
 pub(crate) struct Served {
@@ -18,24 +18,43 @@ pub(crate) struct Served {
 
 impl Served {
     /// Starts serve with `config`, listening on a free port (set from the environment), and
-    /// waits until `/healthz` answers.
+    /// waits until `/healthz` answers. A port taken between its pick and serve's bind (another
+    /// test's connection may get it) makes serve exit: it starts again on another port, up to
+    /// three times. Any other exit, or no answer within 30 s, fails with serve's log.
     pub async fn start(config: &Path) -> Served {
-        let port = free_port();
-        let mut cmd = command(config, &["serve"]);
-        cmd.env("PAYRECON_HTTP__LISTEN", format!("127.0.0.1:{port}"));
-        let proc = Running::spawn(cmd);
-        let served = Served {
-            proc,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let url = format!("{}/healthz", served.base);
-        wait_until(
-            "serve to answer /healthz",
-            Duration::from_secs(30),
-            || async { matches!(get(&url).await, Some((200, _))) },
-        )
-        .await;
-        served
+        for _ in 0..3 {
+            let port = free_port();
+            let mut cmd = command(config, &["serve"]);
+            cmd.env("PAYRECON_HTTP__LISTEN", format!("127.0.0.1:{port}"));
+            let mut served = Served {
+                proc: Running::spawn(cmd),
+                base: format!("http://127.0.0.1:{port}"),
+            };
+            let url = format!("{}/healthz", served.base);
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                if matches!(get(&url).await, Some((200, _))) {
+                    return served;
+                }
+                if let Ok(Some(status)) = served.proc.child.try_wait() {
+                    let (_, _) = served.proc.wait(Duration::from_secs(5)).await;
+                    let log = served.proc.stderr();
+                    assert!(
+                        log.contains("in use"),
+                        "serve exited ({status}) before answering /healthz:\n{log}"
+                    );
+                    eprintln!("port {port} was taken before serve bound it; another port");
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "timed out waiting for serve to answer /healthz:\n{}",
+                    served.proc.stderr()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        panic!("serve found no free port in three tries");
     }
 
     pub async fn get(&self, path: &str) -> (u16, String) {

@@ -5,6 +5,7 @@
 mod apply;
 mod batches;
 mod blocks;
+mod locks;
 pub(crate) mod payments;
 mod plans;
 mod records;

@@ -118,12 +118,20 @@ pub async fn all_backends() -> (tempfile::TempDir, Vec<String>) {
     (dir, urls)
 }
 
+/// A loopback port free now, for a child process to listen on. Drawn below Linux's ephemeral
+/// range (32768–60999), which the kernel hands to outgoing connections and to `bind(0)`:
+/// a port from that range may be taken by another test's connection between this pick and
+/// the child's bind.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    for _ in 0..1000 {
+        let port = rng.gen_range(20_000..32_000);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 20000..32000")
 }
 
 /// Waits for a condition with a deadline (no sleeps for ordering).

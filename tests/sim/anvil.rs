@@ -7,7 +7,7 @@
 //! canonical chain (`verify::converged`).
 //!
 //! `PAYRECON_SIM_ANVIL_SEED=S` runs only seed S; `PAYRECON_SIM_ANVIL_SEEDS=N` runs 0..N
-//! (default `SEEDS`; the first `PG_SEEDS` also on PostgreSQL). Needs `ANVIL_BIN`.
+//! (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and on MariaDB/MySQL). Needs `ANVIL_BIN`.
 
 mod node;
 mod reorg;
@@ -27,7 +27,7 @@ use crate::world::{opts, Backend};
 use world::{pay, pay_stray, start, top_up, AWorld, Order};
 
 const SEEDS: u64 = 24;
-const PG_SEEDS: u64 = 4;
+const SERVER_SEEDS: u64 = 4;
 const PARALLEL_SEEDS: usize = 3;
 
 /// A counter of the summary line.
@@ -80,7 +80,7 @@ static COUNT: Count = Count {
 };
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::pg_prefix(backend);
+    let pg = crate::db_prefix(backend);
     format!("{pg}ANVIL_BIN=$ANVIL_BIN PAYRECON_SIM_ANVIL_SEED={seed} cargo nextest run --test sim sim_anvil")
 }
 
@@ -94,7 +94,7 @@ pub async fn run_slice() {
         return;
     };
     let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("anvil", SEEDS, PG_SEEDS) else {
+    let Some((seeds, jobs)) = crate::slice_jobs("anvil", SEEDS, SERVER_SEEDS) else {
         return;
     };
     let n_jobs = jobs.len();
@@ -315,9 +315,9 @@ async fn run_seed(seed: u64, backend: Backend, bin: String) -> Result<(), String
     })
     .await?;
     COUNT.flagged_gone.add(gone);
-    if let Some((base, name)) = w.pg.take() {
+    if let Some(scratch) = w.scratch.take() {
         drop(w);
-        crate::world::drop_schema(&base, &name).await;
+        crate::world::drop_scratch(scratch).await;
     }
     Ok(())
 }

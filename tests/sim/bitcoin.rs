@@ -12,7 +12,7 @@
 //! unpaid.
 //!
 //! `PAYRECON_SIM_BITCOIN_SEED=S` runs only seed S; `PAYRECON_SIM_BITCOIN_SEEDS=N` runs 0..N
-//! (default `SEEDS`; the first `PG_SEEDS` also on PostgreSQL).
+//! (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and on MariaDB/MySQL).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +31,7 @@ use serde_json::json;
 use crate::world::{opts, Backend};
 
 const SEEDS: u64 = 48;
-const PG_SEEDS: u64 = 6;
+const SERVER_SEEDS: u64 = 6;
 const PARALLEL_SEEDS: usize = 4;
 const TIP: u64 = 925_000;
 const CONFIRMATIONS: u64 = 2;
@@ -97,14 +97,14 @@ struct BWorld {
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::pg_prefix(backend);
+    let pg = crate::db_prefix(backend);
     format!("{pg}PAYRECON_SIM_BITCOIN_SEED={seed} cargo nextest run --test sim sim_bitcoin")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
     let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("bitcoin", SEEDS, PG_SEEDS) else {
+    let Some((seeds, jobs)) = crate::slice_jobs("bitcoin", SEEDS, SERVER_SEEDS) else {
         return;
     };
     let n_jobs = jobs.len();
@@ -430,9 +430,10 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let day_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
+    let day_ago = payrecon_testkit::inspect::time_literal(&w.app.engine.store, day_ago);
     for o in w.orders.iter().filter(|o| o.expired) {
         let sql = format!(
-            "UPDATE orders SET expires_at = '{day_ago}' WHERE order_ref = '{}'",
+            "UPDATE orders SET expires_at = {day_ago} WHERE order_ref = '{}'",
             o.order_ref
         );
         payrecon_testkit::on_pool!(&w.app.engine.store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
@@ -521,9 +522,9 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             _ => {}
         }
     }
-    if let Some((base, name)) = w.ledger.pg.take() {
+    if let Some(scratch) = w.ledger.scratch.take() {
         drop(w);
-        crate::world::drop_schema(&base, &name).await;
+        crate::world::drop_scratch(scratch).await;
     }
     Ok(())
 }

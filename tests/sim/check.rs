@@ -446,7 +446,7 @@ where
         "SELECT COUNT(*) FROM payrecon_events e LEFT JOIN payrecon_transitions t \
          ON t.id = e.transition_id LEFT JOIN payrecon_payments p ON p.id = e.payment_id \
          WHERE CASE WHEN e.transition_id IS NOT NULL THEN t.id IS NULL \
-         OR t.order_id <> e.order_id OR e.type <> 'order.' || t.to_state \
+         OR t.order_id <> e.order_id OR e.type <> CONCAT('order.', t.to_state) \
          ELSE p.id IS NULL OR p.order_id <> e.order_id \
          OR e.type <> 'order.payment_received' END",
     )

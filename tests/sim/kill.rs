@@ -6,8 +6,9 @@
 //! (`check::audit`, `check::final_state`).
 //!
 //! `PAYRECON_SIM_KILL_SEED=S` runs only seed S; `PAYRECON_SIM_KILL_SEEDS=N` runs seeds 0..N on
-//! SQLite (default `SQLITE_SEEDS`) and the first `PG_SEEDS` of them on PostgreSQL
-//! (`PAYRECON_SIM_KILL_PG_SEEDS=M` for more);
+//! SQLite (default `SQLITE_SEEDS`), the first `PG_SEEDS` of them on PostgreSQL
+//! (`PAYRECON_SIM_KILL_PG_SEEDS=M` for more) and the first `MYSQL_SEEDS` on MariaDB/MySQL
+//! (`PAYRECON_SIM_KILL_MYSQL_SEEDS`);
 //! `PAYRECON_SIM_KILL_TRACE=1` prints every kill.
 
 mod child;
@@ -28,6 +29,7 @@ use child::When;
 
 const SQLITE_SEEDS: u64 = 60;
 const PG_SEEDS: u64 = 10;
+const MYSQL_SEEDS: u64 = 10;
 /// Seeds in flight at once (they mostly wait on the injected latency).
 const PARALLEL_SEEDS: usize = 4;
 
@@ -53,7 +55,7 @@ fn count(i: usize) {
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::pg_prefix(backend);
+    let pg = crate::db_prefix(backend);
     format!("{pg}PAYRECON_SIM_KILL_SEED={seed} cargo nextest run --test sim sim_kill")
 }
 
@@ -72,6 +74,10 @@ pub async fn run_slice(backend: Backend) {
         (None, Backend::Postgres) => {
             let pg = crate::env_u64("PAYRECON_SIM_KILL_PG_SEEDS").unwrap_or(PG_SEEDS);
             (0..n.unwrap_or(SQLITE_SEEDS).min(pg)).collect()
+        }
+        (None, Backend::MySql) => {
+            let my = crate::env_u64("PAYRECON_SIM_KILL_MYSQL_SEEDS").unwrap_or(MYSQL_SEEDS);
+            (0..n.unwrap_or(SQLITE_SEEDS).min(my)).collect()
         }
     };
     let jobs = seeds.iter().map(|&s| (s, backend)).collect();
@@ -300,7 +306,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     // How long an unkilled run of this seed lasts (updated when one exits by itself).
     let mut est = Duration::from_millis(match backend {
         Backend::Sqlite => 350,
-        Backend::Postgres => 700,
+        Backend::Postgres | Backend::MySql => 700,
     });
     let cfgs = (run_cfg.clone(), serve_cfg);
     for _ in 0..rng.gen_range(1..=3) {
@@ -344,9 +350,9 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     // Kills between an event's 2xx and its record send it again (same webhook-id): the
     // merchant still fulfils each final order once.
     crate::check::effects(&w).await?;
-    if let Some((base, name)) = w.pg_schema.take() {
+    if let Some(scratch) = w.scratch.take() {
         drop(w);
-        crate::world::drop_schema(&base, &name).await;
+        crate::world::drop_scratch(scratch).await;
     }
     Ok(())
 }

@@ -4,8 +4,10 @@
 //!
 //! `PAYRECON_SIM_SEED=S` runs only seed S; `PAYRECON_SIM_SEEDS=N` runs seeds 0..N (default
 //! `DEFAULT_SEEDS`), split over `SHARDS` tests. With `PAYRECON_TEST_PG_URL` set, the first
-//! `PG_SEEDS` seeds (`PAYRECON_SIM_PG_SEEDS`) also run on PostgreSQL (required under
-//! `PAYRECON_TEST_STRICT=1`); a green seed's schema is dropped, a red one's kept.
+//! `PG_SEEDS` seeds (`PAYRECON_SIM_PG_SEEDS`) also run on PostgreSQL, and with
+//! `PAYRECON_TEST_MYSQL_URL` the first `MYSQL_SEEDS` (`PAYRECON_SIM_MYSQL_SEEDS`) on
+//! MariaDB/MySQL (both required under `PAYRECON_TEST_STRICT=1`); a green seed's schema or
+//! database is dropped, a red one's kept.
 
 mod anvil;
 mod bitcoin;
@@ -33,6 +35,7 @@ use world::Backend;
 const SHARDS: u64 = 4;
 const DEFAULT_SEEDS: u64 = 1200;
 const PG_SEEDS: u64 = 40;
+const MYSQL_SEEDS: u64 = 40;
 /// Seeds in flight at once in one shard.
 const PARALLEL_SEEDS: usize = 4;
 
@@ -54,32 +57,36 @@ fn seeds(shard: u64) -> Vec<u64> {
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
-    match backend {
-        Backend::Sqlite => format!("PAYRECON_SIM_SEED={seed} cargo nextest run --test sim"),
-        Backend::Postgres => format!(
-            "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL PAYRECON_SIM_SEED={seed} \
-             cargo nextest run --test sim"
-        ),
-    }
+    let db = db_prefix(backend);
+    format!("{db}PAYRECON_SIM_SEED={seed} cargo nextest run --test sim")
 }
 
-fn pg_enabled() -> bool {
-    if std::env::var("PAYRECON_TEST_PG_URL").is_ok() {
+/// Whether the shared server of `var` is there (`PostgreSQL`, `MariaDB/MySQL`); under
+/// `PAYRECON_TEST_STRICT=1` its absence fails.
+fn server_enabled(var: &str, what: &str) -> bool {
+    if std::env::var(var).is_ok() {
         return true;
     }
     if std::env::var("PAYRECON_TEST_STRICT").is_ok_and(|v| v == "1") {
-        panic!(
-            "PAYRECON_TEST_STRICT=1 and PAYRECON_TEST_PG_URL is not set (simulator on PostgreSQL)"
-        );
+        panic!("PAYRECON_TEST_STRICT=1 and {var} is not set (simulator on {what})");
     }
     false
 }
 
+fn pg_enabled() -> bool {
+    server_enabled("PAYRECON_TEST_PG_URL", "PostgreSQL")
+}
+
+fn mysql_enabled() -> bool {
+    server_enabled("PAYRECON_TEST_MYSQL_URL", "MariaDB/MySQL")
+}
+
 /// What a replay line sets before its command for `backend`.
-pub fn pg_prefix(backend: Backend) -> &'static str {
+pub fn db_prefix(backend: Backend) -> &'static str {
     match backend {
         Backend::Sqlite => "",
         Backend::Postgres => "PAYRECON_TEST_PG_URL=$PAYRECON_TEST_PG_URL ",
+        Backend::MySql => "PAYRECON_TEST_MYSQL_URL=$PAYRECON_TEST_MYSQL_URL ",
     }
 }
 
@@ -125,11 +132,14 @@ pub async fn credited(
         Option<String>,
         String,
     );
-    let sql = "SELECT o.order_ref, p.tx_hash, p.log_index, CAST(p.amount AS TEXT), \
-               p.block_number, p.block_hash, p.state \
-               FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id";
+    let sql = payrecon_testkit::inspect::respell(
+        store,
+        "SELECT CAST(o.order_ref AS TEXT), p.tx_hash, p.log_index, CAST(p.amount AS TEXT), \
+         p.block_number, p.block_hash, p.state \
+         FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id",
+    );
     let rows: Vec<Row> =
-        payrecon_testkit::on_pool!(store, p => sqlx::query_as(sql).fetch_all(p).await)
+        payrecon_testkit::on_pool!(store, p => sqlx::query_as(&sql).fetch_all(p).await)
             .map_err(|e| format!("reading the payments: {e}"))?;
     let mut out: HashMap<String, Vec<Credited>> = HashMap::new();
     for (r, tx, log_index, amount, block_number, block_hash, state) in rows {
@@ -227,9 +237,10 @@ pub type Job = (u64, Backend);
 
 /// The seeds and jobs of a slice named `what` (`PAYRECON_SIM_<WHAT>_SEED` replays one,
 /// `PAYRECON_SIM_<WHAT>_SEEDS` counts them, `default` otherwise): every seed on SQLite, the
-/// first `pg_seeds` (or the replayed one) on PostgreSQL too when it is there. `None` (with a
-/// line on stderr) when `PAYRECON_SIM_SEED` replays a scenario seed instead.
-pub fn slice_jobs(what: &str, default: u64, pg_seeds: u64) -> Option<(Vec<u64>, Vec<Job>)> {
+/// first `server_seeds` (or the replayed one) on PostgreSQL and on MariaDB/MySQL too when they
+/// are there. `None` (with a line on stderr) when `PAYRECON_SIM_SEED` replays a scenario seed
+/// instead.
+pub fn slice_jobs(what: &str, default: u64, server_seeds: u64) -> Option<(Vec<u64>, Vec<Job>)> {
     let upper = what.to_uppercase();
     let single = env_u64(&format!("PAYRECON_SIM_{upper}_SEED"));
     if single.is_none() && env_u64("PAYRECON_SIM_SEED").is_some() {
@@ -240,12 +251,16 @@ pub fn slice_jobs(what: &str, default: u64, pg_seeds: u64) -> Option<(Vec<u64>, 
         Some(s) => vec![s],
         None => (0..env_u64(&format!("PAYRECON_SIM_{upper}_SEEDS")).unwrap_or(default)).collect(),
     };
-    let pg = pg_enabled();
+    let (pg, my) = (pg_enabled(), mysql_enabled());
     let mut jobs = Vec::new();
     for &s in &seeds {
         jobs.push((s, Backend::Sqlite));
-        if pg && (single.is_some() || s < pg_seeds) {
+        let shared = single.is_some() || s < server_seeds;
+        if pg && shared {
             jobs.push((s, Backend::Postgres));
+        }
+        if my && shared {
+            jobs.push((s, Backend::MySql));
         }
     }
     Some((seeds, jobs))
@@ -323,16 +338,27 @@ where
 async fn run_shard(shard: u64) {
     let t0 = Instant::now();
     let seeds = seeds(shard);
-    let pg = pg_enabled();
+    let (pg, my) = (pg_enabled(), mysql_enabled());
     let single = env_u64("PAYRECON_SIM_SEED").is_some();
     let pg_seeds = env_u64("PAYRECON_SIM_PG_SEEDS").unwrap_or(PG_SEEDS);
+    let my_seeds = env_u64("PAYRECON_SIM_MYSQL_SEEDS").unwrap_or(MYSQL_SEEDS);
     let mut jobs = Vec::new();
     for &seed in &seeds {
         jobs.push((seed, Backend::Sqlite));
         if pg && (single || seed < pg_seeds) {
             jobs.push((seed, Backend::Postgres));
         }
+        if my && (single || seed < my_seeds) {
+            jobs.push((seed, Backend::MySql));
+        }
     }
+    let on = |b: Backend| jobs.iter().filter(|(_, x)| *x == b).count();
+    let per_backend = format!(
+        "SQLite {}, PostgreSQL {}, MariaDB/MySQL {}",
+        on(Backend::Sqlite),
+        on(Backend::Postgres),
+        on(Backend::MySql)
+    );
     // Seeds mostly wait on loopback HTTP and fsync: a few at once keep the cores busy.
     let failures = run_jobs("", jobs, PARALLEL_SEEDS, scenario::run_seed, replay).await;
     let faults: Vec<String> = scenario::FAULT_NAMES
@@ -351,7 +377,7 @@ async fn run_shard(shard: u64) {
         pairs.collect::<Vec<_>>().join(" ")
     };
     eprintln!(
-        "shard {shard}: {} seeds in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
+        "shard {shard}: {} seeds ({per_backend}) in {:.1?}; provider faults injected: {}; rpc 500s: {}; {}; \
          webhooks: {}; lists and database: {}; list shapes: {}; qvard: {}; events: received={} refused={} \
          redelivered={} handler_fulfilments={}",
         seeds.len(),
@@ -417,6 +443,15 @@ async fn sim_kill_postgres() {
         kill::run_slice(Backend::Postgres).await;
     } else {
         eprintln!("SKIPPED: PAYRECON_TEST_PG_URL is not set (kill slice on PostgreSQL)");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_kill_mysql() {
+    if mysql_enabled() {
+        kill::run_slice(Backend::MySql).await;
+    } else {
+        eprintln!("SKIPPED: PAYRECON_TEST_MYSQL_URL is not set (kill slice on MariaDB/MySQL)");
     }
 }
 

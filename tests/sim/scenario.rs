@@ -262,9 +262,9 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         w.store().count("payrecon_transitions").await.unwrap_or(0) as u64,
     );
     stat(6, w.cg.retries().len() as u64);
-    if let Some((base, name)) = w.pg_schema.take() {
+    if let Some(scratch) = w.scratch.take() {
         drop(w);
-        crate::world::drop_schema(&base, &name).await;
+        crate::world::drop_scratch(scratch).await;
     }
     Ok(())
 }

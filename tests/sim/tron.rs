@@ -9,7 +9,7 @@
 //! (or scannable) payment still on chain is final, every order nothing paid is unpaid.
 //!
 //! `PAYRECON_SIM_TRON_SEED=S` runs only seed S; `PAYRECON_SIM_TRON_SEEDS=N` runs 0..N (default
-//! `SEEDS`; the first `PG_SEEDS` also on PostgreSQL).
+//! `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and on MariaDB/MySQL).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +28,7 @@ use serde_json::json;
 use crate::world::{opts, Backend};
 
 const SEEDS: u64 = 48;
-const PG_SEEDS: u64 = 6;
+const SERVER_SEEDS: u64 = 6;
 const PARALLEL_SEEDS: usize = 4;
 const HEAD: u64 = 68_000_000;
 const SOLID_LAG: u64 = 19;
@@ -76,14 +76,14 @@ struct TWorld {
 }
 
 fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::pg_prefix(backend);
+    let pg = crate::db_prefix(backend);
     format!("{pg}PAYRECON_SIM_TRON_SEED={seed} cargo nextest run --test sim sim_tron")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
     let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("tron", SEEDS, PG_SEEDS) else {
+    let Some((seeds, jobs)) = crate::slice_jobs("tron", SEEDS, SERVER_SEEDS) else {
         return;
     };
     let n_jobs = jobs.len();
@@ -440,9 +440,9 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             _ => {}
         }
     }
-    if let Some((base, name)) = w.ledger.pg.take() {
+    if let Some(scratch) = w.ledger.scratch.take() {
         drop(w);
-        crate::world::drop_schema(&base, &name).await;
+        crate::world::drop_scratch(scratch).await;
     }
     Ok(())
 }

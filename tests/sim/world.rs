@@ -1,5 +1,6 @@
-//! One simulated world: the sandbox chain, the fake Chaingateway, a ledger (SQLite file or a
-//! PostgreSQL schema), one or two `App`s on it, and the ground truth the generator wrote.
+//! One simulated world: the sandbox chain, the fake Chaingateway, a ledger (SQLite file, a
+//! PostgreSQL schema or a MariaDB/MySQL database), one or two `App`s on it, and the ground
+//! truth the generator wrote.
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;
@@ -16,6 +17,7 @@ use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 pub enum Backend {
     Sqlite,
     Postgres,
+    MySql,
 }
 
 /// An order as the generator created it.
@@ -52,8 +54,9 @@ pub struct World {
     pub run_ids: Vec<String>,
     /// Each order's state after the previous step.
     pub last: std::collections::HashMap<String, State>,
-    /// `(admin URL, schema)` on PostgreSQL: dropped after a green seed, kept after a red one.
-    pub pg_schema: Option<(String, String)>,
+    /// The seed's scratch space on a shared server: dropped after a green seed, kept after a
+    /// red one.
+    pub scratch: Option<Scratch>,
     /// The configuration both `App`s were built from (a child `payrecon` process can use it).
     #[allow(dead_code)]
     pub config_text: String,
@@ -123,41 +126,83 @@ pub async fn pg_schema_url(base: &str) -> (String, String) {
     )
 }
 
-/// A seed's own ledger: a SQLite file in a temporary directory (kept as long as this is), or
-/// a fresh PostgreSQL schema (`pg`: the base URL and the schema, to drop when green).
+/// `(admin URL, name)` of a seed's PostgreSQL schema or MariaDB/MySQL database.
+pub type Scratch = (String, String);
+
+/// A fresh MariaDB/MySQL database on `PAYRECON_TEST_MYSQL_URL`'s server: (its URL, its name).
+pub async fn mysql_database_url(base: &str) -> (String, String) {
+    use sqlx::Connection;
+    let mut conn = sqlx::MySqlConnection::connect(base)
+        .await
+        .expect("connect to PAYRECON_TEST_MYSQL_URL");
+    let name = format!("payrecon_sim_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create the simulator's database");
+    let (prefix, query) = match base.split_once('?') {
+        Some((p, q)) => (p, format!("?{q}")),
+        None => (base, String::new()),
+    };
+    let (server, _) = prefix.rsplit_once('/').expect("database url has a path");
+    (format!("{server}/{name}{query}"), name)
+}
+
+/// A seed's own ledger: a SQLite file in a temporary directory (kept as long as this is), a
+/// fresh PostgreSQL schema or a fresh MariaDB/MySQL database (`scratch`: to drop when green).
 pub struct Ledger {
     pub url: String,
-    pub pg: Option<(String, String)>,
+    pub scratch: Option<Scratch>,
     pub _dir: Option<tempfile::TempDir>,
 }
 
 pub async fn ledger(backend: Backend) -> Result<Ledger, String> {
+    let shared = |var: &str| std::env::var(var).map_err(|e| format!("{var}: {e}"));
     Ok(match backend {
         Backend::Sqlite => {
             let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
             let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
             Ledger {
                 url,
-                pg: None,
+                scratch: None,
                 _dir: Some(dir),
             }
         }
         Backend::Postgres => {
-            let base = std::env::var("PAYRECON_TEST_PG_URL").map_err(|e| e.to_string())?;
+            let base = shared("PAYRECON_TEST_PG_URL")?;
             let (url, name) = pg_schema_url(&base).await;
             Ledger {
                 url,
-                pg: Some((base, name)),
+                scratch: Some((base, name)),
+                _dir: None,
+            }
+        }
+        Backend::MySql => {
+            let base = shared("PAYRECON_TEST_MYSQL_URL")?;
+            let (url, name) = mysql_database_url(&base).await;
+            Ledger {
+                url,
+                scratch: Some((base, name)),
                 _dir: None,
             }
         }
     })
 }
 
-/// Drops a green seed's schema (its pools are gone with the `World`).
-pub async fn drop_schema(base: &str, name: &str) {
+/// Drops a green seed's schema or database (its pools are gone with the `World`).
+pub async fn drop_scratch((base, name): Scratch) {
     use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(base)
+    if base.starts_with("mysql") {
+        let mut conn = sqlx::MySqlConnection::connect(&base)
+            .await
+            .expect("connect to PAYRECON_TEST_MYSQL_URL");
+        sqlx::query(&format!("DROP DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("drop the simulator's database");
+        return;
+    }
+    let mut conn = sqlx::PgConnection::connect(&base)
         .await
         .expect("connect to PAYRECON_TEST_PG_URL");
     sqlx::query(&format!("DROP SCHEMA {name} CASCADE"))
@@ -181,15 +226,16 @@ impl World {
     /// `start` with webhook ingest and/or a cuttable database connection.
     pub async fn start_with(backend: Backend, extra: &str, second: bool, x: Extras) -> World {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (db_url, pg_schema) = match backend {
+        let (db_url, scratch) = match backend {
             Backend::Sqlite => (
                 format!("sqlite://{}", dir.path().join("ledger.db").display()),
                 None,
             ),
-            Backend::Postgres => {
-                let base = std::env::var("PAYRECON_TEST_PG_URL").expect("PAYRECON_TEST_PG_URL");
-                let (url, name) = pg_schema_url(&base).await;
-                (url, Some((base, name)))
+            Backend::Postgres | Backend::MySql => {
+                let l = ledger(backend)
+                    .await
+                    .expect("a ledger on the shared server");
+                (l.url, l.scratch)
             }
         };
         let chain = SandboxChain::new(1);
@@ -243,7 +289,7 @@ impl World {
             pays: Vec::new(),
             run_ids: Vec::new(),
             last: std::collections::HashMap::new(),
-            pg_schema,
+            scratch,
             config_text: text,
             db_url,
             dir,
@@ -330,11 +376,14 @@ impl World {
         order_ref: &str,
         to: State,
     ) -> Result<bool, sqlx::Error> {
-        let sql = "UPDATE orders SET state = $1 WHERE order_ref = $2 AND tx_hash IS NOT NULL \
-                   AND (CASE state WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
-                   WHEN 'confirmed' THEN 2 ELSE 3 END) < $3";
+        let sql = payrecon_testkit::inspect::respell(
+            store,
+            "UPDATE orders SET state = $1 WHERE order_ref = $2 AND tx_hash IS NOT NULL \
+             AND (CASE state WHEN 'unpaid' THEN 0 WHEN 'pending' THEN 1 \
+             WHEN 'confirmed' THEN 2 ELSE 3 END) < $3",
+        );
         let rank = to as i32;
-        let res = payrecon_testkit::on_pool!(store, p => sqlx::query(sql)
+        let res = payrecon_testkit::on_pool!(store, p => sqlx::query(&sql)
                 .bind(to.as_str())
                 .bind(order_ref)
                 .bind(rank)

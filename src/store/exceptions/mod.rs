@@ -155,6 +155,31 @@ impl Store {
         Ok(self.list_exceptions(&f).await?.into_iter().next())
     }
 
+    /// Opens or touches the exceptions of `findings` without recording the findings: those of
+    /// a webhook delivery, which is no run (`by` stands for a run id: `last_run_id`). A
+    /// payment it credits to an order still short waits for a person like a run's.
+    pub async fn open_exceptions_for(
+        &self,
+        by: &str,
+        findings: &[super::types::FindingRow],
+    ) -> Result<(), StoreError> {
+        if exception_findings(findings).is_empty() {
+            return Ok(());
+        }
+        dispatch!(self, p => {
+            let mut tx = super::rows::counted(p)
+                .begin_with(D::BEGIN_WRITE)
+                .await
+                .map_err(|e| db_error("open or touch exceptions", e))?;
+            upsert!(D, tx, by, findings, D::NOW)
+                .map_err(|e| db_error("open or touch exceptions", e))?;
+            super::rows::counted(tx)
+                .commit()
+                .await
+                .map_err(|e| db_error("open or touch exceptions", e))
+        })
+    }
+
     /// Open exceptions per kind (every kind, zeros included), with the oldest's first sight.
     pub async fn open_exceptions(&self) -> Result<Vec<OpenExceptions>, StoreError> {
         dispatch!(self, pool => {

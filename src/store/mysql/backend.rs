@@ -451,6 +451,8 @@ impl Backend for MySql {
                     if attempt < REGISTER_ATTEMPTS
                         && (is_unique_violation(&e) || is_retryable(&e)) =>
                 {
+                    #[cfg(feature = "stats")]
+                    crate::stats::count_retry();
                     tracing::debug!(attempt, "registration raced another: the batch runs again");
                 }
                 done => return done,

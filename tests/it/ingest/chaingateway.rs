@@ -117,3 +117,51 @@ async fn ingest_fifty_concurrent_copies_of_one_delivery_apply_once() {
     })
     .await;
 }
+
+/// A delivery of a payment short of its order credits it and holds the order (unpaid), and
+/// opens the order's `amount_mismatch` exception at once, without a run: no run may list that
+/// payment again. No finding row is written (a delivery is no run). The same payment
+/// delivered again under another id touches the exception, never a second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_an_underpaid_delivery_holds_the_order_and_opens_its_exception() {
+    on_backends(|url| async move {
+        let p = providers(None);
+        let Some(w) = World::start_with(&url, &p, NEVER).await else {
+            return;
+        };
+        let to = payee(2);
+        w.orders(&[("C-2", &to, usdt(25))]).await;
+        let tx = w.pay(&to, usdt(20)).await;
+        w.anvil.mine(CONFS).await;
+        let d = Daemon::start(w.another_app(&p, NEVER).await).await;
+        let sig = cg_sig(CG_SECRET, &tx);
+        for id in ["7101", "7102"] {
+            let body = cg_body(&w, id, &tx, &to);
+            assert_eq!(d.post(CG, &sig, body).await, (200, String::new()), "{url}");
+            wait_processed(w.store(), CG).await;
+        }
+        let o = w.order("C-2").await;
+        assert_eq!(o.state, State::Unpaid, "{url}: held, {o:?}");
+        assert_eq!(o.amount_paid, Some(usdt(20).to_string()), "{url}");
+        let open = w
+            .store()
+            .list_exceptions(&payrecon::store::ExceptionFilter {
+                status: Some("open".into()),
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(open.len(), 1, "{url}: {open:?}");
+        assert_eq!(open[0].kind, "amount_mismatch", "{url}");
+        assert_eq!(open[0].order_ref.as_deref(), Some("C-2"));
+        assert!(open[0].detail.starts_with("underpaid"), "{:?}", open[0]);
+        assert_eq!(
+            w.store().count("payrecon_findings").await.unwrap(),
+            0,
+            "{url}"
+        );
+        d.stop().await;
+    })
+    .await;
+}

@@ -1,5 +1,5 @@
 //! The world of the two-`serve` test: the sandbox chain and the fake Chaingateway (provider
-//! `cg`) in this process, a PostgreSQL ledger, and helpers that add paid orders and read the
+//! `cg`) in this process, a PostgreSQL or MariaDB/MySQL ledger, and helpers that add paid orders and read the
 //! audit trail, the lease row and the fake's resend counts.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,6 @@ use payrecon::store::{NewOrder, Store};
 use payrecon_testkit::sandbox::chain::SandboxChain;
 use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
 use payrecon_testkit::sandbox::SANDBOX_TOKEN;
-use sqlx::PgPool;
 
 use crate::cli::harness::{addr, usdt};
 use crate::reconcile::{toml_with_chain, KEY};
@@ -21,7 +20,6 @@ pub(crate) struct Pair {
     pub chain: SandboxChain,
     pub cg: FakeChaingateway,
     pub store: Store,
-    pub pool: PgPool,
     pub config: PathBuf,
     /// Order number -> the notification was put on the failed list.
     pub orders: BTreeMap<u32, bool>,
@@ -52,14 +50,14 @@ impl LeaseRow {
 }
 
 impl Pair {
-    /// On a fresh PostgreSQL schema `db_url`; `extra` ends the configuration.
+    /// On a fresh PostgreSQL schema or MariaDB/MySQL database `db_url`; `extra` ends the
+    /// configuration.
     pub async fn start(db_url: &str, extra: &str) -> Pair {
         let chain = SandboxChain::new(1);
         let rpc_url = chain.serve().await.unwrap();
         let (cg, cg_url) = FakeChaingateway::start(KEY).await;
         let store = Store::connect(db_url, 4).await.unwrap();
         store.migrate().await.unwrap();
-        let pool = PgPool::connect(db_url).await.unwrap();
         let keys = "confirmations = 12\nfinality = \"finalized\"\nscan_unpaid = false";
         let toml = toml_with_chain(db_url, &cg_url, &rpc_url, SANDBOX_TOKEN, keys, "", extra);
         let dir = tempfile::tempdir().unwrap();
@@ -69,7 +67,6 @@ impl Pair {
             chain,
             cg,
             store,
-            pool,
             config,
             orders: BTreeMap::new(),
             _dir: dir,
@@ -145,27 +142,42 @@ impl Pair {
     }
 
     pub async fn scalar(&self, sql: &str) -> i64 {
-        sqlx::query_scalar(sql)
-            .fetch_one(&self.pool)
+        let rows = self
+            .store
+            .rows(sql)
             .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        rows[0][0].as_deref().unwrap_or("0").parse().unwrap()
     }
 
+    /// The lease row of `provider` (a name of this test's, put in the SQL as it is), with the
+    /// database's clock.
     pub async fn lease(&self, provider: &str) -> Option<LeaseRow> {
-        let row: Option<(String, i64, f64, f64)> = sqlx::query_as(
-            "SELECT holder, token, EXTRACT(EPOCH FROM expires_at)::float8, \
-             EXTRACT(EPOCH FROM clock_timestamp())::float8 FROM payrecon_leases \
-             WHERE provider = $1",
-        )
-        .bind(provider)
-        .fetch_optional(&self.pool)
-        .await
-        .unwrap();
-        row.map(|(holder, token, expires_at, now)| LeaseRow {
-            holder,
-            token,
-            expires_at,
-            now,
+        let sql = match &self.store {
+            Store::MySql(_) => {
+                let epoch_us = |t: &str| {
+                    format!("CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {t}) AS CHAR)")
+                };
+                format!(
+                    "SELECT holder, token, {}, {} FROM payrecon_leases WHERE provider = '{provider}'",
+                    epoch_us("expires_at"),
+                    epoch_us("UTC_TIMESTAMP(6)")
+                )
+            }
+            _ => format!(
+                "SELECT holder, token, CAST(EXTRACT(EPOCH FROM expires_at) * 1000000 AS TEXT), \
+                 CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS TEXT) \
+                 FROM payrecon_leases WHERE provider = '{provider}'"
+            ),
+        };
+        let rows = self.store.rows(&sql).await.unwrap();
+        let r = rows.into_iter().next()?;
+        let num = |i: usize| -> f64 { r[i].as_deref().unwrap().parse().unwrap() };
+        Some(LeaseRow {
+            holder: r[0].clone().unwrap(),
+            token: num(1) as i64,
+            expires_at: num(2) / 1e6,
+            now: num(3) / 1e6,
         })
     }
 

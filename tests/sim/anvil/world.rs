@@ -45,7 +45,8 @@ pub struct AWorld {
     pub final_depth: u64,
     /// Each order's row after the previous run.
     pub last: HashMap<String, OrderSnapshot>,
-    pub pg: Option<(String, String)>,
+    /// The seed's schema or database on a shared server (dropped when green).
+    pub scratch: Option<crate::world::Scratch>,
     /// The merchant's application (events receiver, fulfilment on `order.final`).
     pub merchant: crate::merchant::Merchant,
     _dir: tempfile::TempDir,
@@ -56,25 +57,6 @@ pub fn stray(rng: &mut StdRng) -> String {
     format!(
         "0x{:040x}",
         0xbeef_0000_0000u64 + rng.gen_range(0..1_000_000u64)
-    )
-}
-
-/// A fresh PostgreSQL schema: (search_path URL, (admin URL, schema)).
-pub async fn pg_schema() -> (String, (String, String)) {
-    use sqlx::Connection;
-    let base = std::env::var("PAYRECON_TEST_PG_URL").expect("PAYRECON_TEST_PG_URL");
-    let mut conn = sqlx::PgConnection::connect(&base)
-        .await
-        .expect("connect to PostgreSQL");
-    let name = format!("payrecon_simanvil_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE SCHEMA {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create a schema");
-    let sep = if base.contains('?') { '&' } else { '?' };
-    (
-        format!("{base}{sep}options=-c%20search_path%3D{name}"),
-        (base, name),
     )
 }
 
@@ -117,14 +99,16 @@ batch_size = {batch}
 
 pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (db, pg) = match backend {
+    let (db, scratch) = match backend {
         Backend::Sqlite => (
             format!("sqlite://{}", dir.path().join("ledger.db").display()),
             None,
         ),
-        Backend::Postgres => {
-            let (url, admin) = pg_schema().await;
-            (url, Some(admin))
+        Backend::Postgres | Backend::MySql => {
+            let l = crate::world::ledger(backend)
+                .await
+                .expect("a ledger on the shared server");
+            (l.url, l.scratch)
         }
     };
     let anvil = Anvil::launch(bin, &[]).await;
@@ -154,7 +138,7 @@ pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
         confs,
         final_depth,
         last: HashMap::new(),
-        pg,
+        scratch,
         merchant,
         _dir: dir,
     }

@@ -39,41 +39,54 @@ impl Snap {
     }
 }
 
-const ORDERS: &str = "SELECT order_ref, state, tx_hash, log_index, \
+const ORDERS: &str = "SELECT CAST(order_ref AS TEXT), state, tx_hash, log_index, \
     CAST(amount_paid AS TEXT), block_number, block_hash FROM orders ORDER BY id";
-const AUDIT: &str = "SELECT o.order_ref, t.to_state FROM payrecon_transitions t \
+const AUDIT: &str = "SELECT CAST(o.order_ref AS TEXT), t.to_state FROM payrecon_transitions t \
     JOIN orders o ON o.id = t.order_id ORDER BY t.id";
 const UNFINISHED: &str = "SELECT COUNT(*) FROM payrecon_runs WHERE finished_at IS NULL";
 
-/// The three reads in one transaction (`first` starts it: a snapshot on PostgreSQL).
+/// The three reads in one transaction (`first` opens it: a snapshot on PostgreSQL and
+/// MariaDB/MySQL), each respelled for the store's backend.
 macro_rules! read_snap {
-    ($pool:expr, $first:expr) => {{
-        let mut tx = $pool.begin().await?;
-        if let Some(sql) = $first {
-            sqlx::query(sql).execute(&mut *tx).await?;
+    ($store:expr, $pool:expr, $first:expr) => {{
+        let sql = |q: &str| payrecon_testkit::inspect::respell($store, q);
+        let mut conn = $pool.acquire().await?;
+        for q in $first {
+            sqlx::query(q).execute(&mut *conn).await?;
         }
-        let orders = sqlx::query_as(ORDERS).fetch_all(&mut *tx).await?;
-        let audit = sqlx::query_as(AUDIT).fetch_all(&mut *tx).await?;
-        let unfinished = sqlx::query_scalar(UNFINISHED).fetch_one(&mut *tx).await?;
-        tx.rollback().await?;
+        let orders = sqlx::query_as(&sql(ORDERS)).fetch_all(&mut *conn).await;
+        let audit = sqlx::query_as(&sql(AUDIT)).fetch_all(&mut *conn).await;
+        let unfinished = sqlx::query_scalar(&sql(UNFINISHED))
+            .fetch_one(&mut *conn)
+            .await;
+        sqlx::query("ROLLBACK").execute(&mut *conn).await?;
         Snap {
-            orders,
-            audit,
-            unfinished,
+            orders: orders?,
+            audit: audit?,
+            unfinished: unfinished?,
         }
     }};
 }
 
 async fn read(store: &Store) -> Result<Snap, sqlx::Error> {
     Ok(match store {
-        Store::Sqlite(p) => read_snap!(p, None::<&str>),
+        Store::Sqlite(p) => read_snap!(store, p, ["BEGIN"]),
         Store::Postgres(p) => read_snap!(
+            store,
             p,
-            Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            [
+                "BEGIN",
+                "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+            ]
         ),
+        // The level is set for the next transaction, which the snapshot opens.
         Store::MySql(p) => read_snap!(
+            store,
             p,
-            Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            [
+                "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+            ]
         ),
     })
 }

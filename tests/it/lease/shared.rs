@@ -1,4 +1,5 @@
-//! Two real `serve` processes on one PostgreSQL database, both scheduling a run every second
+//! Two real `serve` processes on one PostgreSQL database, and on one MariaDB/MySQL database,
+//! both scheduling a run every second
 //! with a 2 s lease: over ~25 s of new gaps (missing payments, pending then final, failed
 //! notifications), every transition is applied once and every resend requested once, and
 //! both instances win some ticks. Then the instance holding the `cg` lease is SIGKILLed
@@ -11,6 +12,7 @@ use payrecon::domain::State;
 use super::pair::Pair;
 use crate::serve::{series, Served};
 use crate::support::{self, wait_until};
+use payrecon_testkit::inspect::Inspect;
 
 const TTL_SECS: f64 = 2.0;
 const EXTRA: &str = "[schedule]\ncron = \"* * * * * *\"\n\n[reconcile]\nlease_ttl = \"2s\"\n";
@@ -38,14 +40,14 @@ async fn assert_each_transition_once(p: &Pair, expected: i64) {
     assert_eq!(dups, 0, "an order has two audit rows to one state");
     let rows = p.scalar("SELECT COUNT(*) FROM payrecon_transitions").await;
     if rows != expected {
-        let trail: Vec<(String, String)> = sqlx::query_as(
-            "SELECT o.order_ref, string_agg(t.from_state || '>' || t.to_state, ' ' ORDER BY t.id) \
-             FROM orders o LEFT JOIN payrecon_transitions t ON t.order_id = o.id \
-             GROUP BY o.id, o.order_ref ORDER BY o.id",
-        )
-        .fetch_all(&p.pool)
-        .await
-        .unwrap();
+        let trail = p
+            .store
+            .rows(
+                "SELECT o.order_ref, t.from_state, t.to_state FROM orders o \
+                 LEFT JOIN payrecon_transitions t ON t.order_id = o.id ORDER BY o.id, t.id",
+            )
+            .await
+            .unwrap();
         panic!("{rows} audit rows, {expected} expected: {trail:#?}");
     }
 }
@@ -58,12 +60,21 @@ async fn all_done(p: &Pair) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_two_serves_on_one_postgres_do_everything_once_and_take_over_from_a_killed_one() {
-    let Some(url) = support::pg_url().await else {
-        eprintln!("SKIPPED: two serves sharing a database need PostgreSQL");
-        return;
-    };
+    if let Some(url) = support::pg_url().await {
+        two_serves(&url).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_two_serves_on_one_mariadb_do_everything_once_and_take_over_from_a_killed_one() {
+    if let Some(url) = support::mysql_url().await {
+        two_serves(&url).await;
+    }
+}
+
+async fn two_serves(url: &str) {
     let t0 = Instant::now();
-    let mut p = Pair::start(&url, EXTRA).await;
+    let mut p = Pair::start(url, EXTRA).await;
     // Gaps before the start: six missing payments (final: one jump each), two of their
     // notifications failed.
     p.pay(&[1, 2, 3, 4, 5, 6], &[2, 5], true).await;

@@ -1,0 +1,144 @@
+//! Locking where the server has row locks (PostgreSQL, MariaDB/MySQL): a deadlock between a
+//! batch of transitions and the merchant's own transaction costs the batch one retry (counted
+//! by `stats::batches_retried`, bounded by the store's attempts) and it then lands once; on
+//! MariaDB/MySQL payrecon's sessions run READ COMMITTED whatever the server's default.
+
+use std::time::Duration;
+
+use payrecon::domain::State;
+use payrecon::store::ApplyOutcome;
+use sqlx::{Connection, Executor};
+
+use super::{ctx, id_of, new_order, open, plan};
+use crate::support;
+use payrecon_testkit::inspect::Inspect;
+
+/// The merchant's application, in a transaction of its own connection.
+enum Merchant {
+    Pg(sqlx::PgConnection),
+    My(sqlx::MySqlConnection),
+}
+
+impl Merchant {
+    async fn begin(url: &str) -> Merchant {
+        let mut m = if url.starts_with("mysql") {
+            Merchant::My(sqlx::MySqlConnection::connect(url).await.unwrap())
+        } else {
+            Merchant::Pg(sqlx::PgConnection::connect(url).await.unwrap())
+        };
+        m.exec("BEGIN").await;
+        m
+    }
+
+    async fn exec(&mut self, sql: &str) {
+        let done = match self {
+            Merchant::Pg(c) => c.execute(sql).await.map(|_| ()),
+            Merchant::My(c) => c.execute(sql).await.map(|_| ()),
+        };
+        done.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_with_the_merchants_transaction_is_retried_once_and_the_batch_lands() {
+    let (_dir, urls) = support::all_backends().await;
+    for url in urls.iter().filter(|u| !u.starts_with("sqlite")) {
+        let store = open(url).await;
+        // Orders A and B, and 50 that the merchant's transaction changes first: the heavier
+        // of the two, so that MariaDB picks payrecon's as the deadlock's victim (PostgreSQL
+        // picks the one that has waited `deadlock_timeout`: payrecon's, which waits first).
+        let mut orders = vec![
+            new_order("L-A", 1, 25_000_000),
+            new_order("L-B", 2, 25_000_000),
+        ];
+        orders.extend((0..50).map(|i| new_order(&format!("M-{i}"), 100 + i, 1)));
+        store.insert_orders(&orders).await.unwrap();
+        let (a, b) = (id_of(&store, "L-A").await, id_of(&store, "L-B").await);
+        let batch = vec![
+            plan(&store, "L-A", State::Final, Some((1, 0, 25_000_000))).await,
+            plan(&store, "L-B", State::Final, Some((2, 0, 25_000_000))).await,
+        ];
+
+        let mut merchant = Merchant::begin(url).await;
+        // By primary key range: under MariaDB's default REPEATABLE READ a scan of the whole
+        // table would lock A and B too (the shop's session is not payrecon's).
+        merchant
+            .exec(&format!(
+                "UPDATE orders SET asset = 'merchant' WHERE id > {b}"
+            ))
+            .await;
+        merchant
+            .exec(&format!("SELECT id FROM orders WHERE id = {b} FOR UPDATE"))
+            .await;
+        let before = payrecon::stats::batches_retried();
+        let applying = {
+            let store = store.clone();
+            tokio::spawn(async move { store.apply(&batch, &ctx()).await })
+        };
+        // payrecon locks A (its orders in id order), then waits for B.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!applying.is_finished(), "{url}: the batch waits for B");
+        // The merchant now wants A: a cycle, and payrecon's transaction is rolled back.
+        merchant
+            .exec(&format!("SELECT id FROM orders WHERE id = {a} FOR UPDATE"))
+            .await;
+        merchant.exec("ROLLBACK").await;
+        let out = tokio::time::timeout(Duration::from_secs(30), applying)
+            .await
+            .expect("the batch lands once the merchant is done")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            out,
+            vec![
+                ApplyOutcome::Applied {
+                    from: State::Unpaid
+                };
+                2
+            ],
+            "{url}"
+        );
+        assert_eq!(
+            payrecon::stats::batches_retried() - before,
+            1,
+            "{url}: one retry"
+        );
+        assert_eq!(
+            store.count("payrecon_transitions").await.unwrap(),
+            2,
+            "{url}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn mariadb_sessions_run_read_committed_whatever_the_servers_default() {
+    let Some(url) = support::mysql_url().await else {
+        return;
+    };
+    let store = open(&url).await;
+    let rows = store
+        .rows(
+            "SELECT CAST(VARIABLE_VALUE AS CHAR) FROM information_schema.GLOBAL_VARIABLES \
+             WHERE VARIABLE_NAME IN ('TX_ISOLATION', 'TRANSACTION_ISOLATION') \
+             UNION ALL SELECT CAST(VARIABLE_VALUE AS CHAR) \
+             FROM information_schema.SESSION_VARIABLES \
+             WHERE VARIABLE_NAME IN ('TX_ISOLATION', 'TRANSACTION_ISOLATION', 'SQL_MODE')",
+        )
+        .await
+        .unwrap();
+    let values: Vec<String> = rows.into_iter().filter_map(|r| r[0].clone()).collect();
+    assert_eq!(
+        values[0], "REPEATABLE-READ",
+        "the server's default: {values:?}"
+    );
+    assert!(
+        values[1..].iter().any(|v| v == "READ-COMMITTED"),
+        "{values:?}"
+    );
+    assert!(
+        values[1..].iter().any(|v| v.contains("STRICT_ALL_TABLES")),
+        "{values:?}"
+    );
+}
