@@ -17,8 +17,6 @@
 
 #[path = "bench_backfill/child.rs"]
 mod child;
-#[path = "bench_backfill/database.rs"]
-mod database;
 #[path = "bench_backfill/floor.rs"]
 mod floor;
 #[path = "bench_backfill/procstat.rs"]
@@ -26,6 +24,7 @@ mod procstat;
 #[path = "bench_backfill/seed.rs"]
 mod seed;
 
+use payrecon_testkit::scratch::{self, Place};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -229,14 +228,17 @@ async fn bench_one(
             None,
         ),
         Some(admin) => {
-            let (url, name) = database::create(admin).await?;
-            (url, Some((admin, name)))
+            let made = scratch::create(admin, "payrecon_bench", Place::Database).await?;
+            (made.url.clone(), Some(made))
         }
     };
     let result = bench_on(args, db, &db_url, chain, rpc_url, cg, ds).await;
-    if let Some((admin, name)) = made {
-        if let Err(e) = database::drop(admin, &name).await {
-            eprintln!("bench_backfill: could not drop database {name}: {e:#}");
+    if let Some(made) = made {
+        if let Err(e) = made.drop().await {
+            eprintln!(
+                "bench_backfill: could not drop database {}: {e:#}",
+                made.name
+            );
         }
     }
     result

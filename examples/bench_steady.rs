@@ -18,12 +18,11 @@
 
 #[path = "bench_backfill/child.rs"]
 mod child;
-#[path = "bench_backfill/database.rs"]
-mod database;
 #[path = "bench_backfill/procstat.rs"]
 #[allow(dead_code)] // the peak-RSS helpers are bench_backfill's
 mod procstat;
 
+use payrecon_testkit::scratch::{self, Place};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -95,16 +94,18 @@ fn main() -> ExitCode {
         (chain, rpc_url, cg, merchant, url)
     });
     let made = match &args.on {
-        Some(server) => match rt.block_on(database::create(server)) {
-            Ok((url, name)) => Some((server.clone(), url, name)),
-            Err(e) => {
-                eprintln!("bench_steady: a database on {server}: {e:#}");
-                return ExitCode::FAILURE;
+        Some(server) => {
+            match rt.block_on(scratch::create(server, "payrecon_bench", Place::Database)) {
+                Ok(made) => Some(made),
+                Err(e) => {
+                    eprintln!("bench_steady: a database on {server}: {e:#}");
+                    return ExitCode::FAILURE;
+                }
             }
-        },
+        }
         None => None,
     };
-    let on = made.as_ref().map(|(_, url, _)| url.as_str());
+    let on = made.as_ref().map(|m| m.url.as_str());
     let outcome = rt.block_on(bench(
         &args,
         on,
@@ -114,9 +115,9 @@ fn main() -> ExitCode {
         &merchant,
         &events_url,
     ));
-    if let Some((server, _, name)) = &made {
-        if let Err(e) = rt.block_on(database::drop(server, name)) {
-            eprintln!("bench_steady: could not drop database {name}: {e:#}");
+    if let Some(made) = &made {
+        if let Err(e) = rt.block_on(made.drop()) {
+            eprintln!("bench_steady: could not drop database {}: {e:#}", made.name);
         }
     }
     match outcome {

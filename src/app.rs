@@ -115,13 +115,17 @@ impl App {
                 retry_window: p.retry_window,
             });
         }
+        let amounts = crate::domain::AmountPolicy {
+            max_paid: store.max_amount(),
+            ..config.amounts.clone()
+        };
         let engine = Engine {
             store,
             chains,
             providers,
             metrics,
             settings: config.reconcile.clone(),
-            amounts: config.amounts.clone(),
+            amounts,
             secrets,
             instance: instance_name(),
             events_wake: config

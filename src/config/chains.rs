@@ -267,6 +267,8 @@ pub(super) fn amount_policy(raw: &RawConfig) -> Result<AmountPolicy, ConfigError
         tolerance,
         per_asset,
         accept_late,
+        // The database's limit, not the configuration's: set by the app from the store.
+        max_paid: None,
     })
 }
 

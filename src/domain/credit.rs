@@ -95,8 +95,10 @@ pub(super) fn plan_credit(
     let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
     // `amount_paid` after it: the payments on chain (a gone one counts toward nothing).
     let total = paid_on_chain(&prior, t.amount);
-    let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), total) else {
-        plan.findings.push(overflowed(obs, t, row));
+    let kept = total.filter(|&s| ledger.policy.keeps(s));
+    let (Ok(c), Some(total)) = (cover(row.amount_due, tolerance, &parts), kept) else {
+        let past = total.and(ledger.policy.max_paid);
+        plan.findings.push(overflowed(obs, t, row, past));
         return Credited::Short;
     };
     let credit = new_payment(t, row, paid_before, total, held_late, false);

@@ -461,3 +461,31 @@ fn a_payment_gone_from_the_chain_counts_toward_nothing_until_it_is_back() {
     assert!(plan.transitions.is_empty());
     assert_eq!(kinds(&plan), ["amount_mismatch"]);
 }
+
+#[test]
+fn a_top_up_past_the_largest_amount_the_database_keeps_is_a_finding_not_a_credit() {
+    // Each payment fits the database (MariaDB's DECIMAL(65,0) here: 99 as its stand-in);
+    // their sum does not.
+    let first = transfer(1, 0, 90, State::Final);
+    let top_up = transfer(2, 0, 10, State::Pending);
+    let mut v = view(vec![partly_paid(1, 95, &[&first])]);
+    v.policy.max_paid = Some(U256::from(99));
+    let plan = reconcile(&[seen(&top_up)], &v);
+    assert!(plan.transitions.is_empty(), "{:?}", plan.transitions);
+    assert_eq!(kinds(&plan), ["amount_mismatch"]);
+    assert!(
+        plan.findings[0]
+            .detail
+            .contains("more than the database keeps (99 base units)"),
+        "{}",
+        plan.findings[0].detail
+    );
+    // Where the sum fits, the same top-up completes the order.
+    v.policy.max_paid = Some(U256::from(100));
+    let plan = reconcile(&[seen(&top_up)], &v);
+    assert_eq!(plan.transitions[0].to, State::Pending);
+    assert_eq!(
+        plan.transitions[0].credit.as_ref().unwrap().paid_after,
+        U256::from(100)
+    );
+}

@@ -111,6 +111,10 @@ pub struct AmountPolicy {
     pub per_asset: HashMap<String, Tolerance>,
     /// `late_payments = "accept"`: a late payment counts like any other (default: held).
     pub accept_late: bool,
+    /// The largest `amount_paid` the database keeps (`Store::max_amount`: MariaDB/MySQL's
+    /// `DECIMAL(65,0)`; none elsewhere), set by the app: a credit that would take an order's
+    /// sum past it is a finding, not a failed batch.
+    pub max_paid: Option<U256>,
 }
 
 impl AmountPolicy {
@@ -119,6 +123,10 @@ impl AmountPolicy {
             .get(&format!("{chain}:{asset}"))
             .copied()
             .unwrap_or(self.tolerance)
+    }
+    /// Whether the database keeps `paid` as an order's `amount_paid` (`max_paid`).
+    pub fn keeps(&self, paid: U256) -> bool {
+        self.max_paid.is_none_or(|max| paid <= max)
     }
 }
 

@@ -370,6 +370,54 @@ pub(super) fn is_adoption(t: &PlannedTransition, state: &str) -> bool {
     recorded && t.from == t.to && state == t.to.as_str()
 }
 
+/// The adoptions of `batch` (`is_adoption`, of orders named once in the batch) as JSON rows
+/// `[order id, chain, tx hash, log index, amount, block number, block hash, state, block
+/// time]`, for the backends that record them set-wise (SQLite, MariaDB/MySQL).
+pub(super) fn adoption_rows<D: Dialect>(
+    batch: &[PlannedTransition],
+    current: &HashMap<i64, String>,
+) -> Vec<serde_json::Value> {
+    let mut seen: HashMap<i64, usize> = HashMap::new();
+    for t in batch {
+        *seen.entry(t.order_id).or_default() += 1;
+    }
+    batch
+        .iter()
+        .filter(|t| seen.get(&t.order_id) == Some(&1))
+        .filter(|t| current.get(&t.order_id).is_some_and(|s| is_adoption(t, s)))
+        .filter_map(|t| {
+            let p = t.credit.as_ref()?;
+            Some(serde_json::json!([
+                t.order_id,
+                p.key.chain,
+                p.key.tx_hash.as_str(),
+                p.key.log_index,
+                p.amount.to_string(),
+                i64::try_from(p.block.number).unwrap_or(i64::MAX),
+                p.block.hash,
+                p.state.as_str(),
+                p.block_time.map(D::ts_bind),
+            ]))
+        })
+        .collect()
+}
+
+/// `apply_set`'s answer when the orders `adopted` were recorded set-wise: `Attached` for
+/// them, the rest to `apply_one`.
+pub(super) fn adopted_outcomes(
+    batch: &[PlannedTransition],
+    adopted: &std::collections::HashSet<i64>,
+) -> Vec<Option<ApplyOutcome>> {
+    batch
+        .iter()
+        .map(|t| {
+            adopted
+                .contains(&t.order_id)
+                .then_some(ApplyOutcome::Attached)
+        })
+        .collect()
+}
+
 /// Whether an applied transition must move the order's other payments too: it credits none
 /// (the sweep, a lagging row), or the payment that completed the cover is not the new one.
 pub(super) fn needs_follow(t: &PlannedTransition) -> bool {

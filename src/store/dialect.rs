@@ -241,7 +241,6 @@ macro_rules! dispatch {
                 type D = sqlx::Postgres;
                 $body
             }
-            #[cfg(feature = "mysql")]
             $crate::store::Store::MySql($p) => {
                 #[allow(unused_imports)]
                 use $crate::store::dialect::{Backend as _, Dialect as _};

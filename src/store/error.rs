@@ -74,14 +74,8 @@ pub(super) fn is_retryable(e: &sqlx::Error) -> bool {
 
 /// MariaDB/MySQL's lock wait timeout (1205) is SQLSTATE `HY000`, a code many errors share: it
 /// is told by its number. (A deadlock, 1213, is `40001`.)
-#[cfg(feature = "mysql")]
 fn is_lock_wait_timeout(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
         .is_some_and(|d| d.number() == 1205)
-}
-
-#[cfg(not(feature = "mysql"))]
-fn is_lock_wait_timeout(_: &sqlx::Error) -> bool {
-    false
 }

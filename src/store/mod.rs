@@ -14,7 +14,6 @@ mod held;
 mod inbox;
 mod lease;
 mod list_reads;
-#[cfg(feature = "mysql")]
 mod mysql;
 mod outbox;
 mod payments;
@@ -73,8 +72,7 @@ pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
 pub enum Store {
     Sqlite(sqlx::SqlitePool),
     Postgres(sqlx::PgPool),
-    /// MariaDB/MySQL (feature `mysql`, in progress).
-    #[cfg(feature = "mysql")]
+    /// MariaDB/MySQL.
     MySql(sqlx::MySqlPool),
 }
 
@@ -94,16 +92,15 @@ impl Store {
             "postgres" | "postgresql" => postgres::connect(url, max_connections)
                 .await
                 .map(Store::Postgres),
-            #[cfg(feature = "mysql")]
             "mysql" | "mariadb" => mysql::connect(url, max_connections).await.map(Store::MySql),
             _ => Err(StoreError::Invalid(format!(
-                "unsupported database URL {}: expected sqlite://path or postgres://…",
+                "unsupported database URL {}: expected sqlite://path, postgres://… or mysql://…",
                 crate::secret::redact_url(url)
             ))),
         }
     }
 
-    /// `"sqlite"` or `"postgres"`.
+    /// `"sqlite"`, `"postgres"` or `"mysql"`.
     pub fn backend_name(&self) -> &'static str {
         dispatch!(self, _ => D::NAME)
     }

@@ -25,7 +25,6 @@ impl Store {
             "postgres" | "postgresql" => super::postgres::connect_read_only(url, max)
                 .await
                 .map(Store::Postgres),
-            #[cfg(feature = "mysql")]
             "mysql" | "mariadb" => super::mysql::connect_read_only(url, max)
                 .await
                 .map(Store::MySql),

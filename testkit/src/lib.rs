@@ -11,6 +11,8 @@
 //!   latency, counters, lists that move while read, block numbers and older nodes' tags.
 //! - `inspect`: read-back of the ledger (orders, transitions, findings, runs, counts) as an
 //!   extension of `Store`.
+//! - `scratch`: a fresh schema or database on a PostgreSQL or MariaDB/MySQL server, and its
+//!   drop.
 //! - `qvard`, `paymos`: fake provider APIs on loopback (served exactly as the providers
 //!   document them), sharing one front door (`json_api`: bearer token, request log, latency,
 //!   injected faults) and one handle shape.
@@ -26,6 +28,7 @@ pub mod pgproxy;
 pub mod process;
 pub mod qvard;
 pub mod sandbox;
+pub mod scratch;
 pub mod tron;
 
 pub use json_api::{HttpFault, JsonApi};

@@ -267,3 +267,25 @@ async fn the_documented_least_privileges_are_enough() {
         sqlx::query(&sql).execute(&mut root).await.unwrap();
     }
 }
+
+/// The app takes the largest amount its database keeps from the store, for both of the
+/// places a chain's amount enters the ledger: a transfer (`ChainSettings::max_amount`) and
+/// an order's sum of payments (`AmountPolicy::max_paid`). None but on MariaDB/MySQL.
+#[tokio::test]
+async fn the_app_refuses_what_its_database_cannot_keep() {
+    crate::reconcile::on_backends(|url| async move {
+        let Some(w) = crate::reconcile::World::start(&url).await else {
+            return;
+        };
+        let max = w.store().max_amount();
+        assert_eq!(max.is_some(), url.starts_with("mysql"), "{url}");
+        let engine = &w.app.engine;
+        assert_eq!(engine.amounts.max_paid, max, "{url}");
+        assert_eq!(
+            engine.chains["ethereum"].settings().max_amount,
+            max,
+            "{url}"
+        );
+    })
+    .await;
+}

@@ -27,6 +27,7 @@ pub async fn set_state_raw(
 
 pub use payrecon_testkit::anvil::Anvil;
 pub use payrecon_testkit::env::{skip, strict};
+use payrecon_testkit::scratch::{self, Place};
 
 /// A fresh SQLite database file in a temp dir (kept alive by the returned guard).
 pub fn sqlite_url() -> (tempfile::TempDir, String) {
@@ -35,67 +36,35 @@ pub fn sqlite_url() -> (tempfile::TempDir, String) {
     (dir, url)
 }
 
-/// The admin URL, a connection to it, and a fresh name; None (skipped) without
-/// PAYRECON_TEST_PG_URL.
-async fn pg_admin() -> Option<(String, sqlx::PgConnection, String)> {
-    use sqlx::Connection;
-    let Ok(base) = std::env::var("PAYRECON_TEST_PG_URL") else {
-        skip("PAYRECON_TEST_PG_URL is not set (PostgreSQL tests)");
+/// A fresh schema or database named `payrecon_t_…` on the server of `var`, or None (skipped)
+/// without it.
+async fn scratch_on(var: &str, what: &str, place: Place) -> Option<String> {
+    let Ok(admin) = std::env::var(var) else {
+        skip(&format!("{var} is not set ({what} tests)"));
         return None;
     };
-    let conn = sqlx::PgConnection::connect(&base)
-        .await
-        .expect("connect to PAYRECON_TEST_PG_URL");
-    let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
-    Some((base, conn, name))
+    let made = scratch::create(&admin, "payrecon_t", place).await;
+    Some(
+        made.unwrap_or_else(|e| panic!("a fresh {place:?} on {var}: {e}"))
+            .url,
+    )
 }
 
 /// A fresh PostgreSQL schema for this test (tables created there through `search_path`), or
-/// None (skipped) without PAYRECON_TEST_PG_URL. Schemas, not databases: creating and dropping
-/// them is cheap, where each DROP DATABASE costs a checkpoint.
+/// None (skipped) without PAYRECON_TEST_PG_URL.
 pub async fn pg_url() -> Option<String> {
-    let (base, mut conn, name) = pg_admin().await?;
-    sqlx::query(&format!("CREATE SCHEMA {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create test schema");
-    let sep = if base.contains('?') { '&' } else { '?' };
-    Some(format!("{base}{sep}options=-c%20search_path%3D{name}"))
+    scratch_on("PAYRECON_TEST_PG_URL", "PostgreSQL", Place::Schema).await
 }
 
 /// A fresh PostgreSQL database (for tests that take the whole database away).
 pub async fn pg_database_url() -> Option<String> {
-    let (base, mut conn, name) = pg_admin().await?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create test database");
-    let (prefix, _) = base.rsplit_once('/').expect("database url has a path");
-    Some(format!("{prefix}/{name}"))
+    scratch_on("PAYRECON_TEST_PG_URL", "PostgreSQL", Place::Database).await
 }
 
 /// A fresh MariaDB/MySQL database on `PAYRECON_TEST_MYSQL_URL`'s server, or None (skipped)
 /// without it. A database per test: MySQL's schema is its database.
 pub async fn mysql_url() -> Option<String> {
-    use sqlx::Connection;
-    let Ok(base) = std::env::var("PAYRECON_TEST_MYSQL_URL") else {
-        skip("PAYRECON_TEST_MYSQL_URL is not set (MariaDB/MySQL tests)");
-        return None;
-    };
-    let mut conn = sqlx::MySqlConnection::connect(&base)
-        .await
-        .expect("connect to PAYRECON_TEST_MYSQL_URL");
-    let name = format!("payrecon_t_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create test database");
-    let (prefix, query) = match base.split_once('?') {
-        Some((p, q)) => (p, format!("?{q}")),
-        None => (base.as_str(), String::new()),
-    };
-    let (server, _) = prefix.rsplit_once('/').expect("database url has a path");
-    Some(format!("{server}/{name}{query}"))
+    scratch_on("PAYRECON_TEST_MYSQL_URL", "MariaDB/MySQL", Place::Database).await
 }
 
 /// SQLite always, PostgreSQL when available: only for the tests of SQLite's and PostgreSQL's

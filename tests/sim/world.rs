@@ -11,6 +11,7 @@ use payrecon::store::{NewOrder, Store};
 use payrecon_testkit::sandbox::chain::SandboxChain;
 use payrecon_testkit::sandbox::chaingateway::FakeChaingateway;
 use payrecon_testkit::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
+use payrecon_testkit::scratch::Place;
 
 /// Where the ledger lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,45 +109,7 @@ pub fn opts(dry_run: bool) -> RunOptions {
     }
 }
 
-/// A fresh PostgreSQL schema on `PAYRECON_TEST_PG_URL`: (search_path URL, schema).
-pub async fn pg_schema_url(base: &str) -> (String, String) {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(base)
-        .await
-        .expect("connect to PAYRECON_TEST_PG_URL");
-    let name = format!("payrecon_sim_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE SCHEMA {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create the simulator's schema");
-    let sep = if base.contains('?') { '&' } else { '?' };
-    (
-        format!("{base}{sep}options=-c%20search_path%3D{name}"),
-        name,
-    )
-}
-
-/// `(admin URL, name)` of a seed's PostgreSQL schema or MariaDB/MySQL database.
-pub type Scratch = (String, String);
-
-/// A fresh MariaDB/MySQL database on `PAYRECON_TEST_MYSQL_URL`'s server: (its URL, its name).
-pub async fn mysql_database_url(base: &str) -> (String, String) {
-    use sqlx::Connection;
-    let mut conn = sqlx::MySqlConnection::connect(base)
-        .await
-        .expect("connect to PAYRECON_TEST_MYSQL_URL");
-    let name = format!("payrecon_sim_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create the simulator's database");
-    let (prefix, query) = match base.split_once('?') {
-        Some((p, q)) => (p, format!("?{q}")),
-        None => (base, String::new()),
-    };
-    let (server, _) = prefix.rsplit_once('/').expect("database url has a path");
-    (format!("{server}/{name}{query}"), name)
-}
+pub use payrecon_testkit::scratch::Scratch;
 
 /// A seed's own ledger: a SQLite file in a temporary directory (kept as long as this is), a
 /// fresh PostgreSQL schema or a fresh MariaDB/MySQL database (`scratch`: to drop when green).
@@ -170,45 +133,33 @@ pub async fn ledger(backend: Backend) -> Result<Ledger, String> {
         }
         Backend::Postgres => {
             let base = shared("PAYRECON_TEST_PG_URL")?;
-            let (url, name) = pg_schema_url(&base).await;
-            Ledger {
-                url,
-                scratch: Some((base, name)),
-                _dir: None,
-            }
+            on_server(&base, Place::Schema).await?
         }
         Backend::MySql => {
             let base = shared("PAYRECON_TEST_MYSQL_URL")?;
-            let (url, name) = mysql_database_url(&base).await;
-            Ledger {
-                url,
-                scratch: Some((base, name)),
-                _dir: None,
-            }
+            on_server(&base, Place::Database).await?
         }
     })
 }
 
-/// Drops a green seed's schema or database (its pools are gone with the `World`).
-pub async fn drop_scratch((base, name): Scratch) {
-    use sqlx::Connection;
-    if base.starts_with("mysql") {
-        let mut conn = sqlx::MySqlConnection::connect(&base)
-            .await
-            .expect("connect to PAYRECON_TEST_MYSQL_URL");
-        sqlx::query(&format!("DROP DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("drop the simulator's database");
-        return;
-    }
-    let mut conn = sqlx::PgConnection::connect(&base)
+/// A seed's ledger in a fresh schema or database on the server of `base`.
+async fn on_server(base: &str, place: Place) -> Result<Ledger, String> {
+    let s = payrecon_testkit::scratch::create(base, "payrecon_sim", place)
         .await
-        .expect("connect to PAYRECON_TEST_PG_URL");
-    sqlx::query(&format!("DROP SCHEMA {name} CASCADE"))
-        .execute(&mut conn)
+        .map_err(|e| format!("a fresh {place:?} on {base}: {e}"))?;
+    Ok(Ledger {
+        url: s.url.clone(),
+        scratch: Some(s),
+        _dir: None,
+    })
+}
+
+/// Drops a green seed's schema or database.
+pub async fn drop_scratch(scratch: Scratch) {
+    scratch
+        .drop()
         .await
-        .expect("drop the simulator's schema");
+        .expect("drop the seed's schema or database");
 }
 
 impl World {

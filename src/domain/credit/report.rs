@@ -72,11 +72,22 @@ pub(super) fn held(obs: &Observation, t: &ChainTransfer, row: &LedgerRow, c: &Co
     f
 }
 
-/// The finding of a payment whose sum with the order's other payments overflows U256: nothing
-/// is credited.
-pub(super) fn overflowed(obs: &Observation, t: &ChainTransfer, row: &LedgerRow) -> Finding {
+/// The finding of a payment whose sum with the order's other payments overflows U256, or
+/// passes `past`, the largest amount the database keeps: nothing is credited.
+pub(super) fn overflowed(
+    obs: &Observation,
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    past: Option<U256>,
+) -> Finding {
     let mut f = finding(obs, t, row, GapKind::AmountMismatch);
-    f.detail = format!("{}; nothing credited", SumOverflow);
+    f.detail = match past {
+        None => format!("{}; nothing credited", SumOverflow),
+        Some(max) => format!(
+            "the payments credited to this order add up to more than the database keeps \
+             ({max} base units); nothing credited"
+        ),
+    };
     f
 }
 

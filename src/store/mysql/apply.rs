@@ -4,7 +4,7 @@
 //! `last_insert_id()`, and a conflict is the unique key's error 1062, which rolls back the
 //! statement only.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::{MySql, Transaction};
 
@@ -79,15 +79,17 @@ impl ApplySql for MySql {
         crate::store::exceptions::claim!(MySql, *tx, r, out)
     }
 
-    /// Nothing set-wise yet: every step goes through `apply_one`.
+    /// The keys the merchant's code wrote, recorded together (`adopt_all`, three
+    /// statements); the rest goes row by row.
     async fn apply_set(
-        _tx: &mut Transaction<'static, MySql>,
+        tx: &mut Transaction<'static, MySql>,
         batch: &[PlannedTransition],
-        _ctx: &ApplyContext,
-        _now: &str,
-        _current: &HashMap<i64, String>,
+        ctx: &ApplyContext,
+        now: &str,
+        current: &HashMap<i64, String>,
     ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
-        Ok(vec![None; batch.len()])
+        let adopted = adopt_all(tx, batch, ctx, now, current).await?;
+        Ok(crate::store::apply::adopted_outcomes(batch, &adopted))
     }
 
     async fn attach_only(
@@ -267,4 +269,86 @@ impl ApplySql for MySql {
         .await?;
         Ok(())
     }
+}
+
+/// The adoption rows of `crate::store::apply::adoption_rows` as table `v`.
+const ADOPTIONS: &str = "JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', \
+     chain VARCHAR(64) CHARACTER SET ascii PATH '$[1]', \
+     tx_hash VARCHAR(128) CHARACTER SET ascii PATH '$[2]', log_index BIGINT PATH '$[3]', \
+     amount VARCHAR(80) CHARACTER SET ascii PATH '$[4]', bn BIGINT PATH '$[5]', \
+     bh VARCHAR(128) CHARACTER SET ascii PATH '$[6]', \
+     state VARCHAR(16) CHARACTER SET ascii PATH '$[7]', bt DATETIME(6) PATH '$[8]')) v";
+
+/// MariaDB/MySQL: records every key of `batch` the merchant's code wrote into an order that
+/// stays where it is, in three statements: which of them no payment row holds yet (their
+/// orders are locked by `lock_states`, so they keep their keys), those payment rows, then the
+/// chain's amount and block on those orders. Without `RETURNING` (MySQL has none) the first
+/// read says which rows the INSERT writes: it writes all of them, or a key another
+/// transaction wrote since makes it fail with 1062, which undoes the statement only, and then
+/// every step goes row by row. The ids of the orders recorded.
+async fn adopt_all(
+    tx: &mut Transaction<'static, MySql>,
+    batch: &[PlannedTransition],
+    ctx: &ApplyContext,
+    now: &str,
+    current: &HashMap<i64, String>,
+) -> Result<HashSet<i64>, sqlx::Error> {
+    let rows = crate::store::apply::adoption_rows::<MySql>(batch, current);
+    if rows.len() < 2 {
+        return Ok(HashSet::new());
+    }
+    let free: Vec<i64> = sqlx::query_scalar(&format!(
+        "SELECT v.id FROM {ADOPTIONS} JOIN orders o ON o.id = v.id AND o.chain = v.chain \
+         AND o.tx_hash = v.tx_hash AND o.log_index = v.log_index \
+         WHERE NOT EXISTS (SELECT 1 FROM payrecon_payments p WHERE p.chain = v.chain \
+         AND p.tx_hash = v.tx_hash AND p.log_index = v.log_index)"
+    ))
+    .bind(serde_json::Value::Array(rows.clone()).to_string())
+    .fetch_all(counted(&mut **tx))
+    .await?;
+    let free: HashSet<i64> = free.into_iter().collect();
+    let rows: Vec<serde_json::Value> = rows
+        .into_iter()
+        .filter(|r| r[0].as_i64().is_some_and(|id| free.contains(&id)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let rows = serde_json::Value::Array(rows).to_string();
+    let inserted = sqlx::query(&format!(
+        "INSERT INTO payrecon_payments (order_id, chain, tx_hash, log_index, amount, \
+         block_number, block_hash, state, source, provider, run_id, created_at, \
+         state_changed_at, block_time) \
+         SELECT v.id, v.chain, v.tx_hash, v.log_index, CAST(v.amount AS DECIMAL(65,0)), v.bn, \
+         v.bh, v.state, 'merchant', ?, ?, {TS}, {TS}, v.bt FROM {ADOPTIONS}"
+    ))
+    .bind(&ctx.provider)
+    .bind(ctx.run_id_or_null())
+    .bind(now)
+    .bind(now)
+    .bind(&rows)
+    .execute(counted(&mut **tx))
+    .await;
+    match inserted {
+        Ok(done) if done.rows_affected() == free.len() as u64 => {}
+        Ok(done) => {
+            return Err(sqlx::Error::Protocol(format!(
+                "recording {} payment keys the shop wrote inserted {} rows",
+                free.len(),
+                done.rows_affected()
+            )))
+        }
+        Err(e) if is_unique_violation(&e) => return Ok(HashSet::new()),
+        Err(e) => return Err(e),
+    }
+    sqlx::query(&format!(
+        "UPDATE orders o JOIN {ADOPTIONS} ON o.id = v.id AND o.chain = v.chain \
+         AND o.tx_hash = v.tx_hash AND o.log_index = v.log_index \
+         SET o.amount_paid = CAST(v.amount AS DECIMAL(65,0)), o.block_number = v.bn, \
+         o.block_hash = v.bh"
+    ))
+    .bind(&rows)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(free)
 }

@@ -69,14 +69,7 @@ impl ApplySql for Sqlite {
         // Keys the merchant's code wrote, recorded together (two statements); what they
         // miss goes row by row like the rest.
         let adopted = adopt_all(tx, batch, ctx, now, current).await?;
-        Ok(batch
-            .iter()
-            .map(|t| {
-                adopted
-                    .contains(&t.order_id)
-                    .then_some(ApplyOutcome::Attached)
-            })
-            .collect())
+        Ok(crate::store::apply::adopted_outcomes(batch, &adopted))
     }
 
     async fn attach_only(
@@ -220,7 +213,7 @@ async fn adopt_all(
     now: &str,
     current: &HashMap<i64, String>,
 ) -> Result<std::collections::HashSet<i64>, sqlx::Error> {
-    let rows = adoption_rows(batch, current);
+    let rows = crate::store::apply::adoption_rows::<Sqlite>(batch, current);
     if rows.len() < 2 {
         return Ok(Default::default());
     }
@@ -248,42 +241,6 @@ async fn adopt_all(
     .execute(counted(&mut **tx))
     .await?;
     Ok(written.into_iter().collect())
-}
-
-/// The adoptions of `batch` as JSON rows `[order id, chain, tx hash, log index, amount,
-/// block number, block hash, state, block time]`: steps that record the merchant's own key
-/// of an order named once in the batch.
-fn adoption_rows(
-    batch: &[crate::domain::PlannedTransition],
-    current: &HashMap<i64, String>,
-) -> Vec<serde_json::Value> {
-    let mut seen: HashMap<i64, usize> = HashMap::new();
-    for t in batch {
-        *seen.entry(t.order_id).or_default() += 1;
-    }
-    batch
-        .iter()
-        .filter(|t| seen.get(&t.order_id) == Some(&1))
-        .filter(|t| {
-            current
-                .get(&t.order_id)
-                .is_some_and(|s| crate::store::apply::is_adoption(t, s))
-        })
-        .filter_map(|t| {
-            let p = t.credit.as_ref()?;
-            Some(json!([
-                t.order_id,
-                p.key.chain,
-                p.key.tx_hash.as_str(),
-                p.key.log_index,
-                p.amount.to_string(),
-                i64::try_from(p.block.number).unwrap_or(i64::MAX),
-                p.block.hash,
-                p.state.as_str(),
-                p.block_time.map(crate::store::rows::sqlite_ts),
-            ]))
-        })
-        .collect()
 }
 
 /// The payment rows of the adoptions (`adoption_rows`, as one JSON array), each guarded by

@@ -121,7 +121,13 @@ async fn two_serves(url: &str) {
         ran_a > 0.0 && ran_b > 0.0,
         "both won ticks: a {ran_a}, b {ran_b}"
     );
-    assert!(runs > 30, "{runs} runs over {PERIOD:?} with two instances");
+    // A tick every second on each: a stalled loop shows far fewer runs. Not more than that
+    // (a run under a loaded CI machine takes over a second, and single-flight skips ticks).
+    let floor = PERIOD.as_secs() as i64 / 2;
+    assert!(
+        runs >= floor,
+        "{runs} runs over {PERIOD:?} with two instances (at least {floor})"
+    );
 
     // Slow provider answers: a cg part now takes seconds. Kill the instance holding its
     // lease mid-part.

@@ -2,7 +2,7 @@
 //! `UPDATE ... FROM UNNEST` and one audit `INSERT`; a batch with any transition that does not
 //! falls back to row by row, and the outcomes are the same on both backends either way.
 
-use payrecon::domain::State;
+use payrecon::domain::{NewPayment, State};
 use payrecon::stats::statements_issued;
 use payrecon::store::{ApplyOutcome, Store};
 
@@ -145,6 +145,117 @@ async fn a_batch_with_a_transition_that_does_not_go_through_has_row_by_row_outco
             store.count("payrecon_transitions").await.unwrap(),
             audit_before + 2,
             "{url}: one audit row per applied transition, none for the others"
+        );
+    }
+}
+
+/// Orders the merchant's handler keyed itself (a tx hash and log index, no payment row yet)
+/// are recorded in a fixed number of statements whatever their count, on every backend: their
+/// payment rows (source `merchant`, no event) and the chain's amount and block on the orders.
+#[tokio::test]
+async fn keys_the_merchant_wrote_are_recorded_in_a_constant_number_of_statements() {
+    let (_dir, urls) = support::all_backends().await;
+    let block_time = jiff::Timestamp::from_second(1_790_000_000).unwrap();
+    for url in &urls {
+        let store = open(url).await;
+        let orders: Vec<_> = (1..=N)
+            .map(|i| new_order(&format!("M-{i}"), 300 + i, 1_000 + i))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        for i in 1..=N {
+            exec(
+                &store,
+                &format!(
+                    "UPDATE orders SET state = 'pending', tx_hash = '{}', log_index = 0 \
+                     WHERE order_ref = 'M-{i}'",
+                    hash(i)
+                ),
+            )
+            .await;
+        }
+        let mut batch = Vec::new();
+        for i in 1..=N {
+            let mut t = plan(
+                &store,
+                &format!("M-{i}"),
+                State::Pending,
+                Some((i, 0, 1_000 + i)),
+            )
+            .await;
+            let a = t.attach.clone().unwrap();
+            t.credit = Some(NewPayment {
+                key: a.key.clone(),
+                amount: a.amount,
+                block: a.block.clone(),
+                state: State::Pending,
+                paid_before: None,
+                paid_after: a.amount,
+                amount_due: a.amount,
+                block_time: Some(block_time),
+                held_late: false,
+                merchant: true,
+            });
+            batch.push(t);
+        }
+        let mut ctx = ctx();
+        ctx.events = true;
+        let before = statements_issued();
+        let out = store.apply(&batch, &ctx).await.unwrap();
+        let statements = statements_issued() - before;
+        assert_eq!(out, vec![ApplyOutcome::Attached; N as usize], "{url}");
+        assert!(
+            statements <= 10,
+            "{url}: {statements} statements to record {N} keys the merchant wrote"
+        );
+        for i in [1, N / 2, N] {
+            let o = store
+                .order_by_ref(&format!("M-{i}"))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(o.state, State::Pending, "{url} M-{i}: the state stays");
+            assert_eq!(o.amount_paid, Some((1_000 + i).to_string()), "{url} M-{i}");
+            assert_eq!(o.block_number, Some((1000 + i) as i64), "{url} M-{i}");
+            assert_eq!(o.block_hash.as_deref(), Some(hash(5000 + i).as_str()));
+        }
+        let rows = store
+            .rows(
+                "SELECT source, COUNT(*), COUNT(CASE WHEN amount = block_number \
+                 THEN 1 END), COUNT(block_time) FROM payrecon_payments GROUP BY source",
+            )
+            .await
+            .unwrap();
+        let n = N.to_string();
+        assert_eq!(
+            rows,
+            vec![vec![
+                Some("merchant".to_string()),
+                Some(n.clone()),
+                Some(n.clone()),
+                Some(n),
+            ]],
+            "{url}: one merchant row per key, with its amount and block time"
+        );
+        assert_eq!(
+            store.count("payrecon_transitions").await.unwrap(),
+            0,
+            "{url}"
+        );
+        assert_eq!(
+            store.count("payrecon_events").await.unwrap(),
+            0,
+            "{url}: a key the merchant wrote is recorded, not credited"
+        );
+        // Seen again, nothing is left to record: each goes row by row and finds its key taken.
+        let out = store.apply(&batch, &ctx).await.unwrap();
+        assert!(
+            out.iter().all(|o| *o != ApplyOutcome::Attached),
+            "{url}: recorded twice: {out:?}"
+        );
+        assert_eq!(
+            store.count("payrecon_payments").await.unwrap(),
+            N as i64,
+            "{url}"
         );
     }
 }
