@@ -19,18 +19,11 @@ pub fn statements_issued() -> u64 {
     STATEMENTS.load(Ordering::Relaxed)
 }
 
-/// Write batches run again after a deadlock, a serialization failure, a lock wait timeout
-/// or a busy database (`Store::apply` and the other retried writes).
-static RETRIES: AtomicU64 = AtomicU64::new(0);
-
-/// One batch about to run again.
-pub(crate) fn count_retry() {
-    RETRIES.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Write batches this process has run again so far.
+/// Write batches this process has run again so far after a deadlock, a serialization
+/// failure, a lock wait timeout or a busy database (the metric
+/// `payrecon_database_retries_total`).
 pub fn batches_retried() -> u64 {
-    RETRIES.load(Ordering::Relaxed)
+    crate::metrics::database_retries()
 }
 
 /// `PAYRECON_RUN_STATS=<file>`: after a `run`, the process's own figures as one JSON object:

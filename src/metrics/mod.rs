@@ -31,6 +31,21 @@ impl MetricConstructor<Histogram> for DurationHistogram {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
+/// Write transactions the database rolled back (a deadlock, a serialization failure, a lock
+/// wait timeout, a busy SQLite, a racing registration) and the store ran again: one count per
+/// run again, process-wide (the store counts, every `Metrics` exports it).
+static DATABASE_RETRIES: std::sync::LazyLock<Counter> = std::sync::LazyLock::new(Counter::default);
+
+/// One write transaction about to run again (`Store::apply`, a registration on MariaDB).
+pub(crate) fn count_database_retry() {
+    DATABASE_RETRIES.inc();
+}
+
+/// Write transactions run again so far in this process (`payrecon_database_retries_total`).
+pub fn database_retries() -> u64 {
+    DATABASE_RETRIES.get()
+}
+
 pub struct Metrics {
     registry: Registry,
     pub runs: Family<RunL, Counter>,
@@ -70,6 +85,8 @@ pub struct Metrics {
     pub exceptions_open: Family<ExceptionL, Gauge>,
     /// Age of the oldest open exception of each kind (0 when none), as of the last run's end.
     pub exceptions_oldest: Family<ExceptionL, FloatGauge>,
+    /// Write transactions the database rolled back and the store ran again (process-wide).
+    pub database_retries: Counter,
 }
 
 #[cfg(test)]
@@ -100,6 +117,7 @@ mod tests {
             "payrecon_reorged_open{chain=\"ethereum\"} 0",
             "payrecon_orders_held{reason=\"underpaid\"} 0",
             "payrecon_orders_held{reason=\"late\"} 0",
+            "payrecon_database_retries_total 0",
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }

@@ -40,6 +40,7 @@ impl Metrics {
             orders_held: Family::default(),
             exceptions_open: Family::default(),
             exceptions_oldest: Family::default(),
+            database_retries: super::DATABASE_RETRIES.clone(),
         };
         m.register_run_metrics();
         m.register_provider_metrics();
@@ -192,6 +193,13 @@ impl Metrics {
             "exceptions_oldest_open_seconds",
             "Age of the oldest open exception of each kind (0 when none)",
             self.exceptions_oldest.clone(),
+        );
+        r.register(
+            "database_retries",
+            "Write transactions the database rolled back (a deadlock, a serialization failure, \
+             a lock wait timeout, a busy database) and payrecon ran again: a batch of transitions \
+             at most six times in all, a registration five",
+            self.database_retries.clone(),
         );
         for kind in crate::store::EXCEPTION_KINDS {
             let l = ExceptionL { kind: kind.into() };

@@ -117,6 +117,13 @@ pub(crate) trait Dialect: sqlx::Database {
     fn ident(name: &str) -> String {
         format!("\"{name}\"")
     }
+    /// A subquery of an UPDATE that reads the table the UPDATE writes (`select`: one column,
+    /// `id`). MySQL refuses that (error 1093) unless the rows are read into a derived table
+    /// first and it is materialized rather than merged; `DISTINCT` keeps it from being
+    /// merged (ARCHITECTURE.md, "Backends").
+    fn own_table(select: &str) -> String {
+        select.to_string()
+    }
     /// The tail of an INSERT that updates the row `target` (a conflict target, with its
     /// `WHERE` for a partial index) names when it exists: `set`, with `excluded.x` the value
     /// the INSERT carried.

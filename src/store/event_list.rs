@@ -145,11 +145,14 @@ impl Store {
         let res = dispatch!(self, p => {
             // The time first: each placeholder once, in the order of the text.
             let (clause, binds) = filter_sql::<D>(f, 2);
+            let replayable = D::own_table(&format!(
+                "SELECT e.id FROM payrecon_events e WHERE {clause} \
+                 AND (e.delivered_at IS NOT NULL OR e.dead_at IS NOT NULL)"
+            ));
             let sql = format!(
                 "UPDATE payrecon_events SET delivered_at = NULL, dead_at = NULL, attempts = 0, \
                  next_attempt_at = {}, claimed_by = NULL, claimed_until = NULL, \
-                 last_error = NULL WHERE id IN (SELECT e.id FROM payrecon_events e WHERE {clause} \
-                 AND (e.delivered_at IS NOT NULL OR e.dead_at IS NOT NULL))",
+                 last_error = NULL WHERE id IN ({replayable})",
                 D::ts(1)
             );
             let mut q = sqlx::query(&sql).bind(sqlite_ts(now));

@@ -241,8 +241,7 @@ impl Store {
             let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard).await);
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
-                    #[cfg(feature = "stats")]
-                    crate::stats::count_retry();
+                    crate::metrics::count_database_retry();
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
                     let jitter = rand::random::<u64>() % (25 << attempt);
                     tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;

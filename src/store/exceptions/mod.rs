@@ -217,7 +217,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<u64, StoreError> {
         dispatch!(self, pool => {
-                        let mut binds: Vec<String> = vec![sqlite_ts(now)];
+            let mut binds: Vec<String> = vec![sqlite_ts(now)];
             let mut reorged = String::from("1 = 0");
             if !finals.is_empty() {
                 let mut alts = Vec::new();
@@ -239,10 +239,8 @@ impl Store {
                     alts.join(" OR ")
                 );
             }
-            let sql = format!(
-                "UPDATE payrecon_exceptions SET status = 'resolved', resolution = 'cleared', \
-                 resolved_by = '{CLEARED_BY}', resolved_at = {now} \
-                 WHERE status = 'open' AND id IN (SELECT x.id FROM payrecon_exceptions x \
+            let cleared = D::own_table(&format!(
+                "SELECT x.id FROM payrecon_exceptions x \
                  WHERE x.status = 'open' AND (\
                  (x.kind IN ('amount_mismatch', 'late_payment') \
                   AND (x.kind = 'late_payment' OR x.detail LIKE 'underpaid%') \
@@ -251,7 +249,12 @@ impl Store {
                  OR (x.kind = 'unknown_payment' AND EXISTS (SELECT 1 FROM payrecon_payments p \
                      WHERE p.chain = x.chain AND p.tx_hash = x.tx_hash \
                      AND (x.log_index IS NULL OR p.log_index = x.log_index))) \
-                 OR ({reorged})))",
+                 OR ({reorged}))"
+            ));
+            let sql = format!(
+                "UPDATE payrecon_exceptions SET status = 'resolved', resolution = 'cleared', \
+                 resolved_by = '{CLEARED_BY}', resolved_at = {now} \
+                 WHERE status = 'open' AND id IN ({cleared})",
                 now = D::ts(1),
             );
             let res = {

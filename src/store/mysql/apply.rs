@@ -179,13 +179,16 @@ impl ApplySql for MySql {
                 .await?
             }
             Some(a) => {
+                let other = MySql::own_table(
+                    "SELECT o2.id FROM orders o2 WHERE o2.chain = ? AND o2.tx_hash = ? \
+                     AND o2.log_index = ? AND o2.id <> ?",
+                );
                 sqlx::query(&format!(
                     "UPDATE orders SET state = ?, state_changed_at = {TS}, tx_hash = ?, \
                      log_index = ?, amount_paid = CAST(? AS DECIMAL(65,0)), block_number = ?, \
                      block_hash = ? WHERE id = ? AND {rank} < ? AND chain = ? \
                      AND (tx_hash IS NULL OR (tx_hash = ? AND log_index = ?)) \
-                     AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ? \
-                     AND o2.tx_hash = ? AND o2.log_index = ? AND o2.id <> ?)"
+                     AND NOT EXISTS ({other})"
                 ))
                 .bind(t.to.as_str())
                 .bind(now)

@@ -455,8 +455,7 @@ impl Backend for MySql {
                     if attempt < REGISTER_ATTEMPTS
                         && (is_unique_violation(&e) || is_retryable(&e)) =>
                 {
-                    #[cfg(feature = "stats")]
-                    crate::stats::count_retry();
+                    crate::metrics::count_database_retry();
                     tracing::debug!(attempt, "registration raced another: the batch runs again");
                 }
                 done => return done,

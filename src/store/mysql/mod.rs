@@ -170,6 +170,14 @@ impl Dialect for MySql {
     fn ident(name: &str) -> String {
         format!("`{name}`")
     }
+    /// Read through a derived table (`own`) whose `DISTINCT` keeps it from being merged into
+    /// the statement, so that MySQL materializes it before the UPDATE writes: its documented
+    /// way past error 1093. (What `own` reads, `own_rows`, may be merged into `own`.)
+    fn own_table(select: &str) -> String {
+        format!(
+            "SELECT own.id FROM (SELECT DISTINCT own_rows.id FROM ({select}) AS own_rows) AS own"
+        )
+    }
     /// `ON DUPLICATE KEY UPDATE`: `target` is not named (every unique key of the table
     /// counts: `upsert` is used where there is one), `excluded.x` is `VALUES(x)`, and the
     /// assignments run left to right, each seeing the ones before.

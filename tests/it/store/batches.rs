@@ -12,28 +12,41 @@ use payrecon_testkit::inspect::Inspect;
 
 const N: u64 = 100;
 
+/// Inserts orders `{prefix}-1` to `{prefix}-N` (slot `slot + i`, `amount_due(i)`), and keys
+/// those in `keyed` at `pending` as the merchant's handler does: its tx hash (`hash(i)`) and
+/// log index 0 written on the order, no payment row.
+async fn keyed_by_the_merchant(
+    store: &Store,
+    prefix: &str,
+    slot: u64,
+    amount_due: impl Fn(u64) -> u64,
+    keyed: std::ops::RangeInclusive<u64>,
+) {
+    let orders: Vec<_> = (1..=N)
+        .map(|i| new_order(&format!("{prefix}-{i}"), slot + i, amount_due(i)))
+        .collect();
+    store.insert_orders(&orders).await.unwrap();
+    for i in keyed {
+        exec(
+            store,
+            &format!(
+                "UPDATE orders SET state = 'pending', tx_hash = '{}', log_index = 0 \
+                 WHERE order_ref = '{prefix}-{i}'",
+                hash(i)
+            ),
+        )
+        .await;
+    }
+}
+
 #[tokio::test]
 async fn a_batch_that_goes_through_is_a_constant_number_of_statements() {
     let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
-        let orders: Vec<_> = (1..=N)
-            .map(|i| new_order(&format!("S-{i}"), 100 + i, 1_000))
-            .collect();
-        store.insert_orders(&orders).await.unwrap();
         // Half keyed by the merchant's handler at `pending` (advanced without attach), half
         // unpaid (attached and advanced).
-        for i in (N / 2 + 1)..=N {
-            exec(
-                &store,
-                &format!(
-                    "UPDATE orders SET state = 'pending', tx_hash = '{}', log_index = 0 \
-                     WHERE order_ref = 'S-{i}'",
-                    hash(i)
-                ),
-            )
-            .await;
-        }
+        keyed_by_the_merchant(&store, "S", 100, |_| 1_000, (N / 2 + 1)..=N).await;
         let mut batch = Vec::new();
         for i in 1..=N {
             let r = format!("S-{i}");
@@ -158,21 +171,7 @@ async fn keys_the_merchant_wrote_are_recorded_in_a_constant_number_of_statements
     let block_time = jiff::Timestamp::from_second(1_790_000_000).unwrap();
     for url in &urls {
         let store = open(url).await;
-        let orders: Vec<_> = (1..=N)
-            .map(|i| new_order(&format!("M-{i}"), 300 + i, 1_000 + i))
-            .collect();
-        store.insert_orders(&orders).await.unwrap();
-        for i in 1..=N {
-            exec(
-                &store,
-                &format!(
-                    "UPDATE orders SET state = 'pending', tx_hash = '{}', log_index = 0 \
-                     WHERE order_ref = 'M-{i}'",
-                    hash(i)
-                ),
-            )
-            .await;
-        }
+        keyed_by_the_merchant(&store, "M", 300, |i| 1_000 + i, 1..=N).await;
         let mut batch = Vec::new();
         for i in 1..=N {
             let mut t = plan(

@@ -103,6 +103,16 @@ async fn a_deadlock_with_the_merchants_transaction_is_retried_once_and_the_batch
             1,
             "{url}: one retry"
         );
+        // And the operator sees it: every `Metrics` exports the process's count.
+        let text = payrecon::metrics::Metrics::new(&[], &[]).encode();
+        let line = format!(
+            "payrecon_database_retries_total {}",
+            payrecon::stats::batches_retried()
+        );
+        assert!(
+            text.lines().any(|l| l == line),
+            "{url}: no {line:?} in\n{text}"
+        );
         assert_eq!(
             store.count("payrecon_transitions").await.unwrap(),
             2,
