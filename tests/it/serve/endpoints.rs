@@ -7,7 +7,7 @@ use crate::cli::harness::World;
 use crate::support::wait_until;
 use payrecon_testkit::inspect::Inspect;
 
-const METRICS: [&str; 18] = [
+const METRICS: [&str; 19] = [
     "payrecon_runs_total",
     "payrecon_run_duration_seconds",
     "payrecon_last_success_timestamp_seconds",
@@ -26,6 +26,7 @@ const METRICS: [&str; 18] = [
     "payrecon_events_dead",
     "payrecon_list_full_scans_total",
     "payrecon_orders_held",
+    "payrecon_database_retries_total",
 ];
 
 /// Every label value is a bounded enum or a configured name: never a hash or an address.

@@ -1,7 +1,9 @@
 //! Locking where the server has row locks (PostgreSQL, MariaDB/MySQL): a deadlock between a
 //! batch of transitions and the merchant's own transaction costs the batch one retry (counted
 //! by `stats::batches_retried`, bounded by the store's attempts) and it then lands once; on
-//! MariaDB/MySQL payrecon's sessions run READ COMMITTED whatever the server's default.
+//! MariaDB/MySQL payrecon's sessions run READ COMMITTED whatever the server's default, and a
+//! gap lock the merchant's REPEATABLE READ takes on the payment key's unique index holds a
+//! batch until the merchant commits.
 
 use std::time::Duration;
 
@@ -116,6 +118,79 @@ async fn a_deadlock_with_the_merchants_transaction_is_retried_once_and_the_batch
         assert_eq!(
             store.count("payrecon_transitions").await.unwrap(),
             2,
+            "{url}"
+        );
+        store.close().await;
+    }
+}
+
+/// The merchant's code, in MariaDB's default REPEATABLE READ, looks for a payment key that no
+/// order holds yet with a locking read: InnoDB locks the gap of the unique key `(chain,
+/// tx_hash, log_index)` where the key would go. payrecon's batch writing that key waits for the
+/// merchant's commit (payrecon's own READ COMMITTED takes no gap locks, but a write into a
+/// locked gap waits) and then lands once. PostgreSQL locks no row that does not exist: there
+/// the batch lands at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_lock_of_the_merchants_repeatable_read_holds_a_batch_until_it_commits() {
+    let (_dir, urls) = support::all_backends().await;
+    for url in urls.iter().filter(|u| !u.starts_with("sqlite")) {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("G-A", 1, 25_000_000)])
+            .await
+            .unwrap();
+        let batch = vec![plan(&store, "G-A", State::Final, Some((77, 0, 25_000_000))).await];
+        let mut merchant = Merchant::begin(url).await;
+        merchant
+            .exec(&format!(
+                "SELECT id FROM orders WHERE chain = 'ethereum' AND tx_hash = '{}' \
+                 AND log_index = 0 FOR UPDATE",
+                super::hash(77)
+            ))
+            .await;
+        let before = payrecon::stats::batches_retried();
+        let applying = {
+            let store = store.clone();
+            tokio::spawn(async move { store.apply(&batch, &ctx()).await })
+        };
+        let gap_locked = url.starts_with("mysql");
+        if gap_locked {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert!(
+                !applying.is_finished(),
+                "{url}: the batch waits for the merchant's gap lock"
+            );
+            merchant.exec("COMMIT").await;
+        }
+        let out = tokio::time::timeout(Duration::from_secs(30), applying)
+            .await
+            .expect("the batch lands")
+            .unwrap()
+            .unwrap();
+        if !gap_locked {
+            merchant.exec("ROLLBACK").await;
+        }
+        assert_eq!(
+            out,
+            vec![ApplyOutcome::Applied {
+                from: State::Unpaid
+            }],
+            "{url}"
+        );
+        assert_eq!(
+            payrecon::stats::batches_retried() - before,
+            0,
+            "{url}: a wait, not a retry"
+        );
+        let o = store.order_by_ref("G-A").await.unwrap().unwrap();
+        assert_eq!(
+            o.tx_hash.as_deref(),
+            Some(super::hash(77).as_str()),
+            "{url}"
+        );
+        assert_eq!(
+            store.count("payrecon_transitions").await.unwrap(),
+            1,
             "{url}"
         );
         store.close().await;
