@@ -85,8 +85,6 @@ pub struct Metrics {
     pub exceptions_open: Family<ExceptionL, Gauge>,
     /// Age of the oldest open exception of each kind (0 when none), as of the last run's end.
     pub exceptions_oldest: Family<ExceptionL, FloatGauge>,
-    /// Write transactions the database rolled back and the store ran again (process-wide).
-    pub database_retries: Counter,
 }
 
 #[cfg(test)]

@@ -40,7 +40,6 @@ impl Metrics {
             orders_held: Family::default(),
             exceptions_open: Family::default(),
             exceptions_oldest: Family::default(),
-            database_retries: super::DATABASE_RETRIES.clone(),
         };
         m.register_run_metrics();
         m.register_provider_metrics();
@@ -199,7 +198,7 @@ impl Metrics {
             "Write transactions the database rolled back (a deadlock, a serialization failure, \
              a lock wait timeout, a busy database) and payrecon ran again: a batch of transitions \
              at most six times in all, a registration five",
-            self.database_retries.clone(),
+            super::DATABASE_RETRIES.clone(),
         );
         for kind in crate::store::EXCEPTION_KINDS {
             let l = ExceptionL { kind: kind.into() };
