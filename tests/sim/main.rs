@@ -118,29 +118,36 @@ pub struct Credited {
     pub state: String,
 }
 
+/// The query behind [`credited`]: one row per credited payment, oldest first.
+pub const CREDITED: &str = "SELECT CAST(o.order_ref AS TEXT), p.tx_hash, p.log_index, \
+     CAST(p.amount AS TEXT), p.block_number, p.block_hash, p.state \
+     FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id";
+
+/// A row of [`CREDITED`].
+pub type CreditedRow = (
+    String,
+    String,
+    i64,
+    String,
+    Option<i64>,
+    Option<String>,
+    String,
+);
+
 /// Every credited payment, by its order's `order_ref` (docs/reference.md §3,
 /// `payrecon_payments`), oldest first.
 pub async fn credited(
     store: &payrecon::store::Store,
 ) -> Result<HashMap<String, Vec<Credited>>, String> {
-    type Row = (
-        String,
-        String,
-        i64,
-        String,
-        Option<i64>,
-        Option<String>,
-        String,
-    );
-    let sql = payrecon_testkit::inspect::respell(
-        store,
-        "SELECT CAST(o.order_ref AS TEXT), p.tx_hash, p.log_index, CAST(p.amount AS TEXT), \
-         p.block_number, p.block_hash, p.state \
-         FROM payrecon_payments p JOIN orders o ON o.id = p.order_id ORDER BY p.id",
-    );
-    let rows: Vec<Row> =
+    let sql = payrecon_testkit::inspect::respell(store, CREDITED);
+    let rows: Vec<CreditedRow> =
         payrecon_testkit::on_pool!(store, p => sqlx::query_as(&sql).fetch_all(p).await)
             .map_err(|e| format!("reading the payments: {e}"))?;
+    by_order(rows)
+}
+
+/// [`CREDITED`]'s rows grouped by order, amounts parsed.
+pub fn by_order(rows: Vec<CreditedRow>) -> Result<HashMap<String, Vec<Credited>>, String> {
     let mut out: HashMap<String, Vec<Credited>> = HashMap::new();
     for (r, tx, log_index, amount, block_number, block_hash, state) in rows {
         let amount = amount

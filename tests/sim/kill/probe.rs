@@ -8,6 +8,7 @@ use payrecon::domain::State;
 use payrecon::store::Store;
 
 use crate::world::World;
+use crate::{Credited, CreditedRow, CREDITED};
 
 /// One order's row: `(order_ref, state, tx_hash, log_index, amount_paid, block_number,
 /// block_hash)`.
@@ -21,13 +22,16 @@ pub type Row = (
     Option<String>,
 );
 
-/// The ledger (orders and audit) and the runs a killed process left unfinished, read in one
-/// snapshot: a killed client's last COMMIT may still land on the server while we read.
+/// The ledger (orders, audit and payments) and the runs a killed process left unfinished,
+/// read in one snapshot: a killed client's last COMMIT may still land on the server while we
+/// read, so every read a check compares is in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snap {
     pub orders: Vec<Row>,
     /// `(order_ref, to_state)` of every audit row, in id order.
     pub audit: Vec<(String, String)>,
+    /// The credited payments (`payrecon_payments`) by order.
+    pub credited: HashMap<String, Vec<Credited>>,
     /// `payrecon_runs` rows without a finish time.
     pub unfinished: i64,
 }
@@ -45,7 +49,7 @@ const AUDIT: &str = "SELECT CAST(o.order_ref AS TEXT), t.to_state FROM payrecon_
     JOIN orders o ON o.id = t.order_id ORDER BY t.id";
 const UNFINISHED: &str = "SELECT COUNT(*) FROM payrecon_runs WHERE finished_at IS NULL";
 
-/// The three reads in one transaction (`first` opens it: a snapshot on PostgreSQL and
+/// The four reads in one transaction (`first` opens it: a snapshot on PostgreSQL and
 /// MariaDB/MySQL), each respelled for the store's backend.
 macro_rules! read_snap {
     ($store:expr, $pool:expr, $first:expr) => {{
@@ -56,6 +60,8 @@ macro_rules! read_snap {
         }
         let orders = sqlx::query_as(&sql(ORDERS)).fetch_all(&mut *conn).await;
         let audit = sqlx::query_as(&sql(AUDIT)).fetch_all(&mut *conn).await;
+        let credited: Result<Vec<CreditedRow>, _> =
+            sqlx::query_as(&sql(CREDITED)).fetch_all(&mut *conn).await;
         let unfinished = sqlx::query_scalar(&sql(UNFINISHED))
             .fetch_one(&mut *conn)
             .await;
@@ -63,6 +69,7 @@ macro_rules! read_snap {
         Snap {
             orders: orders?,
             audit: audit?,
+            credited: crate::by_order(credited?).map_err(sqlx::Error::Protocol)?,
             unfinished: unfinished?,
         }
     }};
@@ -122,7 +129,7 @@ pub async fn consistent(w: &World, before: &Snap, now: &Snap) -> Result<(), Stri
         *e = (*e).max(to);
     }
     let mut keys = HashMap::new();
-    let credited = crate::credited(w.store()).await?;
+    let credited = &now.credited;
     for (o, prev) in now.orders.iter().zip(&before.orders) {
         let (r, st, tx, li, paid, block, _) = o;
         let (st, prev_st) = (state(st)?, state(&prev.1)?);
