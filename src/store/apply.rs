@@ -386,21 +386,52 @@ pub(super) fn adoption_rows<D: Dialect>(
         .filter(|t| seen.get(&t.order_id) == Some(&1))
         .filter(|t| current.get(&t.order_id).is_some_and(|s| is_adoption(t, s)))
         .filter_map(|t| {
-            let p = t.credit.as_ref()?;
-            Some(serde_json::json!([
+            Some(serde_json::Value::Array(payment_row::<D>(
                 t.order_id,
-                p.key.chain,
-                p.key.tx_hash.as_str(),
-                p.key.log_index,
-                p.amount.to_string(),
-                i64::try_from(p.block.number).unwrap_or(i64::MAX),
-                p.block.hash,
-                p.state.as_str(),
-                p.block_time.map(D::ts_bind),
-            ]))
+                t.credit.as_ref()?,
+            )))
         })
         .collect()
 }
+
+/// A payment credited to order `order_id` as a JSON row `[order id, chain, tx hash, log
+/// index, amount, block number, block hash, state, block time]` (a backend's set-wise
+/// statements read it with `JSON_TABLE`).
+pub(super) fn payment_row<D: Dialect>(order_id: i64, p: &NewPayment) -> Vec<serde_json::Value> {
+    vec![
+        order_id.into(),
+        p.key.chain.as_str().into(),
+        p.key.tx_hash.as_str().into(),
+        p.key.log_index.into(),
+        p.amount.to_string().into(),
+        i64::try_from(p.block.number).unwrap_or(i64::MAX).into(),
+        p.block.hash.as_str().into(),
+        p.state.as_str().into(),
+        p.block_time.map(D::ts_bind).into(),
+    ]
+}
+
+/// Runs a set-wise attempt in a savepoint of `$tx`: `$write` (with the savepoint as `$sp`)
+/// answers whether every step went through. Kept when it did; rolled back when it did not,
+/// or when a unique key refused a row (two steps attaching one key, a key another row holds,
+/// an audited step again), and the caller goes row by row. True when kept.
+macro_rules! in_savepoint {
+    ($tx:expr, |$sp:ident| $write:expr) => {{
+        let mut $sp = sqlx::Acquire::begin($crate::store::rows::counted(&mut *$tx)).await?;
+        let kept = match $write.await {
+            Ok(all) => all,
+            Err(e) if $crate::store::is_unique_violation(&e) => false,
+            Err(e) => return Err(e),
+        };
+        if kept {
+            $crate::store::rows::counted($sp).commit().await?;
+        } else {
+            $crate::store::rows::counted($sp).rollback().await?;
+        }
+        kept
+    }};
+}
+pub(super) use in_savepoint;
 
 /// `apply_set`'s answer when the orders `adopted` were recorded set-wise: `Attached` for
 /// them, the rest to `apply_one`.
@@ -435,4 +466,83 @@ pub(super) fn outcome_after_miss(state: Option<&str>, to: State) -> ApplyOutcome
         Some(Ok(s)) if s >= to => ApplyOutcome::Backwards,
         _ => ApplyOutcome::Duplicate,
     }
+}
+
+/// What one step of a set-wise batch does (PostgreSQL's `batch.rs`, MariaDB/MySQL's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Moves the order forward from this (locked) state.
+    Forward(State),
+    /// Records the key the merchant's code wrote (its payment row, the chain's amount and
+    /// block on the order); the state stays.
+    Adopt,
+}
+
+/// Each step of the batch when every one moves a distinct order forward, or records a key the
+/// merchant's code wrote into an order that stays where it is (an adoption); `None` otherwise
+/// (the row-by-row path decides those), and for a batch of fewer than two.
+pub(super) fn classify(
+    batch: &[PlannedTransition],
+    current: &HashMap<i64, String>,
+) -> Option<Vec<Step>> {
+    if batch.len() < 2 {
+        return None;
+    }
+    let mut ids = std::collections::HashSet::with_capacity(batch.len());
+    let mut steps = Vec::with_capacity(batch.len());
+    for t in batch {
+        if !ids.insert(t.order_id) {
+            return None;
+        }
+        let current = current.get(&t.order_id)?;
+        let s = State::parse(current).ok()?;
+        if t.from == t.to {
+            if !is_adoption(t, current) {
+                return None;
+            }
+            steps.push(Step::Adopt);
+            continue;
+        }
+        if s >= t.to {
+            return None;
+        }
+        steps.push(Step::Forward(s));
+    }
+    Some(steps)
+}
+
+/// The credits of a set-wise batch: `(order id, payment)` of each step that credits one.
+pub(super) fn credits_of(batch: &[PlannedTransition]) -> Vec<(i64, &NewPayment)> {
+    batch
+        .iter()
+        .filter_map(|t| Some((t.order_id, t.credit.as_ref()?)))
+        .collect()
+}
+
+/// Each transition's event of a set-wise batch, from its order as the UPDATE left it
+/// (`orders`, by id) and its audit row's id (`transitions`, by order id); `None` when a step
+/// lacks either.
+pub(super) fn transition_events(
+    batch: &[PlannedTransition],
+    from: &[State],
+    orders: &HashMap<i64, EventOrder>,
+    transitions: &HashMap<i64, i64>,
+    ctx: &ApplyContext,
+    now: &str,
+) -> Option<Vec<NewEvent>> {
+    let mut events = Vec::with_capacity(batch.len());
+    for (t, from) in batch.iter().zip(from) {
+        let order = orders.get(&t.order_id)?;
+        let transition_id = *transitions.get(&t.order_id)?;
+        events.push(outbox::new_event(
+            t.order_id,
+            transition_id,
+            *from,
+            t.to,
+            order,
+            ctx,
+            now,
+        ));
+    }
+    Some(events)
 }

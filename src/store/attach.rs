@@ -68,7 +68,7 @@ pub(super) fn attach_only_sql<D: Dialect>() -> String {
         "UPDATE orders SET tx_hash = {}, log_index = {}, amount_paid = {}, \
          block_number = {}, block_hash = {} WHERE id = {} AND chain = {} \
          AND (tx_hash IS NULL OR (tx_hash = {} AND log_index = {})) \
-         AND NOT EXISTS ({})",
+         AND {}",
         p(1),
         p(2),
         D::amount(3),
@@ -78,14 +78,7 @@ pub(super) fn attach_only_sql<D: Dialect>() -> String {
         p(7),
         p(8),
         p(9),
-        D::own_table(&format!(
-            "SELECT o2.id FROM orders o2 WHERE o2.chain = {} AND o2.tx_hash = {} \
-             AND o2.log_index = {} AND o2.id <> {}",
-            p(10),
-            p(11),
-            p(12),
-            p(13)
-        )),
+        D::key_free(10),
     )
 }
 

@@ -124,6 +124,21 @@ pub(crate) trait Dialect: sqlx::Database {
     fn own_table(select: &str) -> String {
         select.to_string()
     }
+    /// The guard of an UPDATE of `orders` that writes a payment key: no other order holds the
+    /// key bound at placeholders `first` (chain), `first + 1` (tx hash) and `first + 2` (log
+    /// index); `first + 3` is the order's own id. Read through [`Dialect::own_table`].
+    fn key_free(first: usize) -> String {
+        let p = Self::p;
+        let other = Self::own_table(&format!(
+            "SELECT o2.id FROM orders o2 WHERE o2.chain = {} AND o2.tx_hash = {} \
+             AND o2.log_index = {} AND o2.id <> {}",
+            p(first),
+            p(first + 1),
+            p(first + 2),
+            p(first + 3)
+        ));
+        format!("NOT EXISTS ({other})")
+    }
     /// The tail of an INSERT that updates the row `target` (a conflict target, with its
     /// `WHERE` for a partial index) names when it exists: `set`, with `excluded.x` the value
     /// the INSERT carried.

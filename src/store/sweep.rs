@@ -51,16 +51,11 @@ pub(super) async fn rekey(store: &Store, r: &Rekey) -> Result<RekeyOutcome, Stor
             Some(_) => (format!("block_hash = {}", p(8)), 9),
             None => ("(block_hash IS NULL OR block_hash = '')".to_string(), 8),
         };
-        let other = D::own_table(&format!(
-            "SELECT o2.id FROM orders o2 WHERE o2.chain = {} AND o2.tx_hash = {} \
-             AND o2.log_index = {} AND o2.id <> {}",
-            p(k), p(k + 1), p(k + 2), p(k + 3)
-        ));
         let sql = format!(
             "UPDATE orders SET log_index = {}, block_number = {}, block_hash = {} \
              WHERE id = {} AND chain = {} AND tx_hash = {} AND log_index = {} \
-             AND {guard} AND NOT EXISTS ({other})",
-            p(1), p(2), p(3), p(4), p(5), p(6), p(7),
+             AND {guard} AND {}",
+            p(1), p(2), p(3), p(4), p(5), p(6), p(7), D::key_free(k),
         );
         // The order's payment rows at the old position follow it.
         let follow = format!(

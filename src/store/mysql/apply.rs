@@ -80,7 +80,8 @@ impl ApplySql for MySql {
     }
 
     /// The keys the merchant's code wrote, recorded together (`adopt_all`, three
-    /// statements); the rest goes row by row.
+    /// statements); then the rest set-wise when every one moves a distinct order forward
+    /// and goes through (`batch::try_forward`), else row by row.
     async fn apply_set(
         tx: &mut Transaction<'static, MySql>,
         batch: &[PlannedTransition],
@@ -89,7 +90,24 @@ impl ApplySql for MySql {
         current: &HashMap<i64, String>,
     ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
         let adopted = adopt_all(tx, batch, ctx, now, current).await?;
-        Ok(crate::store::apply::adopted_outcomes(batch, &adopted))
+        let mut out = crate::store::apply::adopted_outcomes(batch, &adopted);
+        let forward = if adopted.is_empty() {
+            super::batch::try_forward(tx, batch, ctx, now, current).await?
+        } else {
+            let rest: Vec<PlannedTransition> = batch
+                .iter()
+                .filter(|t| !adopted.contains(&t.order_id))
+                .cloned()
+                .collect();
+            super::batch::try_forward(tx, &rest, ctx, now, current).await?
+        };
+        if let Some(forward) = forward {
+            let open = out.iter_mut().filter(|o| o.is_none());
+            for (slot, outcome) in open.zip(forward) {
+                *slot = Some(outcome);
+            }
+        }
+        Ok(out)
     }
 
     async fn attach_only(
@@ -179,16 +197,13 @@ impl ApplySql for MySql {
                 .await?
             }
             Some(a) => {
-                let other = MySql::own_table(
-                    "SELECT o2.id FROM orders o2 WHERE o2.chain = ? AND o2.tx_hash = ? \
-                     AND o2.log_index = ? AND o2.id <> ?",
-                );
+                let free = MySql::key_free(1);
                 sqlx::query(&format!(
                     "UPDATE orders SET state = ?, state_changed_at = {TS}, tx_hash = ?, \
                      log_index = ?, amount_paid = CAST(? AS DECIMAL(65,0)), block_number = ?, \
                      block_hash = ? WHERE id = ? AND {rank} < ? AND chain = ? \
                      AND (tx_hash IS NULL OR (tx_hash = ? AND log_index = ?)) \
-                     AND NOT EXISTS ({other})"
+                     AND {free}"
                 ))
                 .bind(t.to.as_str())
                 .bind(now)

@@ -5,6 +5,7 @@
 
 mod apply;
 mod backend;
+mod batch;
 
 use std::str::FromStr;
 use std::time::Duration;

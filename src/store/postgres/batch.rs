@@ -5,15 +5,16 @@
 //! row, so the outcomes never depend on which path ran. The rows stay locked (`FOR UPDATE`,
 //! taken before the savepoint) between the two.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use sqlx::{Acquire, Postgres, Transaction};
+use sqlx::{Postgres, Transaction};
 
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
+use crate::store::apply::{classify, credits_of, in_savepoint, transition_events, Step};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{self, EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
-use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome};
+use crate::store::{ApplyContext, ApplyOutcome};
 
 const RETURNING: &str = <Postgres as Dialect>::RETURNING;
 
@@ -37,18 +38,9 @@ pub(super) async fn try_apply(
     let Some(steps) = classify(batch, current) else {
         return Ok(None);
     };
-    let mut sp = Acquire::begin(counted(&mut *tx)).await?;
-    let went_through = match write_all(&mut sp, batch, &steps, ctx, now).await {
-        Ok(all) => all,
-        // Two transitions of the batch attaching one key, or a key another row holds.
-        Err(e) if is_unique_violation(&e) => false,
-        Err(e) => return Err(e),
-    };
-    if !went_through {
-        counted(sp).rollback().await?;
+    if !in_savepoint!(tx, |sp| write_all(&mut sp, batch, &steps, ctx, now)) {
         return Ok(None);
     }
-    counted(sp).commit().await?;
     Ok(Some(
         steps
             .into_iter()
@@ -58,16 +50,6 @@ pub(super) async fn try_apply(
             })
             .collect(),
     ))
-}
-
-/// What one step of a set-wise batch does.
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    /// Moves the order forward from this (locked) state.
-    Forward(State),
-    /// Records the key the merchant's code wrote (its payment row, the chain's amount and
-    /// block on the order); the state stays.
-    Adopt,
 }
 
 /// The credits, then the forward steps (`write`) and the adoptions (`adopt`); true when every
@@ -81,10 +63,7 @@ async fn write_all(
 ) -> Result<bool, sqlx::Error> {
     // Credits first: each is guarded by the order's amount_paid and missing key, as read (or
     // by the order's own key, for an adoption).
-    let credits: Vec<(i64, &NewPayment)> = batch
-        .iter()
-        .filter_map(|t| Some((t.order_id, t.credit.as_ref()?)))
-        .collect();
+    let credits = credits_of(batch);
     if !credits.is_empty() {
         let ids = credit_all(sp, &credits, ctx, now).await?;
         if ids.len() != credits.len() {
@@ -190,7 +169,9 @@ async fn write(
     if !ctx.events {
         return Ok(true);
     }
-    let Some(events) = transition_events(batch, from, updated, inserted, ctx, now) else {
+    let orders = updated.into_iter().map(|u| (u.id, u.order)).collect();
+    let transitions = inserted.into_iter().collect();
+    let Some(events) = transition_events(batch, from, &orders, &transitions, ctx, now) else {
         return Ok(false);
     };
     super::apply::insert_events(sp, &events, now).await?;
@@ -287,35 +268,6 @@ async fn insert_transitions(
     .await
 }
 
-/// Each transition's event, from the order as the UPDATE left it and its audit row's id;
-/// `None` when a step lacks either.
-fn transition_events(
-    batch: &[PlannedTransition],
-    from: &[State],
-    updated: Vec<IdAndOrder>,
-    inserted: Vec<(i64, i64)>,
-    ctx: &ApplyContext,
-    now: &str,
-) -> Option<Vec<NewEvent>> {
-    let transition_of: HashMap<i64, i64> = inserted.into_iter().collect();
-    let orders: HashMap<i64, EventOrder> = updated.into_iter().map(|u| (u.id, u.order)).collect();
-    let mut events = Vec::with_capacity(batch.len());
-    for (pos, t) in batch.iter().enumerate() {
-        let order = orders.get(&t.order_id)?;
-        let transition_id = *transition_of.get(&t.order_id)?;
-        events.push(outbox::new_event(
-            t.order_id,
-            transition_id,
-            from[pos],
-            t.to,
-            order,
-            ctx,
-            now,
-        ));
-    }
-    Some(events)
-}
-
 /// Credits every payment of the batch in one INSERT, each guarded like `payments::credit!`;
 /// the id of each payment written, by order (a batch here has one step per order).
 async fn credit_all(
@@ -370,36 +322,6 @@ async fn credit_all(
     .fetch_all(counted(&mut **sp))
     .await?;
     Ok(written.into_iter().collect())
-}
-
-/// Each step of the batch when every one moves a distinct order forward, or records a key the
-/// merchant's code wrote into an order that stays where it is (an adoption); `None` otherwise
-/// (the row-by-row path decides those).
-fn classify(batch: &[PlannedTransition], current: &HashMap<i64, String>) -> Option<Vec<Step>> {
-    if batch.len() < 2 {
-        return None;
-    }
-    let mut ids = HashSet::with_capacity(batch.len());
-    let mut steps = Vec::with_capacity(batch.len());
-    for t in batch {
-        if !ids.insert(t.order_id) {
-            return None;
-        }
-        let current = current.get(&t.order_id)?;
-        let s = State::parse(current).ok()?;
-        if t.from == t.to {
-            if !crate::store::apply::is_adoption(t, current) {
-                return None;
-            }
-            steps.push(Step::Adopt);
-            continue;
-        }
-        if s >= t.to {
-            return None;
-        }
-        steps.push(Step::Forward(s));
-    }
-    Some(steps)
 }
 
 /// One column of `(order id, item)` pairs, for an `UNNEST` bind.

@@ -1,8 +1,9 @@
-//! Whole write batches: on PostgreSQL a batch in which every transition goes through is one
-//! `UPDATE ... FROM UNNEST` and one audit `INSERT`; a batch with any transition that does not
-//! falls back to row by row, and the outcomes are the same on both backends either way.
+//! Whole write batches: on PostgreSQL and MariaDB/MySQL a batch in which every transition goes
+//! through is one UPDATE of the orders and one audit `INSERT` (and on MariaDB/MySQL the rows
+//! they wrote read back); a batch with any transition that does not falls back to row by row,
+//! and the outcomes are the same on every backend either way.
 
-use payrecon::domain::{NewPayment, State};
+use payrecon::domain::{NewPayment, PlannedTransition, State};
 use payrecon::stats::statements_issued;
 use payrecon::store::{ApplyOutcome, Store};
 
@@ -36,6 +37,29 @@ async fn keyed_by_the_merchant(
             ),
         )
         .await;
+    }
+}
+
+/// The payment of `t`'s attach, the whole amount due, as its only payment (`merchant`: the
+/// key the merchant's code wrote, recorded rather than credited).
+fn credit_of(
+    t: &PlannedTransition,
+    state: State,
+    block_time: Option<jiff::Timestamp>,
+    merchant: bool,
+) -> NewPayment {
+    let a = t.attach.clone().expect("a step with an attach");
+    NewPayment {
+        key: a.key,
+        amount: a.amount,
+        block: a.block,
+        state,
+        paid_before: None,
+        paid_after: a.amount,
+        amount_due: a.amount,
+        block_time,
+        held_late: false,
+        merchant,
     }
 }
 
@@ -86,11 +110,103 @@ async fn a_batch_that_goes_through_is_a_constant_number_of_statements() {
             }
         }
         assert_eq!(store.count("payrecon_transitions").await.unwrap(), N as i64);
-        if matches!(store, Store::Postgres(_)) {
-            // begin, lock, savepoint, update, insert, release, commit: not one per row.
-            assert!(
+        match store {
+            // begin, lock, savepoint, update, insert, follow, release, commit: not one per row.
+            Store::Postgres(_) => assert!(
                 statements <= 10,
                 "{url}: {statements} statements for a batch of {N}"
+            ),
+            // The same, and the orders and the audit rows' ids read back (no RETURNING).
+            Store::MySql(_) => assert!(
+                statements <= 12,
+                "{url}: {statements} statements for a batch of {N}"
+            ),
+            Store::Sqlite(_) => {}
+        }
+    }
+}
+
+/// A batch that credits each order its payment, attaches its key and moves it forward, with
+/// events on, goes through set-wise on PostgreSQL and MariaDB/MySQL: the credits, their ids,
+/// the orders, the audit rows and the events in a fixed number of statements. On every
+/// backend each order gets its payment row, its amount and two events, the payment's first.
+#[tokio::test]
+async fn a_batch_of_credits_goes_through_in_a_constant_number_of_statements() {
+    let (_dir, urls) = support::all_backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let orders: Vec<_> = (1..=N)
+            .map(|i| new_order(&format!("C-{i}"), 400 + i, 2_000 + i))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        let mut batch = Vec::new();
+        for i in 1..=N {
+            let mut t = plan(
+                &store,
+                &format!("C-{i}"),
+                State::Final,
+                Some((i, 0, 2_000 + i)),
+            )
+            .await;
+            t.credit = Some(credit_of(&t, State::Final, None, false));
+            batch.push(t);
+        }
+        let mut ctx = ctx();
+        ctx.events = true;
+        let before = statements_issued();
+        let out = store.apply(&batch, &ctx).await.unwrap();
+        let statements = statements_issued() - before;
+        let applied = ApplyOutcome::Applied {
+            from: State::Unpaid,
+        };
+        assert_eq!(out, vec![applied; N as usize], "{url}");
+        if !matches!(store, Store::Sqlite(_)) {
+            assert!(
+                statements <= 16,
+                "{url}: {statements} statements to credit and move {N} orders"
+            );
+        }
+        for i in [1, N / 2, N] {
+            let o = store
+                .order_by_ref(&format!("C-{i}"))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(o.state, State::Final, "{url} C-{i}");
+            assert_eq!(o.amount_paid, Some((2_000 + i).to_string()), "{url} C-{i}");
+            assert_eq!(o.tx_hash.as_deref(), Some(hash(i).as_str()), "{url} C-{i}");
+        }
+        let n = N.to_string();
+        let payments = store
+            .rows(
+                "SELECT COUNT(*), COUNT(CASE WHEN p.amount = o.amount_paid THEN 1 END)                  FROM payrecon_payments p JOIN orders o ON o.id = p.order_id",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            payments,
+            vec![vec![Some(n.clone()), Some(n.clone())]],
+            "{url}"
+        );
+        assert_eq!(store.count("payrecon_transitions").await.unwrap(), N as i64);
+        // Per order, in the outbox's order: the payment's event, then the transition's.
+        let events = store
+            .rows("SELECT order_id, type FROM payrecon_events ORDER BY seq")
+            .await
+            .unwrap();
+        let mut by_order: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for row in events {
+            let (Some(order), Some(kind)) = (row[0].clone(), row[1].clone()) else {
+                panic!("{url}: an event without its order or type");
+            };
+            by_order.entry(order).or_default().push(kind);
+        }
+        assert_eq!(by_order.len(), N as usize, "{url}: events of every order");
+        for kinds in by_order.values() {
+            assert_eq!(
+                kinds,
+                &["order.payment_received", "order.final"],
+                "{url}: the payment's event first"
             );
         }
     }
@@ -181,19 +297,7 @@ async fn keys_the_merchant_wrote_are_recorded_in_a_constant_number_of_statements
                 Some((i, 0, 1_000 + i)),
             )
             .await;
-            let a = t.attach.clone().unwrap();
-            t.credit = Some(NewPayment {
-                key: a.key.clone(),
-                amount: a.amount,
-                block: a.block.clone(),
-                state: State::Pending,
-                paid_before: None,
-                paid_after: a.amount,
-                amount_due: a.amount,
-                block_time: Some(block_time),
-                held_late: false,
-                merchant: true,
-            });
+            t.credit = Some(credit_of(&t, State::Pending, Some(block_time), true));
             batch.push(t);
         }
         let mut ctx = ctx();
