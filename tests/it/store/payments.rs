@@ -1,4 +1,4 @@
-//! `payrecon_payments` (docs/reference.md §3) on both backends: the migration that gives every
+//! `payrecon_payments` (docs/reference.md §3) on every backend: the migration that gives every
 //! paid order its payment row, a held credit and the top-up that completes it, the guard on the
 //! amount before a credit, and a payment that can credit one order only.
 
@@ -160,6 +160,112 @@ async fn a_held_credit_then_a_top_up_that_completes_the_order() {
                 (hash(1).as_str(), 0, "20", "reconcile"),
                 (hash(2).as_str(), 0, "5", "reconcile")
             ],
+            "{url}"
+        );
+    }
+}
+
+/// Top-ups in a batch of several orders (the set-wise path on PostgreSQL and MariaDB/MySQL):
+/// each credit is guarded by the order's amount before it. A batch in which every one holds
+/// goes through whole; one planned on a stale amount is refused (`Stale`) and the others in
+/// its batch still apply, on every backend.
+#[tokio::test]
+async fn top_ups_in_one_batch_are_each_guarded_by_the_amount_before() {
+    let (_dir, urls) = support::all_backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let orders: Vec<_> = (1..=4)
+            .map(|i| new_order(&format!("T-{i}"), 40 + i, 25))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        // T-1 and T-2 are held at 20 of 25.
+        for (r, n) in [("T-1", 21), ("T-2", 22)] {
+            let held = step(&store, r, State::Unpaid, credit(n, 20, None, 20), None).await;
+            let out = store.apply(&[held], &ctx()).await.unwrap();
+            assert_eq!(out, [ApplyOutcome::Credited], "{url} {r}");
+        }
+        let applied = ApplyOutcome::Applied {
+            from: State::Unpaid,
+        };
+        // T-1's top-up on the amount it holds, and T-3 paid whole: both go through.
+        let batch = vec![
+            step(
+                &store,
+                "T-1",
+                State::Final,
+                credit(31, 5, Some(20), 25),
+                Some((31, 25)),
+            )
+            .await,
+            step(
+                &store,
+                "T-3",
+                State::Final,
+                credit(33, 25, None, 25),
+                Some((33, 25)),
+            )
+            .await,
+        ];
+        let out = store.apply(&batch, &ctx()).await.unwrap();
+        assert_eq!(out, [applied, applied], "{url}");
+        // T-2's top-up planned as if nothing were held: refused; T-4 beside it applies.
+        let batch = vec![
+            step(
+                &store,
+                "T-2",
+                State::Final,
+                credit(32, 5, None, 5),
+                Some((32, 5)),
+            )
+            .await,
+            step(
+                &store,
+                "T-4",
+                State::Final,
+                credit(34, 25, None, 25),
+                Some((34, 25)),
+            )
+            .await,
+        ];
+        let out = store.apply(&batch, &ctx()).await.unwrap();
+        assert_eq!(out, [ApplyOutcome::Stale, applied], "{url}");
+        for (r, state, paid) in [
+            ("T-1", State::Final, "25"),
+            ("T-2", State::Unpaid, "20"),
+            ("T-3", State::Final, "25"),
+            ("T-4", State::Final, "25"),
+        ] {
+            let o = store.order_by_ref(r).await.unwrap().unwrap();
+            assert_eq!(
+                (o.state, o.amount_paid.as_deref()),
+                (state, Some(paid)),
+                "{url} {r}"
+            );
+        }
+        // Sorted: the ids one INSERT gives its rows follow no promised order.
+        let mut rows: Vec<(String, String)> = payments(&store)
+            .await
+            .into_iter()
+            .map(|(r, _, _, amount, _, _)| (r, amount))
+            .collect();
+        rows.sort();
+        let want: Vec<(String, String)> = [
+            ("T-1", "20"),
+            ("T-1", "5"),
+            ("T-2", "20"),
+            ("T-3", "25"),
+            ("T-4", "25"),
+        ]
+        .into_iter()
+        .map(|(r, a)| (r.to_string(), a.to_string()))
+        .collect();
+        assert_eq!(
+            rows, want,
+            "{url}: one payment row per credit, none for the stale one"
+        );
+        assert_eq!(
+            store.count("payrecon_transitions").await.unwrap(),
+            3,
             "{url}"
         );
     }
