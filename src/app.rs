@@ -96,10 +96,13 @@ impl App {
             .map(|p| (p.name().to_string(), p.chains().to_vec()))
             .collect();
         let metrics = Arc::new(Metrics::new(&provider_chains, &chain_names));
+        // The largest amount the ledger keeps (MariaDB/MySQL's DECIMAL(65,0)): a transfer over
+        // it is no payment, and a sum of payments over it is not credited.
+        let ledger_max = store.max_amount();
         let mut chains = BTreeMap::new();
         for c in &config.chains {
             let settings = crate::chain::ChainSettings {
-                max_amount: store.max_amount(),
+                max_amount: ledger_max,
                 ..c.clone()
             };
             let client = ChainClient::new(settings).map_err(|e| AppError(e.to_string()))?;
@@ -116,7 +119,7 @@ impl App {
             });
         }
         let amounts = crate::domain::AmountPolicy {
-            max_paid: store.max_amount(),
+            max_paid: ledger_max,
             ..config.amounts.clone()
         };
         let engine = Engine {
