@@ -235,8 +235,6 @@ impl Engine {
         Ok(outcomes)
     }
 
-    /// The plan's findings: counted (report, metrics), logged, stored (unless a dry run),
-    /// and kept for the report up to `MAX_FINDINGS`.
     /// The exceptions of a webhook delivery's findings (no finding rows, no gaps).
     async fn webhook_exceptions(
         &self,
@@ -258,6 +256,8 @@ impl Engine {
         self.store.open_exceptions_for(&ctx.run_id, &rows).await
     }
 
+    /// The plan's findings: counted (report, metrics), logged, stored (unless a dry run),
+    /// and kept for the report up to `MAX_FINDINGS`.
     async fn record_findings(
         &self,
         ctx: &RunCtx,
