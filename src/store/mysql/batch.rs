@@ -4,13 +4,17 @@
 //! `INSERT … SELECT`, the payments that follow in one UPDATE and the events in one multi-row
 //! INSERT. Neither server has `UPDATE … RETURNING` (MySQL no `RETURNING` at all), so what a
 //! statement wrote is read back by key in the same transaction, under the row locks
-//! `lock_states` took. Where PostgreSQL guards the payment key with `NOT EXISTS` on `orders`,
-//! the UPDATE here relies on the key's unique index: another order holding it (or two steps
-//! attaching one key) is error 1062, which undoes the statement only. Any step that does not go
-//! through (a count short, a 1062) rolls the attempt back to its savepoint and the caller
-//! applies the steps row by row, so the outcomes never depend on which path ran.
+//! `lock_states` took, when the events need it. Where PostgreSQL's UPDATE guards the payment
+//! key with `NOT EXISTS` on `orders` (no other order holds it), MySQL would refuse that
+//! subquery of the table it writes (error 1093), so the keys are checked first: one SELECT
+//! joining the steps to the orders holding their keys, and no two steps attaching one key.
+//! Either sends the batch row by row before anything is written. (The key's unique index on
+//! `orders` refuses a collision again, as error 1062, where the table has it; a merchant's own
+//! `orders` table may not.) Any step that does not go through (a count short, a 1062) rolls the
+//! attempt back to its savepoint and the caller applies the steps row by row, so the outcomes
+//! never depend on which path ran.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::{MySql, Transaction};
 
@@ -80,6 +84,9 @@ pub(super) async fn try_forward(
     let Some(from) = from else {
         return Ok(None);
     };
+    if !keys_free(tx, batch).await? {
+        return Ok(None);
+    }
     if !in_savepoint!(tx, |sp| write_all(&mut sp, batch, &from, ctx, now)) {
         return Ok(None);
     }
@@ -88,6 +95,48 @@ pub(super) async fn try_forward(
             .map(|from| ApplyOutcome::Applied { from })
             .collect(),
     ))
+}
+
+/// Whether every key the batch attaches is free: no two steps attach one key, and no other
+/// order holds one (a SELECT, when any step attaches), as `Dialect::key_free` guards a step
+/// row by row. Read before the savepoint: a key taken sends the batch row by row, which tells
+/// which step it was.
+async fn keys_free(
+    tx: &mut Transaction<'static, MySql>,
+    batch: &[PlannedTransition],
+) -> Result<bool, sqlx::Error> {
+    let mut keys = HashSet::new();
+    for a in batch.iter().filter_map(|t| t.attach.as_ref()) {
+        if !keys.insert(&a.key) {
+            return Ok(false);
+        }
+    }
+    if keys.is_empty() {
+        return Ok(true);
+    }
+    let rows: Vec<serde_json::Value> = batch
+        .iter()
+        .filter_map(|t| {
+            let a = t.attach.as_ref()?;
+            Some(serde_json::json!([
+                t.order_id,
+                a.key.chain,
+                a.key.tx_hash.as_str(),
+                a.key.log_index
+            ]))
+        })
+        .collect();
+    let held: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', \
+         chain VARCHAR(64) CHARACTER SET ascii PATH '$[1]', \
+         tx_hash VARCHAR(128) CHARACTER SET ascii PATH '$[2]', log_index BIGINT PATH '$[3]')) k \
+         JOIN orders o2 ON o2.chain = k.chain AND o2.tx_hash = k.tx_hash \
+         AND o2.log_index = k.log_index AND o2.id <> k.id",
+    )
+    .bind(serde_json::Value::Array(rows).to_string())
+    .fetch_one(counted(&mut **tx))
+    .await?;
+    Ok(held == 0)
 }
 
 /// The credits and their events, then the orders, the audit rows, the payments that follow
@@ -120,10 +169,11 @@ async fn write_all(
         }
     }
     let rows = step_rows(batch, from);
-    let Some(orders) = update_orders(sp, &rows, batch.len(), now).await? else {
+    let n = batch.len();
+    let Some(orders) = update_orders(sp, &rows, n, ctx.events, now).await? else {
         return Ok(false);
     };
-    let Some(transitions) = insert_transitions(sp, &rows, batch.len(), ctx, now).await? else {
+    let Some(transitions) = insert_transitions(sp, &rows, n, ctx, now).await? else {
         return Ok(false);
     };
     let follow: Vec<serde_json::Value> = batch
@@ -146,7 +196,8 @@ async fn write_all(
 
 /// Every credit of the batch in one `INSERT … SELECT`, each guarded as `payments::credit!`
 /// (the order's `amount_paid` and missing key as read, or its own key; no other order holding
-/// the key), then their ids read back by key. `None` unless every one was written.
+/// the key), then, for the events, their ids read back by key (by order id; empty with events
+/// off). `None` unless every one was written.
 async fn credit_all(
     sp: &mut Transaction<'_, MySql>,
     credits: &[(i64, &NewPayment)],
@@ -185,6 +236,9 @@ async fn credit_all(
     .await?;
     if written.rows_affected() != credits.len() as u64 {
         return Ok(None);
+    }
+    if !ctx.events {
+        return Ok(Some(HashMap::new()));
     }
     let ids: Vec<(i64, i64)> = sqlx::query_as(&format!(
         "SELECT p.order_id, p.id FROM {CREDITS} JOIN payrecon_payments p \
@@ -225,12 +279,13 @@ fn step_rows(batch: &[PlannedTransition], from: &[State]) -> String {
 }
 
 /// One UPDATE moving every order of the batch forward (and writing its attach), guarded by
-/// rank and by the order's own key; then the orders as it left them. `None` unless it moved
-/// all `n`.
+/// rank and by the order's own key (`keys_free` checked the others'); then, when `read_back`
+/// (for the events), the orders as it left them, by id. `None` unless it moved all `n`.
 async fn update_orders(
     sp: &mut Transaction<'_, MySql>,
     rows: &str,
     n: usize,
+    read_back: bool,
     now: &str,
 ) -> Result<Option<HashMap<i64, EventOrder>>, sqlx::Error> {
     let rank = rank_sql("o.state");
@@ -257,6 +312,9 @@ async fn update_orders(
     if moved.rows_affected() != n as u64 {
         return Ok(None);
     }
+    if !read_back {
+        return Ok(Some(HashMap::new()));
+    }
     let orders: Vec<IdAndOrder> = sqlx::query_as(&format!(
         "SELECT o.id, {RETURNING} FROM {STEPS} JOIN orders o ON o.id = t.id"
     ))
@@ -266,9 +324,9 @@ async fn update_orders(
     Ok((orders.len() == n).then(|| orders.into_iter().map(|u| (u.id, u.order)).collect()))
 }
 
-/// The audit rows of the batch in one `INSERT … SELECT` (an audited step again is 1062), then
-/// their ids read back by `(order_id, to_state)`, by order id. `None` unless all `n` were
-/// written.
+/// The audit rows of the batch in one `INSERT … SELECT` (an audited step again is 1062), then,
+/// for the events, their ids read back by `(order_id, to_state)`, by order id (empty with
+/// events off). `None` unless all `n` were written.
 async fn insert_transitions(
     sp: &mut Transaction<'_, MySql>,
     rows: &str,
@@ -290,6 +348,9 @@ async fn insert_transitions(
     .await?;
     if written.rows_affected() != n as u64 {
         return Ok(None);
+    }
+    if !ctx.events {
+        return Ok(Some(HashMap::new()));
     }
     let ids: Vec<(i64, i64)> = sqlx::query_as(&format!(
         "SELECT a.order_id, a.id FROM {STEPS} JOIN payrecon_transitions a \

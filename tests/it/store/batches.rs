@@ -116,7 +116,7 @@ async fn a_batch_that_goes_through_is_a_constant_number_of_statements() {
                 statements <= 10,
                 "{url}: {statements} statements for a batch of {N}"
             ),
-            // The same, and the orders and the audit rows' ids read back (no RETURNING).
+            // The same, and the keys checked first (no NOT EXISTS on the table it writes).
             Store::MySql(_) => assert!(
                 statements <= 12,
                 "{url}: {statements} statements for a batch of {N}"
@@ -359,6 +359,72 @@ async fn keys_the_merchant_wrote_are_recorded_in_a_constant_number_of_statements
             store.count("payrecon_payments").await.unwrap(),
             N as i64,
             "{url}"
+        );
+    }
+}
+
+/// A merchant's own `orders` table may lack payrecon's unique key on `(chain, tx_hash,
+/// log_index)` (the migrations give an existing table payrecon's columns and indexes, not its
+/// unique keys). The set-wise batches still refuse a key another order holds and a second step
+/// attaching one key, as row by row does: the same outcomes, one holder per key.
+#[tokio::test]
+async fn without_the_unique_key_on_orders_a_batch_still_gives_each_key_one_holder() {
+    let (_dir, urls) = support::all_backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        let drop = match store {
+            Store::Postgres(_) => {
+                "ALTER TABLE orders DROP CONSTRAINT orders_chain_tx_hash_log_index_key"
+            }
+            Store::MySql(_) => "ALTER TABLE orders DROP INDEX orders_chain_tx_hash_log_index_key",
+            // (An inline constraint of SQLite's table; SQLite applies row by row anyway.)
+            Store::Sqlite(_) => continue,
+        };
+        exec(&store, drop).await;
+        let orders: Vec<_> = (1..=5)
+            .map(|i| new_order(&format!("G-{i}"), 500 + i, 10))
+            .collect();
+        store.insert_orders(&orders).await.unwrap();
+        let t = plan(&store, "G-1", State::Pending, Some((1, 0, 10))).await;
+        store.apply(&[t], &ctx()).await.unwrap();
+        // G-2 <- tx 1 (G-1 holds it), G-3 and G-4 <- tx 7, G-5 <- tx 5.
+        let batch = vec![
+            plan(&store, "G-2", State::Pending, Some((1, 0, 10))).await,
+            plan(&store, "G-3", State::Pending, Some((7, 0, 10))).await,
+            plan(&store, "G-4", State::Pending, Some((7, 0, 10))).await,
+            plan(&store, "G-5", State::Final, Some((5, 0, 10))).await,
+        ];
+        let out = store.apply(&batch, &ctx()).await.unwrap();
+        let applied = ApplyOutcome::Applied {
+            from: State::Unpaid,
+        };
+        assert_eq!(
+            out,
+            [
+                ApplyOutcome::Duplicate,
+                applied,
+                ApplyOutcome::Duplicate,
+                applied
+            ],
+            "{url}"
+        );
+        for (r, tx) in [
+            ("G-2", None),
+            ("G-3", Some(7)),
+            ("G-4", None),
+            ("G-5", Some(5)),
+        ] {
+            let o = store.order_by_ref(r).await.unwrap().unwrap();
+            assert_eq!(o.tx_hash, tx.map(hash), "{url} {r}");
+        }
+        let holders = store
+            .rows("SELECT COUNT(*), COUNT(DISTINCT tx_hash) FROM orders WHERE tx_hash IS NOT NULL")
+            .await
+            .unwrap();
+        assert_eq!(
+            holders,
+            vec![vec![Some("3".to_string()), Some("3".to_string())]],
+            "{url}: one order per key"
         );
     }
 }
