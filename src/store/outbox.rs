@@ -22,6 +22,14 @@ pub(crate) struct EventOrder {
     pub amount_paid_text: Option<String>,
 }
 
+/// `o.id` then the `EventOrder` columns, as one flat row (a set-wise batch's orders).
+#[derive(sqlx::FromRow)]
+pub(super) struct IdAndOrder {
+    pub id: i64,
+    #[sqlx(flatten)]
+    pub order: EventOrder,
+}
+
 /// An event row about to be written: of a transition, or of a payment (docs/reference.md §6).
 pub(crate) struct NewEvent {
     pub id: String,

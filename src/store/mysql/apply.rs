@@ -16,7 +16,8 @@ use crate::store::rows::{counted, rank_sql};
 use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Resolve};
 
 const RETURNING: &str = <MySql as Dialect>::RETURNING;
-const TS: &str = "CAST(TRIM(TRAILING 'Z' FROM ?) AS DATETIME(6))";
+/// A bound RFC 3339 time as a `DATETIME(6)` (strict mode refuses the `Z`).
+pub(super) const TS: &str = "CAST(TRIM(TRAILING 'Z' FROM ?) AS DATETIME(6))";
 
 /// The id an INSERT wrote; `None` when the unique key refused it (error 1062).
 fn inserted_id(
@@ -160,20 +161,8 @@ impl ApplySql for MySql {
         to: State,
         now: &str,
     ) -> Result<(), sqlx::Error> {
-        let rank = rank_sql("state");
-        sqlx::query(&format!(
-            "UPDATE payrecon_payments SET state = ?, state_changed_at = {TS} \
-             WHERE order_id = ? AND {rank} < ? AND (block_number IS NULL OR block_number <= \
-             COALESCE((SELECT o.block_number FROM orders o WHERE o.id = ?), block_number))"
-        ))
-        .bind(to.as_str())
-        .bind(now)
-        .bind(order_id)
-        .bind(to.rank())
-        .bind(order_id)
-        .execute(counted(&mut **sp))
-        .await?;
-        Ok(())
+        let row = serde_json::json!([order_id, to.as_str()]);
+        super::batch::follow_all(sp, &[row], now).await
     }
 
     /// The UPDATE, then the row as it left it (the row is locked by `lock_states`).
@@ -270,22 +259,7 @@ impl ApplySql for MySql {
         event: &NewEvent,
         now: &str,
     ) -> Result<(), sqlx::Error> {
-        sqlx::query(&format!(
-            "INSERT INTO payrecon_events \
-             (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
-             VALUES (?, ?, ?, ?, ?, ?, {TS}, {TS})"
-        ))
-        .bind(&event.id)
-        .bind(event.transition_id)
-        .bind(event.payment_id)
-        .bind(event.order_id)
-        .bind(event.kind)
-        .bind(&event.body)
-        .bind(now)
-        .bind(now)
-        .execute(counted(&mut **sp))
-        .await?;
-        Ok(())
+        super::batch::insert_events(sp, std::slice::from_ref(event), now).await
     }
 }
 

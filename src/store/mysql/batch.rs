@@ -23,11 +23,12 @@ use crate::store::apply::{
     classify, credits_of, in_savepoint, needs_follow, payment_row, transition_events, Step,
 };
 use crate::store::dialect::Dialect;
-use crate::store::outbox::{self, EventOrder, NewEvent};
+use crate::store::outbox::{self, EventOrder, IdAndOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
 use crate::store::{ApplyContext, ApplyOutcome};
 
-const TS: &str = "CAST(TRIM(TRAILING 'Z' FROM ?) AS DATETIME(6))";
+use super::apply::TS;
+
 const RETURNING: &str = <MySql as Dialect>::RETURNING;
 /// Events per multi-row INSERT: eight binds each, far below the protocol's 65,535.
 const EVENTS_PER_INSERT: usize = 1_000;
@@ -51,14 +52,6 @@ const STEPS: &str = "JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', \
      tx_hash VARCHAR(128) CHARACTER SET ascii PATH '$[6]', log_index BIGINT PATH '$[7]', \
      amount VARCHAR(80) CHARACTER SET ascii PATH '$[8]', bn BIGINT PATH '$[9]', \
      bh VARCHAR(128) CHARACTER SET ascii PATH '$[10]', ord FOR ORDINALITY)) t";
-
-/// `o.id` then the `EventOrder` columns, as one flat row.
-#[derive(sqlx::FromRow)]
-struct IdAndOrder {
-    id: i64,
-    #[sqlx(flatten)]
-    order: EventOrder,
-}
 
 /// The outcomes of `batch` when every step moves a distinct order forward and all of them
 /// went through; `None` when the caller must apply it row by row (nothing of this attempt is
@@ -364,7 +357,7 @@ async fn insert_transitions(
 
 /// The orders' other payments follow them (`ApplySql::follow`, for every row `[order id, to
 /// state]` at once), up to the order's block.
-async fn follow_all(
+pub(super) async fn follow_all(
     sp: &mut Transaction<'_, MySql>,
     rows: &[serde_json::Value],
     now: &str,
@@ -387,7 +380,7 @@ async fn follow_all(
 }
 
 /// The events in multi-row INSERTs of up to `EVENTS_PER_INSERT`, in order.
-async fn insert_events(
+pub(super) async fn insert_events(
     sp: &mut Transaction<'_, MySql>,
     events: &[NewEvent],
     now: &str,

@@ -12,19 +12,11 @@ use sqlx::{Postgres, Transaction};
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 use crate::store::apply::{classify, credits_of, in_savepoint, transition_events, Step};
 use crate::store::dialect::Dialect;
-use crate::store::outbox::{self, EventOrder, NewEvent};
+use crate::store::outbox::{self, IdAndOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
 use crate::store::{ApplyContext, ApplyOutcome};
 
 const RETURNING: &str = <Postgres as Dialect>::RETURNING;
-
-/// `o.id` then the `EventOrder` columns, as one flat row.
-#[derive(sqlx::FromRow)]
-struct IdAndOrder {
-    id: i64,
-    #[sqlx(flatten)]
-    order: EventOrder,
-}
 
 /// The outcomes of `batch` in order, or `None` when the caller must apply it row by row
 /// (nothing of this attempt is left in the transaction then).
