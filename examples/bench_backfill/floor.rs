@@ -117,9 +117,14 @@ fn diff_mysql() -> String {
 /// limit of 32,766).
 const INSERT_ROWS: usize = 1_000;
 
-/// The records as multi-row INSERTs of `?` placeholders, on `$conn`.
-macro_rules! insert_rows {
-    ($conn:expr, $rows:expr, $chain:expr, $asset:expr) => {
+/// Floor B on SQLite and MariaDB/MySQL, which differ only in their texts: `$create` the
+/// table, the records as multi-row INSERTs of `?` placeholders in one transaction, `$diff`,
+/// then `$drop`. The load's time and the diff's two counts.
+macro_rules! by_inserts {
+    ($pool:expr, $create:expr, $diff:expr, $drop:expr, $rows:expr, $chain:expr, $asset:expr, $t0:expr) => {{
+        let mut conn = $pool.acquire().await?;
+        sqlx::query($create).execute(&mut *conn).await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         for chunk in $rows.chunks(INSERT_ROWS) {
             let mut sql = String::from(
                 "INSERT INTO bench_records (chain, tx_hash, log_index, pay_to, asset, amount) VALUES ",
@@ -141,9 +146,14 @@ macro_rules! insert_rows {
                     .bind($asset)
                     .bind(&r.amount);
             }
-            q.execute($conn).await?;
+            q.execute(&mut *tx).await?;
         }
-    };
+        tx.commit().await?;
+        let load = $t0.elapsed();
+        let got: (i64, i64) = sqlx::query_as($diff).fetch_one(&mut *conn).await?;
+        sqlx::query($drop).execute(&mut *conn).await?;
+        (load, got)
+    }};
 }
 
 pub async fn floor_b(
@@ -186,32 +196,26 @@ pub async fn floor_b(
                 .await?;
             (load, got)
         }
-        Store::Sqlite(pool) => {
-            let mut conn = pool.acquire().await?;
-            sqlx::query(CREATE).execute(&mut *conn).await?;
-            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            insert_rows!(&mut *tx, rows, chain, asset);
-            tx.commit().await?;
-            let load = t0.elapsed();
-            let got: (i64, i64) = sqlx::query_as(DIFF_SQLITE).fetch_one(&mut *conn).await?;
-            sqlx::query("DROP TABLE bench_records")
-                .execute(&mut *conn)
-                .await?;
-            (load, got)
-        }
-        Store::MySql(pool) => {
-            let mut conn = pool.acquire().await?;
-            sqlx::query(CREATE_MYSQL).execute(&mut *conn).await?;
-            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            insert_rows!(&mut *tx, rows, chain, asset);
-            tx.commit().await?;
-            let load = t0.elapsed();
-            let got: (i64, i64) = sqlx::query_as(&diff_mysql()).fetch_one(&mut *conn).await?;
-            sqlx::query("DROP TEMPORARY TABLE bench_records")
-                .execute(&mut *conn)
-                .await?;
-            (load, got)
-        }
+        Store::Sqlite(pool) => by_inserts!(
+            pool,
+            CREATE,
+            DIFF_SQLITE,
+            "DROP TABLE bench_records",
+            rows,
+            chain,
+            asset,
+            t0
+        ),
+        Store::MySql(pool) => by_inserts!(
+            pool,
+            CREATE_MYSQL,
+            &diff_mysql(),
+            "DROP TEMPORARY TABLE bench_records",
+            rows,
+            chain,
+            asset,
+            t0
+        ),
     };
     Ok(FloorB {
         wall: t0.elapsed(),

@@ -17,44 +17,37 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// Starts serve with `config`, listening on a free port (set from the environment), and
-    /// waits until `/healthz` answers. A port taken between its pick and serve's bind (another
-    /// test's connection may get it) makes serve exit: it starts again on another port, up to
-    /// three times. Any other exit, or no answer within 30 s, fails with serve's log.
+    /// Starts serve with `config`, listening on a free port (set from the environment, drawn
+    /// below the kernel's ephemeral range: `free_port`), and waits until `/healthz` answers.
+    /// An exit before that, or no answer within 30 s, fails with serve's log.
     pub async fn start(config: &Path) -> Served {
-        for _ in 0..3 {
-            let port = free_port();
-            let mut cmd = command(config, &["serve"]);
-            cmd.env("PAYRECON_HTTP__LISTEN", format!("127.0.0.1:{port}"));
-            let mut served = Served {
-                proc: Running::spawn(cmd),
-                base: format!("http://127.0.0.1:{port}"),
-            };
-            let url = format!("{}/healthz", served.base);
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            loop {
-                if matches!(get(&url).await, Some((200, _))) {
-                    return served;
-                }
-                if let Ok(Some(status)) = served.proc.child.try_wait() {
-                    let (_, _) = served.proc.wait(Duration::from_secs(5)).await;
-                    let log = served.proc.stderr();
-                    assert!(
-                        log.contains("in use"),
-                        "serve exited ({status}) before answering /healthz:\n{log}"
-                    );
-                    eprintln!("port {port} was taken before serve bound it; another port");
-                    break;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "timed out waiting for serve to answer /healthz:\n{}",
+        let port = free_port();
+        let mut cmd = command(config, &["serve"]);
+        cmd.env("PAYRECON_HTTP__LISTEN", format!("127.0.0.1:{port}"));
+        let mut served = Served {
+            proc: Running::spawn(cmd),
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let url = format!("{}/healthz", served.base);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if matches!(get(&url).await, Some((200, _))) {
+                return served;
+            }
+            if let Ok(Some(status)) = served.proc.child.try_wait() {
+                let (_, _) = served.proc.wait(Duration::from_secs(5)).await;
+                panic!(
+                    "serve exited ({status}) before answering /healthz:\n{}",
                     served.proc.stderr()
                 );
-                tokio::time::sleep(Duration::from_millis(20)).await;
             }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for serve to answer /healthz:\n{}",
+                served.proc.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        panic!("serve found no free port in three tries");
     }
 
     pub async fn get(&self, path: &str) -> (u16, String) {

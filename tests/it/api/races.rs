@@ -118,7 +118,7 @@ impl Held {
                 p.close().await;
             }
             Held::MySql(mut c, p) => {
-                sqlx::query("UNLOCK TABLES").execute(&mut *c).await.unwrap();
+                sqlx::Executor::execute(&mut *c, "UNLOCK TABLES").await.unwrap();
                 drop(c);
                 p.close().await;
             }
@@ -138,8 +138,8 @@ async fn hold_orders(url: &str) -> Held {
     } else if url.starts_with("mysql") {
         let p = sqlx::MySqlPool::connect(url).await.unwrap();
         let mut c = p.acquire().await.unwrap();
-        sqlx::query("LOCK TABLES orders WRITE")
-            .execute(&mut *c)
+        // Unprepared: MySQL refuses LOCK TABLES as a prepared statement (1295).
+        sqlx::Executor::execute(&mut *c, "LOCK TABLES orders WRITE")
             .await
             .unwrap();
         Held::MySql(c, p)

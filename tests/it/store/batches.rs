@@ -13,9 +13,16 @@ use payrecon_testkit::inspect::Inspect;
 
 const N: u64 = 100;
 
-/// Inserts orders `{prefix}-1` to `{prefix}-N` (slot `slot + i`, `amount_due(i)`), and keys
-/// those in `keyed` at `pending` as the merchant's handler does: its tx hash (`hash(i)`) and
-/// log index 0 written on the order, no payment row.
+/// Inserts orders `{prefix}-1` to `{prefix}-N` (slot `slot + i`, `amount_due(i)`).
+async fn n_orders(store: &Store, prefix: &str, slot: u64, amount_due: impl Fn(u64) -> u64) {
+    let orders: Vec<_> = (1..=N)
+        .map(|i| new_order(&format!("{prefix}-{i}"), slot + i, amount_due(i)))
+        .collect();
+    store.insert_orders(&orders).await.unwrap();
+}
+
+/// `n_orders`, and those in `keyed` keyed at `pending` as the merchant's handler does: its tx
+/// hash (`hash(i)`) and log index 0 written on the order, no payment row.
 async fn keyed_by_the_merchant(
     store: &Store,
     prefix: &str,
@@ -23,10 +30,7 @@ async fn keyed_by_the_merchant(
     amount_due: impl Fn(u64) -> u64,
     keyed: std::ops::RangeInclusive<u64>,
 ) {
-    let orders: Vec<_> = (1..=N)
-        .map(|i| new_order(&format!("{prefix}-{i}"), slot + i, amount_due(i)))
-        .collect();
-    store.insert_orders(&orders).await.unwrap();
+    n_orders(store, prefix, slot, amount_due).await;
     for i in keyed {
         exec(
             store,
@@ -135,10 +139,7 @@ async fn a_batch_of_credits_goes_through_in_a_constant_number_of_statements() {
     let (_dir, urls) = support::all_backends().await;
     for url in &urls {
         let store = open(url).await;
-        let orders: Vec<_> = (1..=N)
-            .map(|i| new_order(&format!("C-{i}"), 400 + i, 2_000 + i))
-            .collect();
-        store.insert_orders(&orders).await.unwrap();
+        n_orders(&store, "C", 400, |i| 2_000 + i).await;
         let mut batch = Vec::new();
         for i in 1..=N {
             let mut t = plan(
@@ -179,7 +180,8 @@ async fn a_batch_of_credits_goes_through_in_a_constant_number_of_statements() {
         let n = N.to_string();
         let payments = store
             .rows(
-                "SELECT COUNT(*), COUNT(CASE WHEN p.amount = o.amount_paid THEN 1 END)                  FROM payrecon_payments p JOIN orders o ON o.id = p.order_id",
+                "SELECT COUNT(*), COUNT(CASE WHEN p.amount = o.amount_paid THEN 1 END) \
+                 FROM payrecon_payments p JOIN orders o ON o.id = p.order_id",
             )
             .await
             .unwrap();

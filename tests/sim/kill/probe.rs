@@ -55,8 +55,9 @@ macro_rules! read_snap {
     ($store:expr, $pool:expr, $first:expr) => {{
         let sql = |q: &str| payrecon_testkit::inspect::respell($store, q);
         let mut conn = $pool.acquire().await?;
+        // Unprepared: MySQL refuses its transaction statements as prepared ones (1295).
         for q in $first {
-            sqlx::query(q).execute(&mut *conn).await?;
+            sqlx::Executor::execute(&mut *conn, q).await?;
         }
         let orders = sqlx::query_as(&sql(ORDERS)).fetch_all(&mut *conn).await;
         let audit = sqlx::query_as(&sql(AUDIT)).fetch_all(&mut *conn).await;
