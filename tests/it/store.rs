@@ -6,6 +6,7 @@ mod apply;
 mod batches;
 mod blocks;
 mod locks;
+mod migrations;
 pub(crate) mod payments;
 mod plans;
 mod records;

@@ -1,4 +1,5 @@
-//! MariaDB 10.6+ (and MySQL 8.0+, not tested here: ARCHITECTURE.md, "Backends"): `?`
+//! MariaDB 10.6+ and MySQL 8.0.16+ (tested on MariaDB 10.11 and MySQL 9.7: ARCHITECTURE.md,
+//! "Backends"): `?`
 //! placeholders (positional: every statement the store shares binds each once, in the order of
 //! its text), lists passed as one JSON array (`JSON_TABLE`), amounts `DECIMAL(65,0)` read as
 //! text, times `DATETIME(6)` in UTC, and each session in READ COMMITTED with strict mode on.

@@ -118,7 +118,9 @@ impl Held {
                 p.close().await;
             }
             Held::MySql(mut c, p) => {
-                sqlx::Executor::execute(&mut *c, "UNLOCK TABLES").await.unwrap();
+                sqlx::Executor::execute(&mut *c, "UNLOCK TABLES")
+                    .await
+                    .unwrap();
                 drop(c);
                 p.close().await;
             }

@@ -218,14 +218,14 @@ async fn mariadb_sessions_run_read_committed_whatever_the_servers_default() {
         ))
         .await
         .unwrap();
-    let values: Vec<String> = rows[0].iter().map(|v| v.clone().unwrap_or_default()).collect();
+    let values: Vec<String> = rows[0]
+        .iter()
+        .map(|v| v.clone().unwrap_or_default())
+        .collect();
     assert_eq!(
         values[0], "REPEATABLE-READ",
         "the server's default: {values:?}"
     );
     assert_eq!(values[1], "READ-COMMITTED", "{values:?}");
-    assert!(
-        values[2].contains("STRICT_ALL_TABLES"),
-        "{values:?}"
-    );
+    assert!(values[2].contains("STRICT_ALL_TABLES"), "{values:?}");
 }
