@@ -14,7 +14,7 @@ use crate::domain::{
 };
 use crate::metrics::{GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, TransitionL};
 use crate::report::{FindingOut, ProviderReport, MAX_FINDINGS};
-use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Source, StoreError};
+use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Opening, Source, StoreError};
 
 /// What one part of a run (a provider's lists, or the sweep) has counted so far: its report
 /// entry, findings, whether it stopped early and its time; and, apart, what its write batches
@@ -100,8 +100,12 @@ impl Engine {
             // A delivery is the webhook path working: its transitions are audited and
             // counted, but it records no findings and counts no gaps. What it credits to an
             // order still short (or late) waits for a person all the same: its exception
-            // opens now, since no run may list that payment again.
-            return self.webhook_exceptions(ctx, &plan, &outcomes).await;
+            // opens now, since no run may list that payment again; in the apply's own
+            // transaction when it wrote (`apply_plan`), else here.
+            if !writes(ctx, &plan) {
+                return self.webhook_exceptions(ctx, &plan, &outcomes).await;
+            }
+            return Ok(());
         }
         self.record_findings(ctx, acc, &plan, &outcomes, &resend_actions)
             .await
@@ -169,17 +173,29 @@ impl Engine {
         plan: &Plan,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
         let provider = acc.report.provider.clone();
-        let outcomes = if ctx.apply && !plan.transitions.is_empty() {
+        let outcomes = if writes(ctx, plan) {
             let actx = ApplyContext {
                 source: ctx.source,
                 provider: provider.clone(),
                 run_id: ctx.run_id.clone(),
                 events: self.events_wake.is_some(),
             };
-            let outcomes = self
-                .store
-                .apply_fenced(&plan.transitions, &actx, acc.shared.fence.as_ref())
-                .await?;
+            let fence = acc.shared.fence.as_ref();
+            let outcomes = if ctx.source == Source::Webhook && !plan.findings.is_empty() {
+                // A delivery's exceptions commit with its credits (`settle`).
+                let rows = |outcomes: &[ApplyOutcome]| webhook_rows(ctx, plan, outcomes);
+                let opening = Opening {
+                    by: &ctx.run_id,
+                    rows: &rows,
+                };
+                self.store
+                    .apply_opening(&plan.transitions, &actx, fence, &opening)
+                    .await?
+            } else {
+                self.store
+                    .apply_fenced(&plan.transitions, &actx, fence)
+                    .await?
+            };
             // The batch committed: its events are due now (the delivery loop also polls).
             if let Some(wake) = &self.events_wake {
                 if outcomes
@@ -235,7 +251,8 @@ impl Engine {
         Ok(outcomes)
     }
 
-    /// The exceptions of a webhook delivery's findings (no finding rows, no gaps).
+    /// The exceptions of a webhook delivery's findings (no finding rows, no gaps), when it
+    /// wrote no transitions (else they opened in the apply's transaction).
     async fn webhook_exceptions(
         &self,
         ctx: &RunCtx,
@@ -245,14 +262,7 @@ impl Engine {
         if ctx.dry_run || plan.findings.is_empty() {
             return Ok(());
         }
-        let rows: Vec<FindingRow> = plan
-            .findings
-            .iter()
-            .map(|f| {
-                let (action, note) = finding_action(f.outcome, ctx.apply, outcomes);
-                finding_row(f, action, note)
-            })
-            .collect();
+        let rows = webhook_rows(ctx, plan, outcomes);
         self.store.open_exceptions_for(&ctx.run_id, &rows).await
     }
 
@@ -367,6 +377,22 @@ fn plan_batch(
 }
 
 /// What a finding's transition (or none) did, and a note for its detail.
+/// Whether the batch writes its plan's transitions.
+fn writes(ctx: &RunCtx, plan: &Plan) -> bool {
+    ctx.apply && !plan.transitions.is_empty()
+}
+
+/// A webhook delivery's findings as the rows its exceptions are made of.
+fn webhook_rows(ctx: &RunCtx, plan: &Plan, outcomes: &[ApplyOutcome]) -> Vec<FindingRow> {
+    plan.findings
+        .iter()
+        .map(|f| {
+            let (action, note) = finding_action(f.outcome, ctx.apply, outcomes);
+            finding_row(f, action, note)
+        })
+        .collect()
+}
+
 fn finding_action(
     outcome: Outcome,
     apply: bool,

@@ -11,7 +11,7 @@ use sqlx::{Acquire, Transaction};
 use super::dialect::Dialect;
 use super::outbox::{self, EventOrder, NewEvent};
 use super::rows::{counted, sqlite_ts};
-use super::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Guard, Resolve};
+use super::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Guard, Resolve};
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 
 /// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
@@ -118,6 +118,7 @@ pub(super) async fn apply_batch<DB: ApplySql>(
     batch: &[PlannedTransition],
     ctx: &ApplyContext,
     guard: Guard<'_>,
+    opens: Option<&Opens<'_>>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin_with(DB::BEGIN_WRITE).await?;
@@ -141,8 +142,17 @@ pub(super) async fn apply_batch<DB: ApplySql>(
     if let Guard::Exception(r) = guard {
         DB::claim(&mut tx, r, &out).await?;
     }
+    if let Some(o) = opens {
+        DB::open_exceptions(&mut tx, o.by, &(o.rows)(&out)).await?;
+    }
     counted(tx).commit().await?;
     Ok(out)
+}
+
+/// `Opening` as a batch sees it: `rows` takes the outcomes in the batch's (sorted) order.
+pub(super) struct Opens<'a> {
+    pub by: &'a str,
+    pub rows: &'a (dyn Fn(&[ApplyOutcome]) -> Vec<FindingRow> + Sync),
 }
 
 /// The statements a write batch needs, in a backend's dialect. Each sends one statement,
@@ -171,6 +181,12 @@ pub(super) trait ApplySql: Dialect {
         tx: &mut Transaction<'static, Self>,
         r: &Resolve,
         out: &[ApplyOutcome],
+    ) -> Result<(), sqlx::Error>;
+    /// Opens or touches the exceptions of `rows` (`exceptions::upsert!`).
+    async fn open_exceptions(
+        tx: &mut Transaction<'static, Self>,
+        by: &str,
+        rows: &[FindingRow],
     ) -> Result<(), sqlx::Error>;
     /// What the backend applies set-wise, one entry per step: `Some` outcome when done here,
     /// `None` for a step to apply on its own (PostgreSQL: the whole batch when it can;

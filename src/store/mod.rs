@@ -48,8 +48,8 @@ pub use types::NewOrder;
 pub use types::{
     ApplyContext, ApplyOutcome, Attempt, ClaimedEvent, EventCounts, EventFilter, EventRow,
     ExceptionFilter, ExceptionRow, Fence, FinalSeen, FindingRow, ListRead, ListReadRow,
-    OpenExceptions, Rekey, RekeyOutcome, Resolve, RunRow, RunTotals, Source, StoredDelivery,
-    EXCEPTION_KINDS,
+    OpenExceptions, Opening, Rekey, RekeyOutcome, Resolve, RunRow, RunTotals, Source,
+    StoredDelivery, EXCEPTION_KINDS,
 };
 
 /// RFC 3339 UTC with exactly three fractional digits (how payrecon spells stored times).
@@ -206,7 +206,20 @@ impl Store {
         fence: Option<&Fence>,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
         let guard = fence.map_or(Guard::None, Guard::Lease);
-        self.apply_guarded(batch, ctx, guard).await
+        self.apply_guarded(batch, ctx, guard, None).await
+    }
+
+    /// `apply_fenced`, opening `opening`'s exceptions in the same transaction: a webhook
+    /// delivery's credit and the exception that holds it commit together, or neither does.
+    pub async fn apply_opening(
+        &self,
+        batch: &[PlannedTransition],
+        ctx: &ApplyContext,
+        fence: Option<&Fence>,
+        opening: &Opening<'_>,
+    ) -> Result<Vec<ApplyOutcome>, StoreError> {
+        let guard = fence.map_or(Guard::None, Guard::Lease);
+        self.apply_guarded(batch, ctx, guard, Some(opening)).await
     }
 
     /// `apply` of an operator's decision on an exception (README.md, "Exceptions"): the
@@ -218,7 +231,7 @@ impl Store {
         ctx: &ApplyContext,
         resolve: &Resolve,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
-        self.apply_guarded(batch, ctx, Guard::Exception(resolve))
+        self.apply_guarded(batch, ctx, Guard::Exception(resolve), None)
             .await
     }
 
@@ -227,6 +240,7 @@ impl Store {
         batch: &[PlannedTransition],
         ctx: &ApplyContext,
         guard: Guard<'_>,
+        opening: Option<&Opening<'_>>,
     ) -> Result<Vec<ApplyOutcome>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
@@ -235,10 +249,24 @@ impl Store {
         // each other's unique-index entries in one direction only: no deadlock cycle.
         let order = canonical_order(batch);
         let sorted: Vec<PlannedTransition> = order.iter().map(|&i| batch[i].clone()).collect();
+        let unsort = |outcomes: &[ApplyOutcome]| {
+            let mut out = vec![ApplyOutcome::Duplicate; batch.len()];
+            for (pos, &i) in order.iter().enumerate() {
+                out[i] = outcomes[pos];
+            }
+            out
+        };
+        // The exceptions' rows from the outcomes in the caller's order.
+        let rows =
+            |sorted: &[ApplyOutcome]| opening.map_or(Vec::new(), |o| (o.rows)(&unsort(sorted)));
+        let opens = opening.map(|o| apply::Opens {
+            by: o.by,
+            rows: &rows,
+        });
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard).await);
+            let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard, opens.as_ref()).await);
             match res {
                 Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
                     crate::metrics::count_database_retry();
@@ -263,11 +291,7 @@ impl Store {
                 }
                 other => {
                     let outcomes = other.map_err(|e| rows::db_error("apply transitions", e))?;
-                    let mut out = vec![ApplyOutcome::Duplicate; batch.len()];
-                    for (pos, &i) in order.iter().enumerate() {
-                        out[i] = outcomes[pos];
-                    }
-                    return Ok(out);
+                    return Ok(unsort(&outcomes));
                 }
             }
         }

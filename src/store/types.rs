@@ -6,6 +6,14 @@ use serde::Serialize;
 
 use crate::domain::{BlockRef, State, TxHash};
 
+/// The exceptions a write batch opens (or touches) in its own transaction, made from its
+/// outcomes: a webhook delivery's, which no run records later. `rows` is given one outcome per
+/// transition, in the batch's order; `by` stands for a run id (`last_run_id`).
+pub struct Opening<'a> {
+    pub by: &'a str,
+    pub rows: &'a (dyn Fn(&[ApplyOutcome]) -> Vec<FindingRow> + Sync),
+}
+
 /// What a batch of transitions checks in its transaction before it writes anything.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Guard<'a> {

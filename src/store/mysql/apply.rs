@@ -13,7 +13,7 @@ use crate::store::apply::{key_taken, state_of, ApplySql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
-use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Resolve};
+use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
 
 const RETURNING: &str = <MySql as Dialect>::RETURNING;
 /// A bound RFC 3339 time as a `DATETIME(6)` (strict mode refuses the `Z`).
@@ -78,6 +78,14 @@ impl ApplySql for MySql {
         out: &[ApplyOutcome],
     ) -> Result<(), sqlx::Error> {
         crate::store::exceptions::claim!(MySql, *tx, r, out)
+    }
+
+    async fn open_exceptions(
+        tx: &mut Transaction<'static, MySql>,
+        by: &str,
+        rows: &[FindingRow],
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::upsert!(MySql, *tx, by, rows, <MySql as Dialect>::NOW)
     }
 
     /// The keys the merchant's code wrote, recorded together (`adopt_all`, three

@@ -9,7 +9,7 @@ use crate::store::apply::{advance, key_taken, record_transition, state_of, Apply
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
-use crate::store::{ApplyContext, ApplyOutcome, Fence, Resolve};
+use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
 
 const RETURNING: &str = <Postgres as Dialect>::RETURNING;
 
@@ -54,6 +54,14 @@ impl ApplySql for Postgres {
         out: &[ApplyOutcome],
     ) -> Result<(), sqlx::Error> {
         crate::store::exceptions::claim!(Postgres, *tx, r, out)
+    }
+
+    async fn open_exceptions(
+        tx: &mut Transaction<'static, Postgres>,
+        by: &str,
+        rows: &[FindingRow],
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::upsert!(Postgres, *tx, by, rows, <Postgres as Dialect>::NOW)
     }
 
     async fn apply_set(

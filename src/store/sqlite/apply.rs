@@ -11,7 +11,7 @@ use crate::store::apply::{advance, key_taken, record_transition, state_of, Apply
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql, sqlite_ts};
-use crate::store::{ApplyContext, ApplyOutcome, Fence, Resolve};
+use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
 
 const RETURNING: &str = <Sqlite as Dialect>::RETURNING;
 
@@ -57,6 +57,14 @@ impl ApplySql for Sqlite {
         out: &[ApplyOutcome],
     ) -> Result<(), sqlx::Error> {
         crate::store::exceptions::claim!(Sqlite, *tx, r, out)
+    }
+
+    async fn open_exceptions(
+        tx: &mut Transaction<'static, Sqlite>,
+        by: &str,
+        rows: &[FindingRow],
+    ) -> Result<(), sqlx::Error> {
+        crate::store::exceptions::upsert!(Sqlite, *tx, by, rows, <Sqlite as Dialect>::NOW)
     }
 
     async fn apply_set(
