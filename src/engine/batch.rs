@@ -376,7 +376,6 @@ fn plan_batch(
     plan
 }
 
-/// What a finding's transition (or none) did, and a note for its detail.
 /// Whether the batch writes its plan's transitions.
 fn writes(ctx: &RunCtx, plan: &Plan) -> bool {
     ctx.apply && !plan.transitions.is_empty()
@@ -393,6 +392,7 @@ fn webhook_rows(ctx: &RunCtx, plan: &Plan, outcomes: &[ApplyOutcome]) -> Vec<Fin
         .collect()
 }
 
+/// What a finding's transition (or none) did, and a note for its detail.
 fn finding_action(
     outcome: Outcome,
     apply: bool,

@@ -8,7 +8,7 @@ use crate::domain::{BlockRef, State, TxHash};
 
 /// The exceptions a write batch opens (or touches) in its own transaction, made from its
 /// outcomes: a webhook delivery's, which no run records later. `rows` is given one outcome per
-/// transition, in the batch's order; `by` stands for a run id (`last_run_id`).
+/// transition, in the order of the batch as passed; `by` stands for a run id (`last_run_id`).
 pub struct Opening<'a> {
     pub by: &'a str,
     pub rows: &'a (dyn Fn(&[ApplyOutcome]) -> Vec<FindingRow> + Sync),

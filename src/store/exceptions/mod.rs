@@ -1,6 +1,6 @@
 //! Exceptions (README.md, "Exceptions"): what payrecon cannot settle alone, one row per problem
-//! however many runs see it. Opened or touched in the transaction of a run's findings
-//! (`upsert!`), cleared at the end of a run when their condition is gone (`clear_exceptions`),
+//! however many runs see it. Opened or touched in the transaction of a run's findings, or of
+//! a webhook delivery's apply (`upsert!`), cleared at the end of a run when their condition is gone (`clear_exceptions`),
 //! listed, and settled by an operator: the claim (`status = 'open'` → `resolved`) is a
 //! conditional UPDATE in the transaction of the decision it records, so of two people acting at
 //! once one wins.
@@ -156,8 +156,9 @@ impl Store {
     }
 
     /// Opens or touches the exceptions of `findings` without recording the findings: those of
-    /// a webhook delivery, which is no run (`by` stands for a run id: `last_run_id`). A
-    /// payment it credits to an order still short waits for a person like a run's.
+    /// a webhook delivery that applies nothing, which is no run (`by` stands for a run id:
+    /// `last_run_id`). One that applies opens them in its apply's transaction
+    /// (`Store::apply_opening`).
     pub async fn open_exceptions_for(
         &self,
         by: &str,

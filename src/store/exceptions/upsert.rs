@@ -1,5 +1,5 @@
 //! Findings into exceptions: one exception per problem (`problem_of`), opened or touched
-//! in the findings' transaction (`upsert!`).
+//! in the findings' transaction, or a webhook delivery's apply's (`upsert!`).
 
 use crate::store::types::FindingRow;
 
@@ -54,7 +54,8 @@ pub(crate) fn exception_findings(findings: &[FindingRow]) -> Vec<(String, &Findi
     out
 }
 
-/// Opens or touches the exceptions of `$findings` inside `$tx` (the findings' transaction):
+/// Opens or touches the exceptions of `$findings` inside `$tx` (the findings' transaction, or
+/// the apply's of a webhook delivery: `ApplySql::open_exceptions`):
 /// one multi-row upsert on the partial unique index of open problems. `$now` is the dialect's
 /// current time; `seen_count` counts runs (a second batch of the same run touches only).
 macro_rules! upsert {
