@@ -143,7 +143,11 @@ pub(super) async fn apply_batch<DB: ApplySql>(
         DB::claim(&mut tx, r, &out).await?;
     }
     if let Some(o) = opens {
-        DB::open_exceptions(&mut tx, o.by, &(o.rows)(&out)).await?;
+        let ids = batch
+            .iter()
+            .map(|t| (t.order_ref.as_str(), t.order_id))
+            .collect();
+        DB::open_exceptions(&mut tx, o.by, &(o.rows)(&out), &ids).await?;
     }
     counted(tx).commit().await?;
     Ok(out)
@@ -182,11 +186,13 @@ pub(super) trait ApplySql: Dialect {
         r: &Resolve,
         out: &[ApplyOutcome],
     ) -> Result<(), sqlx::Error>;
-    /// Opens or touches the exceptions of `rows` (`exceptions::upsert!`).
+    /// Opens or touches the exceptions of `rows` (`exceptions::upsert!`); `ids` are the
+    /// batch's orders by `order_ref`, locked already (not read again by `order_ref`).
     async fn open_exceptions(
         tx: &mut Transaction<'static, Self>,
         by: &str,
         rows: &[FindingRow],
+        ids: &HashMap<&str, i64>,
     ) -> Result<(), sqlx::Error>;
     /// What the backend applies set-wise, one entry per step: `Some` outcome when done here,
     /// `None` for a step to apply on its own (PostgreSQL: the whole batch when it can;

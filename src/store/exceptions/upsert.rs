@@ -59,7 +59,22 @@ pub(crate) fn exception_findings(findings: &[FindingRow]) -> Vec<(String, &Findi
 /// one multi-row upsert on the partial unique index of open problems. `$now` is the dialect's
 /// current time; `seen_count` counts runs (a second batch of the same run touches only).
 macro_rules! upsert {
-    ($db:ty, $tx:expr, $run_id:expr, $findings:expr, $now:expr) => {{
+    ($db:ty, $tx:expr, $run_id:expr, $findings:expr, $now:expr) => {
+        $crate::store::exceptions::upsert!(
+            $db,
+            $tx,
+            $run_id,
+            $findings,
+            $now,
+            |_: &str| None::<i64>
+        )
+    };
+    // `$id_of`: the ids of orders the transaction holds already (a batch's), written as they
+    // are: reading such an order again by `order_ref` after its row lock would take the
+    // `order_ref` key's lock second, the reverse of a shop's `UPDATE … WHERE order_ref = ?`,
+    // and MySQL would find a deadlock between them.
+    ($db:ty, $tx:expr, $run_id:expr, $findings:expr, $now:expr, $id_of:expr) => {{
+        let id_of = $id_of;
         let mut items = $crate::store::exceptions::exception_findings($findings);
         let mut res: Result<(), sqlx::Error> = Ok(());
         // A problem a person settled (dismissed, accepted, attached) stays settled: a payment
@@ -103,11 +118,16 @@ macro_rules! upsert {
             qb.push_values(chunk, |mut b, (problem, f)| {
                 b.push_bind(problem.as_str()).push_bind(f.kind.as_str());
                 match &f.order_ref {
-                    Some(r) if f.kind != "unknown_payment" => {
-                        b.push("(SELECT id FROM orders WHERE order_ref = ")
-                            .push_bind_unseparated(r.as_str())
-                            .push_unseparated(")");
-                    }
+                    Some(r) if f.kind != "unknown_payment" => match id_of(r.as_str()) {
+                        Some(id) => {
+                            b.push_bind(id);
+                        }
+                        None => {
+                            b.push("(SELECT id FROM orders WHERE order_ref = ")
+                                .push_bind_unseparated(r.as_str())
+                                .push_unseparated(")");
+                        }
+                    },
                     _ => {
                         b.push("NULL");
                     }

@@ -84,8 +84,10 @@ impl ApplySql for MySql {
         tx: &mut Transaction<'static, MySql>,
         by: &str,
         rows: &[FindingRow],
+        ids: &HashMap<&str, i64>,
     ) -> Result<(), sqlx::Error> {
-        crate::store::exceptions::upsert!(MySql, *tx, by, rows, <MySql as Dialect>::NOW)
+        let id_of = |r: &str| ids.get(r).copied();
+        crate::store::exceptions::upsert!(MySql, *tx, by, rows, <MySql as Dialect>::NOW, id_of)
     }
 
     /// The keys the merchant's code wrote, recorded together (`adopt_all`, three

@@ -60,8 +60,17 @@ impl ApplySql for Postgres {
         tx: &mut Transaction<'static, Postgres>,
         by: &str,
         rows: &[FindingRow],
+        ids: &HashMap<&str, i64>,
     ) -> Result<(), sqlx::Error> {
-        crate::store::exceptions::upsert!(Postgres, *tx, by, rows, <Postgres as Dialect>::NOW)
+        let id_of = |r: &str| ids.get(r).copied();
+        crate::store::exceptions::upsert!(
+            Postgres,
+            *tx,
+            by,
+            rows,
+            <Postgres as Dialect>::NOW,
+            id_of
+        )
     }
 
     async fn apply_set(

@@ -63,8 +63,10 @@ impl ApplySql for Sqlite {
         tx: &mut Transaction<'static, Sqlite>,
         by: &str,
         rows: &[FindingRow],
+        ids: &HashMap<&str, i64>,
     ) -> Result<(), sqlx::Error> {
-        crate::store::exceptions::upsert!(Sqlite, *tx, by, rows, <Sqlite as Dialect>::NOW)
+        let id_of = |r: &str| ids.get(r).copied();
+        crate::store::exceptions::upsert!(Sqlite, *tx, by, rows, <Sqlite as Dialect>::NOW, id_of)
     }
 
     async fn apply_set(
