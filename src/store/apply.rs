@@ -118,7 +118,7 @@ pub(super) async fn apply_batch<DB: ApplySql>(
     batch: &[PlannedTransition],
     ctx: &ApplyContext,
     guard: Guard<'_>,
-    opens: Option<&Opens<'_>>,
+    opens: Option<&super::Opening<'_>>,
 ) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
     let now = sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin_with(DB::BEGIN_WRITE).await?;
@@ -151,12 +151,6 @@ pub(super) async fn apply_batch<DB: ApplySql>(
     }
     counted(tx).commit().await?;
     Ok(out)
-}
-
-/// `Opening` as a batch sees it: `rows` takes the outcomes in the batch's (sorted) order.
-pub(super) struct Opens<'a> {
-    pub by: &'a str,
-    pub rows: &'a (dyn Fn(&[ApplyOutcome]) -> Vec<FindingRow> + Sync),
 }
 
 /// The statements a write batch needs, in a backend's dialect. Each sends one statement,

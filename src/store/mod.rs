@@ -256,10 +256,11 @@ impl Store {
             }
             out
         };
-        // The exceptions' rows from the outcomes in the caller's order.
+        // The batch runs sorted: its `Opening` takes the sorted outcomes and hands the
+        // caller's `rows` its own order.
         let rows =
             |sorted: &[ApplyOutcome]| opening.map_or(Vec::new(), |o| (o.rows)(&unsort(sorted)));
-        let opens = opening.map(|o| apply::Opens {
+        let opens = opening.map(|o| Opening {
             by: o.by,
             rows: &rows,
         });

@@ -1,6 +1,7 @@
 //! Exceptions (README.md, "Exceptions"): what payrecon cannot settle alone, one row per problem
 //! however many runs see it. Opened or touched in the transaction of a run's findings, or of
-//! a webhook delivery's apply (`upsert!`), cleared at the end of a run when their condition is gone (`clear_exceptions`),
+//! a webhook delivery's apply (`upsert!`), cleared at the end of a run when their condition is
+//! gone (`clear_exceptions`),
 //! listed, and settled by an operator: the claim (`status = 'open'` → `resolved`) is a
 //! conditional UPDATE in the transaction of the decision it records, so of two people acting at
 //! once one wins.
