@@ -368,10 +368,15 @@ fn provider(
     text: &str,
     decimals: &std::collections::HashMap<String, u8>,
 ) -> Result<ProviderConfig, ConfigError> {
-    if name == "chain" {
-        return Err(err(
-            "providers.chain: the name \"chain\" is reserved for the chain sweep",
-        ));
+    if name == "chain" || name == "run" {
+        return Err(err(format!(
+            "providers.{name}: the name \"{name}\" is reserved ({})",
+            if name == "chain" {
+                "the chain sweep's entry in reports and metrics"
+            } else {
+                "the run's own steps' entry in reports and metrics"
+            }
+        )));
     }
     let kind = match table.get("kind") {
         Some(toml::Value::String(k)) => k.clone(),

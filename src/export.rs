@@ -211,15 +211,31 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
         (Err(e), _) => return usage(format!("--since: {e}")),
         (_, Err(e)) => return usage(format!("--until: {e}")),
     };
-    // The output first: a path that cannot be written fails before anything is read.
+    // The output first: a folder that cannot be written fails before anything is read. The
+    // export goes to a temporary file beside the target, renamed over it once complete: a
+    // failed export leaves the target as it was, and no temporary file.
+    let mut temp: Option<tempfile::TempPath> = None;
     let out: Box<dyn Write> = match &args.output {
-        Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Box::new(std::io::BufWriter::with_capacity(1 << 16, f)),
-            Err(e) => {
-                eprintln!("payrecon: cannot write {}: {e}", path.display());
-                return ExitCode::from(1);
+        Some(path) => {
+            let folder = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => std::path::Path::new("."),
+            };
+            let made = tempfile::Builder::new()
+                .prefix(".payrecon-export-")
+                .tempfile_in(folder);
+            match made {
+                Ok(f) => {
+                    let (file, path) = f.into_parts();
+                    temp = Some(path);
+                    Box::new(std::io::BufWriter::with_capacity(1 << 16, file))
+                }
+                Err(e) => {
+                    eprintln!("payrecon: cannot write {}: {e}", path.display());
+                    return ExitCode::from(1);
+                }
             }
-        },
+        }
         None => Box::new(std::io::BufWriter::with_capacity(
             1 << 16,
             std::io::stdout().lock(),
@@ -232,6 +248,7 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
         );
         ExitCode::from(1)
     };
+    // (On an error below, `temp` is dropped: the temporary file is removed.)
     let store = match Store::connect_read_only(config.database.url.expose(), 2).await {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -239,18 +256,18 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
     let assets = Assets::of(&config);
     let done = write_export(&store, &assets, since, until, args.format, out).await;
     store.close().await;
-    match done {
-        Ok(n) => {
-            tracing::info!(payments = n, "Export written.");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            if let Some(path) = &args.output {
-                let _ = std::fs::remove_file(path);
-            }
-            fail(&e)
+    let n = match done {
+        Ok(n) => n,
+        Err(e) => return fail(&e),
+    };
+    if let (Some(temp), Some(path)) = (temp, &args.output) {
+        if let Err(e) = temp.persist(path) {
+            eprintln!("payrecon: cannot write {}: {}", path.display(), e.error);
+            return ExitCode::from(1);
         }
     }
+    tracing::info!(payments = n, "Export written.");
+    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

@@ -43,7 +43,19 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
         .iter()
         .find(|p| !config.providers.iter().any(|c| c.name() == p.as_str()))
     {
-        return usage(&format!("--provider {p:?} is not configured"));
+        let known: Vec<String> = config
+            .providers
+            .iter()
+            .map(|c| format!("{:?}", c.name()))
+            .collect();
+        return usage(&format!(
+            "--provider {p:?} is not configured; {}",
+            if known.is_empty() {
+                "no provider is".to_string()
+            } else {
+                format!("the configured ones are {}", known.join(", "))
+            }
+        ));
     }
     let app = match crate::app::App::start(config).await {
         Ok(a) => a,

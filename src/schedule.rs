@@ -83,6 +83,7 @@ where
             return runs;
         }
     };
+    tracing::info!(next_run = %next, "Next run at {next}.");
     loop {
         if *shutdown.borrow() {
             return runs;
@@ -133,6 +134,7 @@ where
                 "Ticks came while a run was still going; they were skipped, not queued."
             );
         }
+        tracing::info!(next_run = %next, "Next run at {next}.");
     }
 }
 

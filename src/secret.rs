@@ -31,27 +31,88 @@ impl fmt::Display for Secret {
 }
 
 /// Replaces every occurrence of each secret in `text` (for error strings from libraries
-/// that echo URLs or headers).
+/// that echo URLs or headers). A secret that is a URL (the database's) is shown whole but for
+/// its password and password-like query parameters (`redact_url`), so that a typo in its
+/// scheme, host, port or path can be seen; its password alone is masked too.
 pub fn redact(text: &str, secrets: &[&Secret]) -> String {
     let mut out = text.to_string();
-    for s in secrets.iter().filter(|s| s.expose().len() >= 4) {
-        out = out.replace(s.expose(), "***");
+    for s in secrets {
+        let s = s.expose();
+        if s.contains("://") {
+            out = out.replace(s, &redact_url(s));
+            for part in url_secrets(s).into_iter().filter(|p| p.len() >= 4) {
+                out = out.replace(&part, "***");
+            }
+        } else if s.len() >= 4 {
+            out = out.replace(s, "***");
+        }
     }
     out
 }
 
-/// Removes the password from a database URL (`postgres://user:pw@host/db` -> `postgres://user:***@host/db`).
+/// Query parameters whose value is a secret (libpq's and MySQL's spellings, and the like).
+fn secret_param(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "password", "passwd", "pwd", "pass", "secret", "token", "key",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// The secret parts of a URL: the password of its user information, and the values of its
+/// password-like query parameters.
+fn url_secrets(url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some((_, rest)) = url.split_once("://") else {
+        return out;
+    };
+    let (authority_path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if let Some((userinfo, _)) = authority_path.rsplit_once('@') {
+        if let Some((_, pw)) = userinfo.split_once(':') {
+            out.push(pw.to_string());
+        }
+    }
+    for pair in query.split('&') {
+        if let Some((k, v)) = pair.split_once('=') {
+            if secret_param(k) && !v.is_empty() {
+                out.push(v.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A database URL as it may be shown: whole, but for the password
+/// (`postgres://user:pw@host/db` -> `postgres://user:***@host/db`) and the values of
+/// password-like query parameters (`?password=…`, `?sslpassword=…`).
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_string();
+    let (authority_path, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, Some(q)),
+        None => (rest, None),
     };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_string(),
+    let mut out = match authority_path.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => format!("{scheme}://{authority_path}"),
+        },
+        None => format!("{scheme}://{authority_path}"),
+    };
+    if let Some(q) = query {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, v)) if secret_param(k) && !v.is_empty() => format!("{k}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
     }
+    out
 }
 
 impl<'de> serde::Deserialize<'de> for Secret {
@@ -74,5 +135,32 @@ mod tests {
             "postgres://u:***@h:5432/db"
         );
         assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
+        assert_eq!(
+            redact_url("postgres://u@h/db?sslmode=require&password=hunter2&Pwd=x9"),
+            "postgres://u@h/db?sslmode=require&password=***&Pwd=***"
+        );
+    }
+
+    /// SPEC §2: a database URL in an error is shown whole but for its password, so that a
+    /// typo in its scheme, host, port or path can be seen; the password never is.
+    #[test]
+    fn a_database_url_is_masked_down_to_its_password() {
+        let plain = Secret::new("sqlit://ledger.db");
+        assert_eq!(
+            redact("unsupported database URL sqlit://ledger.db", &[&plain]),
+            "unsupported database URL sqlit://ledger.db"
+        );
+        let pw = Secret::new("postgres://app:s3cretpw@db.example:5433/ledger");
+        let text = "connect to postgres://app:s3cretpw@db.example:5433/ledger: refused \
+                    (password s3cretpw)";
+        assert_eq!(
+            redact(text, &[&pw]),
+            "connect to postgres://app:***@db.example:5433/ledger: refused (password ***)"
+        );
+        let q = Secret::new("mysql://app@h/db?password=longpassword1");
+        assert_eq!(
+            redact("at mysql://app@h/db?password=longpassword1", &[&q]),
+            "at mysql://app@h/db?password=***"
+        );
     }
 }

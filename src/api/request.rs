@@ -62,29 +62,31 @@ pub fn order(raw: &[u8], catalog: &Catalog) -> Result<ExpectedOrder, Vec<FieldPr
             detail: "the body must be a JSON object".into(),
         }]);
     };
+    // Every bad field at once: the shape's problems (unknown, missing, not a string) do not
+    // stop the checks of the fields that are strings.
     let mut problems = shape(&map);
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let req: OrderRequest = serde_json::from_value(Value::Object(map)).map_err(|e| {
-        vec![FieldProblem {
-            pointer: Some("#".into()),
-            parameter: None,
-            detail: e.to_string(),
-        }]
-    })?;
+    let text = |f: &str| map.get(f).and_then(Value::as_str).unwrap_or("");
     let input = OrderInput {
-        order_ref: &req.order_ref,
-        chain: &req.chain,
-        pay_to: &req.pay_to,
-        asset: &req.asset,
-        amount_due: &req.amount_due,
-        expires_at: req.expires_at.as_deref(),
+        order_ref: text("order_ref"),
+        chain: text("chain"),
+        pay_to: text("pay_to"),
+        asset: text("asset"),
+        amount_due: text("amount_due"),
+        expires_at: map.get("expires_at").and_then(Value::as_str),
     };
-    expected_order(&input, catalog).map_err(|errors| {
-        problems.extend(errors.into_iter().map(FieldProblem::from));
-        problems
-    })
+    let shaped: Vec<Option<String>> = problems.iter().map(|p| p.pointer.clone()).collect();
+    match expected_order(&input, catalog) {
+        Ok(o) if problems.is_empty() => Ok(o),
+        Ok(_) => Err(problems),
+        Err(errors) => {
+            let named = errors
+                .into_iter()
+                .map(FieldProblem::from)
+                .filter(|p| !shaped.contains(&p.pointer));
+            problems.extend(named);
+            Err(problems)
+        }
+    }
 }
 
 /// Unknown fields, missing ones and wrong JSON types, each named.
@@ -245,6 +247,12 @@ mod tests {
         );
         let domain = br#"{"order_ref":"A","chain":"ethereum","pay_to":"0x1","asset":"native","amount_due":"0"}"#;
         assert_eq!(pointers(order(domain, &c)), ["#/pay_to", "#/amount_due"]);
+        // An unknown field and a wrong type stop none of the other checks.
+        let both = br#"{"order_ref":"","chain":"ethereum","pay_to":"0xZZ","asset":"native","amount_due":5,"surprise":true}"#;
+        assert_eq!(
+            pointers(order(both, &c)),
+            ["#/surprise", "#/amount_due", "#/order_ref", "#/pay_to"]
+        );
     }
 
     #[test]

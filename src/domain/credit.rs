@@ -110,17 +110,35 @@ pub(super) fn plan_credit(
     let idx = push_transition(plan, row, to, attach, Some(credit));
     in_plan.push(row.id, credited_payment(t));
     if row.is_late(t.block_time) {
-        plan.findings.push(late(obs, t, row, accept_late, idx));
+        plan.findings
+            .push(late(obs, t, row, accept_late, idx, total));
     }
     if !covered {
         if !held_late {
             plan.findings.push(held(obs, t, row, &c));
+        } else if let Some(short) = short_counting_all(&prior, t, row, tolerance) {
+            // Late and short: both problems, each its own finding (and exception).
+            plan.findings.push(held(obs, t, row, &short));
         }
         return Credited::Short;
     }
     plan.findings.extend(advanced(obs, t, row, to, idx, how));
     plan.findings.extend(mismatch(obs, t, row, &c, idx));
     Credited::Covered
+}
+
+/// The cover of `row` with every payment on chain counted, the late ones too, when even
+/// that is short of `amount_due − tolerance`: a late payment that leaves the order short is
+/// also underpaid (accepting it late would not pay the order). `None` when covered.
+fn short_counting_all(
+    prior: &[CreditedPayment],
+    t: &ChainTransfer,
+    row: &LedgerRow,
+    tolerance: super::cover::Tolerance,
+) -> Option<super::cover::Cover> {
+    let (parts, _) = cover_parts(prior, t, row, true, false);
+    let c = cover(row.amount_due, tolerance, &parts).ok()?;
+    c.completing.is_none().then_some(c)
 }
 
 /// Whether `t` must wait before it credits `row`: the order expires, so the payment is judged

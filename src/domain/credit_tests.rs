@@ -277,6 +277,43 @@ fn a_late_payment_is_credited_and_held_or_accepted() {
     assert_eq!(plan, Plan::default());
 }
 
+/// A payment late and short is both problems: `late_payment` and `amount_mismatch`, each
+/// held, each detail naming what was paid and what is due; seen again, the same two.
+#[test]
+fn a_late_and_short_payment_is_held_for_both_problems() {
+    let mut row = order(1, 25, State::Unpaid, None);
+    row.expires_at = Some(at(0));
+    let late = timed(1, 20, 60);
+    let plan = reconcile(&[seen(&late)], &view(vec![row.clone()]));
+    assert_eq!(kinds(&plan), ["late_payment", "amount_mismatch"]);
+    for f in &plan.findings {
+        assert_eq!(f.outcome, Outcome::Decided(Action::Held), "{f:?}");
+        assert!(f.detail.contains("paid 20 of 25"), "{}", f.detail);
+    }
+    assert!(plan.findings[1].detail.contains("short 5"));
+    assert_eq!(plan.transitions[0].to, State::Unpaid);
+    // Late but in full: one problem only.
+    let plan = reconcile(&[seen(&timed(1, 25, 60))], &view(vec![row.clone()]));
+    assert_eq!(kinds(&plan), ["late_payment"]);
+    // Seen again once credited: still both.
+    let mut held = row.clone();
+    held.credits.push(CreditedPayment {
+        block_time: late.block_time,
+        ..credited(&late)
+    });
+    held.amount_paid = Some(U256::from(20));
+    let mut ledger = view(vec![]);
+    ledger.insert_credited(late.key.clone(), held);
+    let plan = reconcile(&[seen(&late)], &ledger);
+    assert!(plan.transitions.is_empty());
+    assert_eq!(kinds(&plan), ["late_payment", "amount_mismatch"]);
+    // On a keyed unpaid row too.
+    let mut keyed = order(1, 25, State::Unpaid, Some(&late));
+    keyed.expires_at = Some(at(0));
+    let plan = reconcile(&[seen(&late)], &view(vec![keyed]));
+    assert_eq!(kinds(&plan), ["late_payment", "amount_mismatch"]);
+}
+
 #[test]
 fn a_late_top_up_never_completes_an_order_held() {
     let early = timed(1, 20, -60);

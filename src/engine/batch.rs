@@ -53,7 +53,7 @@ impl PartTally {
 
     /// Marks this provider failed (the first error is kept; work already done stays).
     pub fn fail(&mut self, error: String) {
-        tracing::error!(provider = %self.report.provider, error = %error, "Provider failed.");
+        tracing::error!(provider = %self.report.provider, error = %error, "Part of the run failed.");
         self.report.status = "failed".into();
         match &mut self.report.error {
             Some(e) => {
@@ -85,7 +85,7 @@ impl Engine {
     ) -> Result<(), StoreError> {
         // Orders that expire judge a payment by its block's time (docs/configuration.md,
         // "Amounts"): read it.
-        let timed = self.block_times(ctx, seen.observations, view).await;
+        let timed = self.block_times(acc, seen.observations, view).await;
         let seen = BatchInput {
             observations: timed.as_deref().unwrap_or(seen.observations),
             claims: seen.claims,
@@ -113,11 +113,11 @@ impl Engine {
 
     /// The observations with their block times, when an order of the view expires and some
     /// transfer has none (one batched read per chain of the distinct blocks); `None` when
-    /// nothing needs them. A chain that cannot be read leaves its transfers without: those to
-    /// orders that expire then wait for the next run.
+    /// nothing needs them. A chain that cannot be read leaves its transfers without (those to
+    /// orders that expire then wait for the next run) and fails the part.
     async fn block_times(
         &self,
-        ctx: &RunCtx,
+        acc: &mut PartTally,
         observations: &[Observation],
         view: &LedgerView,
     ) -> Option<Vec<Observation>> {
@@ -149,8 +149,8 @@ impl Engine {
             numbers.dedup();
             match client.block_times(&numbers).await {
                 Ok(got) => times.extend(got.into_iter().map(|(n, t)| ((chain.to_string(), n), t))),
-                Err(e) => tracing::warn!(chain, run_id = %ctx.run_id, error = %self.redact(&e),
-                    "Could not read block times; payments to orders that expire wait."),
+                // Their payments to orders that expire wait for a run that can read them.
+                Err(e) => self.fail(acc, format!("chain {chain}: reading block times: {e}")),
             }
         }
         let mut out = observations.to_vec();

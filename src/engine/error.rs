@@ -16,7 +16,7 @@ pub enum PartError {
     Chain(#[from] ChainError),
     /// The chain's head could not be read at the start of the run (`reason` names the chain):
     /// its records wait for the next run.
-    #[error("{reason}")]
+    #[error("chain {chain}: reading the chain head failed: {reason}")]
     ChainDown { chain: String, reason: String },
     #[error("chain {0} is not configured")]
     NotConfigured(String),

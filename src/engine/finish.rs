@@ -47,16 +47,29 @@ impl Engine {
         &self,
         ctx: &RunCtx,
         opts: &RunOptions,
-        accs: Vec<PartTally>,
+        mut accs: Vec<PartTally>,
+        mut steps: PartTally,
         started: Timestamp,
         finished: Timestamp,
     ) -> Result<Report, EngineError> {
+        if !opts.dry_run {
+            for e in self.settle_exceptions(ctx, finished).await {
+                self.fail(&mut steps, e);
+            }
+            // The run's own steps: counted every run that has them, reported when they failed.
+            self.record_metrics(&steps, finished);
+            if steps.report.failed() {
+                accs.push(steps);
+            }
+        }
         let mut totals = Totals::default();
         let mut findings: Vec<FindingOut> = Vec::new();
         let mut truncated = false;
         let mut providers = Vec::new();
         for acc in accs {
-            self.record_metrics(&acc, finished);
+            if acc.report.provider != super::Part::Run.name() {
+                self.record_metrics(&acc, finished);
+            }
             totals.checked += acc.report.checked;
             totals.gaps += acc.report.gaps.total();
             totals.applied += acc.report.applied;
@@ -76,9 +89,6 @@ impl Engine {
             .filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.provider)))
             .collect();
         let failed = !errors.is_empty();
-        if !opts.dry_run {
-            self.settle_exceptions(ctx, finished).await;
-        }
         if !opts.dry_run {
             let run_totals = RunTotals {
                 status: if failed { "failed" } else { "ok" }.into(),
@@ -120,10 +130,13 @@ impl Engine {
 
     /// The open `reorged` exceptions' transactions, for `RunExceptions::observe` (none for a
     /// dry run, which records no exceptions).
-    pub(super) async fn run_exceptions(&self, dry_run: bool) -> RunExceptions {
+    pub(super) async fn run_exceptions(
+        &self,
+        dry_run: bool,
+    ) -> Result<RunExceptions, crate::store::StoreError> {
         let mut out = RunExceptions::default();
         if dry_run {
-            return out;
+            return Ok(out);
         }
         let filter = crate::store::ExceptionFilter {
             status: Some("open".into()),
@@ -131,23 +144,19 @@ impl Engine {
             limit: 100_000,
             ..Default::default()
         };
-        match self.store.list_exceptions(&filter).await {
-            Ok(rows) => {
-                out.reorged = rows
-                    .into_iter()
-                    .filter_map(|r| r.tx_hash.map(|t| (r.chain, t)))
-                    .collect()
-            }
-            Err(e) => {
-                tracing::warn!(error = %self.redact(&e), "Could not read the open reorged exceptions; they are cleared by a later run.")
-            }
-        }
-        out
+        let rows = self.store.list_exceptions(&filter).await?;
+        out.reorged = rows
+            .into_iter()
+            .filter_map(|r| r.tx_hash.map(|t| (r.chain, t)))
+            .collect();
+        Ok(out)
     }
 
-    /// Clears the exceptions whose condition this run found gone, then sets the exception
-    /// gauges. A failure is logged: the next run clears them.
-    pub(super) async fn settle_exceptions(&self, ctx: &RunCtx, now: Timestamp) {
+    /// Opens the held orders' exceptions, clears those whose condition this run found gone,
+    /// then sets the exception gauges. Returns what failed (each fails the run; the next run
+    /// does what this one could not).
+    pub(super) async fn settle_exceptions(&self, ctx: &RunCtx, now: Timestamp) -> Vec<String> {
+        let mut failed = Vec::new();
         let finals: Vec<crate::store::FinalSeen> = ctx
             .exceptions
             .finals
@@ -162,21 +171,18 @@ impl Engine {
         {
             Ok(0) => {}
             Ok(n) => tracing::info!(opened = n, "Exceptions opened for held orders."),
-            Err(e) => {
-                tracing::warn!(error = %self.redact(&e), "Could not open the exceptions of held orders; the next run does.")
-            }
+            Err(e) => failed.push(format!("exceptions: opening those of held orders: {e}")),
         }
         match self.store.clear_exceptions(&finals, now).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(cleared = n, "Exceptions cleared: their condition is gone."),
-            Err(e) => {
-                tracing::warn!(error = %self.redact(&e), "Could not clear exceptions; the next run does.")
-            }
+            Err(e) => failed.push(format!("exceptions: clearing: {e}")),
         }
         match self.store.open_exceptions().await {
             Ok(open) => self.metrics.set_exceptions(&open, now),
-            Err(e) => tracing::warn!(error = %self.redact(&e), "Could not count open exceptions."),
+            Err(e) => failed.push(format!("exceptions: counting the open ones: {e}")),
         }
+        failed
     }
 
     pub(super) fn record_metrics(&self, acc: &PartTally, finished: Timestamp) {

@@ -103,7 +103,7 @@ impl Engine {
             whole: stats.whole,
         };
         if let Err(err) = self.store.record_list_read(&read).await {
-            tracing::warn!(error = %self.redact(&err), "Could not record what the run read of a list.");
+            self.fail(acc, format!("recording what the run read of a list: {err}"));
         }
     }
 

@@ -190,6 +190,19 @@ impl Engine {
                 opts.providers.is_empty() || opts.providers.iter().any(|p| p == e.provider.name())
             })
             .collect();
+        // A step of the run's own that fails (the reads and the inbox here, the exceptions at
+        // its end) fails the run: the `run` entry of the report.
+        let mut steps = PartTally::new(Part::Run.name(), Part::Run.name());
+        let exceptions = match self.run_exceptions(opts.dry_run).await {
+            Ok(x) => x,
+            Err(e) => {
+                self.fail(
+                    &mut steps,
+                    format!("exceptions: reading the open reorged ones: {e}"),
+                );
+                Default::default()
+            }
+        };
         let ctx = RunCtx {
             run_id: run_id.clone(),
             started,
@@ -202,14 +215,25 @@ impl Engine {
             progress: opts.progress.then(progress_bar),
             source: Source::Reconcile,
             placed: Default::default(),
-            exceptions: self.run_exceptions(opts.dry_run).await,
+            exceptions,
         };
         tracing::info!(run_id = %run_id, since = %opts.since, until = %opts.until, dry_run = opts.dry_run, "Run started.");
         // Deliveries stored but not applied (a process stopped in between, a chain that could
         // not be read) go first, through the same apply path.
         if !opts.dry_run {
-            if let Err(e) = self.drain_webhook_inbox().await {
-                tracing::warn!(error = %self.redact(&e), "The webhook inbox could not be read; its deliveries wait for the next run.");
+            match self.drain_webhook_inbox().await {
+                Err(e) => self.fail(&mut steps, format!("webhook inbox: {e}")),
+                // A delivery left for later (its chain or the database could not be read) is
+                // work this run could not do: it fails here, and the next run tries it first.
+                Ok(t) if t.deferred > 0 => self.fail(
+                    &mut steps,
+                    format!(
+                        "webhook inbox: {} stored deliveries could not be applied (the log names \
+                         why); they wait for the next run",
+                        t.deferred
+                    ),
+                ),
+                Ok(_) => {}
             }
         }
 
@@ -236,7 +260,9 @@ impl Engine {
             pb.finish_and_clear();
         }
         let finished = Timestamp::now();
-        let report = self.finish(&ctx, opts, accs, started, finished).await?;
+        let report = self
+            .finish(&ctx, opts, accs, steps, started, finished)
+            .await?;
         Ok(report)
     }
 

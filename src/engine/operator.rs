@@ -7,7 +7,9 @@
 use super::Engine;
 use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{ledger_tx_hash, plan_accept, plan_attach, LedgerView, PaymentKey, OPERATOR};
-use crate::store::{ApplyContext, ApplyOutcome, ExceptionRow, Resolve, Source, StoreError};
+use crate::store::{
+    ApplyContext, ApplyOutcome, ExceptionFilter, ExceptionRow, Resolve, Source, StoreError,
+};
 
 /// What became of a decision.
 #[derive(Debug)]
@@ -60,11 +62,95 @@ impl Engine {
             )));
         }
         let row = self.order_of(&ex).await?;
+        // Accepting settles this problem only: while another holds the order (late and short
+        // are two), it stays held and nothing moves or goes out.
+        if let Some(other) = self.other_hold(&ex, &row.order_ref).await? {
+            let what = format!(
+                "{} accepted; order {} stays {} (held) while exception {} ({}) is open",
+                ex.kind, row.order_ref, row.state, other.id, other.kind
+            );
+            return match self.store.dismiss_exception(&r).await {
+                Ok(None) => {
+                    tracing::info!(exception = r.id, resolution = r.resolution, by = %r.by, "Exception resolved: {what}.");
+                    Ok(Decision::Done(what))
+                }
+                Ok(Some(taken)) => Ok(Decision::Taken(Box::new(taken))),
+                Err(e) => Err(e.into()),
+            };
+        }
+        if ex.kind == "late_payment" {
+            self.refuse_short(&ex, &row).await?;
+        }
         let t = plan_accept(&row).map_err(|e| OperatorError::Refused(e.0))?;
         // Checked again under the decision's lock: a top-up credited meanwhile fails it.
         r.order_paid = Some((row.id, row.amount_paid.map(|a| a.to_string())));
         let what = format!("order {} moved from {} to {}", t.order_ref, t.from, t.to);
         self.decide(&[t], r, what).await
+    }
+
+    /// Another open exception that holds the same order (`amount_mismatch` beside a
+    /// `late_payment`, or the reverse), if any.
+    async fn other_hold(
+        &self,
+        ex: &ExceptionRow,
+        order_ref: &str,
+    ) -> Result<Option<ExceptionRow>, OperatorError> {
+        let open = self
+            .store
+            .list_exceptions(&ExceptionFilter {
+                status: Some("open".into()),
+                order_ref: Some(order_ref.to_string()),
+                limit: 100,
+                ..Default::default()
+            })
+            .await?;
+        Ok(open
+            .into_iter()
+            .find(|o| o.id != ex.id && (o.kind == "amount_mismatch" || o.kind == "late_payment")))
+    }
+
+    /// Accepting a late payment never pays an order its payments do not cover (every payment
+    /// on chain counted, less the tolerance), unless a person accepted the shortfall: the
+    /// refusal says so. (A run opens the `amount_mismatch` beside it; accept that too.)
+    async fn refuse_short(
+        &self,
+        ex: &ExceptionRow,
+        row: &crate::domain::LedgerRow,
+    ) -> Result<(), OperatorError> {
+        let paid = row
+            .credits
+            .iter()
+            .filter(|c| !c.gone)
+            .fold(crate::domain::U256::ZERO, |a, c| a.saturating_add(c.amount));
+        let due = self
+            .amounts
+            .tolerance(&row.chain, &row.asset)
+            .due(row.amount_due);
+        if paid >= due {
+            return Ok(());
+        }
+        let settled = self
+            .store
+            .list_exceptions(&ExceptionFilter {
+                status: Some("resolved".into()),
+                kind: Some("amount_mismatch".into()),
+                order_ref: Some(row.order_ref.clone()),
+                limit: 100,
+                ..Default::default()
+            })
+            .await?;
+        if settled
+            .iter()
+            .any(|s| s.resolution.as_deref() == Some("accepted"))
+        {
+            return Ok(());
+        }
+        Err(OperatorError::Refused(format!(
+            "exception {} is late, and order {} is short too: paid {paid} of {}; accepting \
+             the late payment would not pay it. Accept its amount_mismatch exception as well \
+             (the next run opens it), or dismiss both and refund",
+            ex.id, row.order_ref, row.amount_due
+        )))
     }
 
     /// `payrecon exceptions attach`: a payment to no order is credited to `order_ref`; the

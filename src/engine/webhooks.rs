@@ -155,7 +155,7 @@ impl Engine {
             Ok(()) => acc.report.error.clone(),
         };
         if let Some(error) = failed {
-            tracing::warn!(provider = %name, error = %error, n = readable.len(), "Webhook deliveries not applied yet; the next run retries them.");
+            tracing::error!(provider = %name, error = %error, n = readable.len(), "Webhook deliveries not applied yet; the next run retries them.");
             tally.deferred += readable.len();
             return tally;
         }
@@ -173,7 +173,7 @@ impl Engine {
             .mark_webhook_deliveries(ids, outcome, Timestamp::now())
             .await;
         if let Err(e) = &r {
-            tracing::warn!(error = %self.redact(e), "Marking webhook deliveries processed failed; they will be processed again (idempotent).");
+            tracing::error!(error = %self.redact(e), "Marking webhook deliveries processed failed; they will be processed again (idempotent).");
         }
         r
     }

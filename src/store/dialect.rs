@@ -145,8 +145,9 @@ pub(crate) trait Dialect: sqlx::Database {
     fn upsert(target: &str, set: &str) -> String {
         format!("ON CONFLICT {target} DO UPDATE SET {set}")
     }
-    /// The tail of an INSERT that writes nothing when the row `target` names exists.
-    fn do_nothing(target: &str) -> String {
+    /// The tail of an INSERT into `table` that writes nothing when the row `target` names
+    /// exists.
+    fn do_nothing(_table: &str, target: &str) -> String {
         format!("ON CONFLICT {target} DO NOTHING")
     }
     /// Claims due events (`due`: the `WHERE` on alias `e`): 1 now, 2 holder, 3 claimed

@@ -3,7 +3,7 @@
 
 pub(crate) mod harness;
 
-mod codes;
+pub(crate) mod codes;
 mod commands;
 mod kill;
 mod report;

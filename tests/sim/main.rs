@@ -13,6 +13,7 @@ mod anvil;
 mod bitcoin;
 mod check;
 mod extras;
+mod guard;
 mod kill;
 mod lists;
 mod merchant;

@@ -247,8 +247,27 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     crate::qvard::clear_faults(&w).await;
     extras::bump(extras::MID_PAGING, w.cg.changes_fired());
     w.chain.fail_next(0);
+    // A chain unreachable for a whole run, on some seeds (its own stream: the other draws
+    // are kept): the run says so by name, fails, and applies nothing.
+    let mut or = StdRng::seed_from_u64(seed ^ 0x0c4a_1d0f);
+    if or.gen_bool(0.2) {
+        chain_down_run(&mut w).await?;
+    }
+    // The fault-free runs log no ERROR (the guard: a store statement that failed, a chain
+    // read that failed, anything a person must be told of).
+    let (guard, span) = crate::guard::span();
     for _ in 0..2 {
-        let report = run_one(&mut w, false, false).await?;
+        use tracing::Instrument as _;
+        let report = run_one(&mut w, false, false).instrument(span.clone()).await;
+        let logged = crate::guard::take(guard);
+        if !logged.is_empty() {
+            return Err(format!(
+                "a fault-free run logged {} ERROR(s):\n{}",
+                logged.len(),
+                logged.join("\n")
+            ));
+        }
+        let report = report?;
         if report.any_failed() {
             return Err(format!("a fault-free run failed:\n{}", report.to_json()));
         }
@@ -401,6 +420,47 @@ async fn run_one(w: &mut World, dry: bool, _alone: bool) -> Result<Report, Strin
     Ok(r)
 }
 
+/// A run with the chain unreachable throughout: its sweep entry fails naming the chain, the
+/// run counts as failed (`payrecon run` exits 1), and nothing is applied.
+async fn chain_down_run(w: &mut World) -> Result<(), String> {
+    let before = w
+        .store()
+        .count("payrecon_transitions")
+        .await
+        .map_err(|e| e.to_string())?;
+    w.chain.fail_next(u64::MAX / 2);
+    let r = run_engine(w.app.engine.clone(), false).await;
+    w.chain.fail_next(0);
+    let r = r?;
+    w.run_ids.push(r.run_id.clone());
+    let sweep = r.providers.iter().find(|p| p.provider == "chain");
+    let named = sweep.is_some_and(|p| {
+        p.failed()
+            && p.error
+                .as_deref()
+                .is_some_and(|e| e.contains("chain ethereum"))
+    });
+    if !named || !r.any_failed() {
+        return Err(format!(
+            "a run with the chain down did not fail by its name:\n{}",
+            r.to_json()
+        ));
+    }
+    let after = w
+        .store()
+        .count("payrecon_transitions")
+        .await
+        .map_err(|e| e.to_string())?;
+    if after != before || r.totals.applied != 0 {
+        return Err(format!(
+            "a run with the chain down applied {} transition(s):\n{}",
+            after - before,
+            r.to_json()
+        ));
+    }
+    check::monotone(w).await
+}
+
 const RUN_ERROR: &str = "Engine::run returned an error";
 
 /// `Engine::run` on its own task: a panic is a finding, not a crash of the simulator.
@@ -408,7 +468,9 @@ async fn run_engine(
     engine: std::sync::Arc<payrecon::engine::Engine>,
     dry: bool,
 ) -> Result<Report, String> {
-    let task = tokio::spawn(async move { engine.run(&opts(dry)).await });
+    use tracing::Instrument as _;
+    // In the guard's span, when the caller is in it (the fault-free runs).
+    let task = tokio::spawn(async move { engine.run(&opts(dry)).await }.in_current_span());
     match task.await {
         Ok(Ok(r)) => Ok(r),
         Ok(Err(e)) => Err(format!("{RUN_ERROR}: {e}")),

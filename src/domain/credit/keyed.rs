@@ -37,12 +37,20 @@ pub(in crate::domain) fn plan_keyed_credit(
     };
     plan.refused_backwards.extend(backwards(t, row));
     let held_short = |c: &Option<Cover>| c.as_ref().map(|c| held(obs, t, row, c));
+    // A late payment that would leave the order short even if it counted is underpaid too.
+    let late_and_short = || {
+        let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+        let c = cover(row.amount_due, tolerance, &[of_transfer(t)]).ok()?;
+        c.completing.is_none().then(|| held(obs, t, row, &c))
+    };
     if to == row.state && !row.merchant_key {
         // Nothing to write: a keyed order held short, or late, seen again.
-        plan.findings.extend(match held_late {
-            true => Some(late(obs, t, row, false, 0)),
-            false => held_short(&amounts),
-        });
+        if held_late {
+            plan.findings.push(late(obs, t, row, false, 0, t.amount));
+            plan.findings.extend(late_and_short());
+        } else {
+            plan.findings.extend(held_short(&amounts));
+        }
         return;
     }
     let credit = row
@@ -50,11 +58,14 @@ pub(in crate::domain) fn plan_keyed_credit(
         .then(|| new_payment(t, row, row.amount_paid, t.amount, held_late, true));
     let idx = push_transition(plan, row, to, keyed_attach(t, to), credit);
     if unpaid && row.is_late(t.block_time) {
-        plan.findings.push(late(obs, t, row, accept_late, idx));
+        plan.findings
+            .push(late(obs, t, row, accept_late, idx, t.amount));
     }
     if to == row.state {
         if unpaid && !held_late {
             plan.findings.extend(held_short(&amounts));
+        } else if held_late {
+            plan.findings.extend(late_and_short());
         }
         return;
     }
@@ -108,35 +119,44 @@ fn keyed_attach(t: &ChainTransfer, to: State) -> Option<Attach> {
     })
 }
 
-/// A payment already credited to a held order, seen again: held for being late, or short.
+/// A payment already credited to a held order, seen again: held for being late, short, or
+/// both (a late payment that leaves the order short even when it counts).
 pub(in crate::domain) fn held_again(
     obs: &Observation,
     t: &ChainTransfer,
     row: &LedgerRow,
     credits: &[CreditedPayment],
     ledger: &LedgerView,
-) -> Option<Finding> {
+) -> Vec<Finding> {
     let accept_late = ledger.policy.accept_late;
     let seen = credits.iter().find(|c| c.key == t.key);
-    if !accept_late && seen.is_some_and(|c| row.is_late(c.block_time)) {
-        let mut seen_t = t.clone();
-        seen_t.block_time = seen.and_then(|c| c.block_time);
-        return Some(late(obs, &seen_t, row, false, 0));
-    }
-    let parts: Vec<Credit> = credits
-        .iter()
-        .filter(|c| counts_toward_cover(c, row, accept_late))
-        .map(as_credit)
-        .collect();
-    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
-    let c = cover(row.amount_due, tolerance, &parts).ok()?;
-    let mut c = c;
-    // The detail names what was paid, the held late payments included.
-    c.paid = credits
+    // What was paid, the held late payments included: the details name it.
+    let paid = credits
         .iter()
         .filter(|p| !p.gone)
         .fold(U256::ZERO, |a, p| a.saturating_add(p.amount));
-    c.completing.is_none().then(|| held(obs, t, row, &c))
+    let tolerance = ledger.policy.tolerance(&row.chain, &row.asset);
+    let mut out = Vec::new();
+    let late_seen = !accept_late && seen.is_some_and(|c| row.is_late(c.block_time));
+    if late_seen {
+        let mut seen_t = t.clone();
+        seen_t.block_time = seen.and_then(|c| c.block_time);
+        out.push(late(obs, &seen_t, row, false, 0, paid));
+    }
+    // Short: by the payments that count, or (for a late one) by every payment on chain.
+    let parts: Vec<Credit> = credits
+        .iter()
+        .filter(|c| late_seen && !c.gone || counts_toward_cover(c, row, accept_late))
+        .map(as_credit)
+        .collect();
+    let Ok(mut c) = cover(row.amount_due, tolerance, &parts) else {
+        return out;
+    };
+    c.paid = paid;
+    if c.completing.is_none() {
+        out.push(held(obs, t, row, &c));
+    }
+    out
 }
 
 /// An unpaid order without a key whose credited payments (on chain, and not held late) cover

@@ -40,6 +40,7 @@ pub(super) fn late(
     row: &LedgerRow,
     accepted: bool,
     idx: usize,
+    paid: U256,
 ) -> Finding {
     let mut f = finding(obs, t, row, GapKind::LatePayment);
     let (when, expired) = (
@@ -50,15 +51,15 @@ pub(super) fn late(
         f.outcome = Outcome::Transition(idx);
         f.detail = format!(
             "late: paid {} in a block of {when}, after the order expired at {expired}; \
-             counted (late_payments = \"accept\")",
-            t.amount
+             paid {paid} of {} in all; counted (late_payments = \"accept\")",
+            t.amount, row.amount_due
         );
     } else {
         f.outcome = Outcome::Decided(Action::Held);
         f.detail = format!(
             "late: paid {} in a block of {when}, after the order expired at {expired}; \
-             credited and held until an operator decides",
-            t.amount
+             paid {paid} of {} in all; credited and held until an operator decides",
+            t.amount, row.amount_due
         );
     }
     f

@@ -58,6 +58,19 @@ impl Engine {
 
 impl Sweep<'_> {
     async fn run(mut self) -> PartTally {
+        // A configured chain whose head could not be read fails the sweep by name, whether or
+        // not the ledger holds rows on it: its keyed rows, held payments and unpaid orders'
+        // deposit addresses (the only net where no provider reports) go unchecked this run.
+        for (chain, head) in &self.ctx.heads {
+            if let Err(reason) = head {
+                self.failed.insert(chain.clone());
+                let err = PartError::ChainDown {
+                    chain: chain.clone(),
+                    reason: reason.clone(),
+                };
+                self.engine.fail(&mut self.acc, err);
+            }
+        }
         if let Err(e) = self.pages().await {
             self.engine.fail(&mut self.acc, e);
             return self.acc;
@@ -76,7 +89,9 @@ impl Sweep<'_> {
                 let reason = HeldReason::late;
                 held.get_or_create(&HeldL { reason }).set(late);
             }
-            Err(e) => tracing::warn!(error = %e, "Could not count the orders held."),
+            Err(e) => self
+                .engine
+                .fail(&mut self.acc, format!("counting the orders held: {e}")),
         }
         // Payments to unpaid orders' deposit addresses that no provider reported.
         self.scan_unpaid().await;
@@ -121,6 +136,9 @@ impl Sweep<'_> {
                 by_chain.entry(r.chain.clone()).or_default().push(r);
             }
             for (chain, rows) in by_chain {
+                if self.failed.contains(&chain) {
+                    continue;
+                }
                 if let Err(err) = self.chain(&chain, rows).await {
                     self.failed.insert(chain);
                     e.fail(&mut self.acc, err);
@@ -142,10 +160,10 @@ impl Sweep<'_> {
             );
             return Ok(());
         };
-        let head = head.as_ref().map_err(|reason| PartError::ChainDown {
-            chain: chain.to_string(),
-            reason: reason.clone(),
-        })?;
+        // A chain whose head could not be read failed the sweep when it started.
+        let Ok(head) = head.as_ref() else {
+            return Ok(());
+        };
         let mut queries = Vec::with_capacity(rows.len());
         let mut swept = Vec::with_capacity(rows.len());
         for row in rows {

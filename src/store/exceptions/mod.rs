@@ -315,7 +315,7 @@ impl Store {
                  AND x.kind IN ('amount_mismatch', 'late_payment') AND NOT EXISTS (SELECT 1 \
                  FROM payrecon_payments p WHERE p.order_id = h.id AND p.created_at > x.resolved_at)) \
                  {nothing}",
-                nothing = D::do_nothing("(problem) WHERE status = 'open'"),
+                nothing = D::do_nothing("payrecon_exceptions", "(problem) WHERE status = 'open'"),
                 late = if accept_late { "1 = 0" } else { "1 = 1" },
                 tx = latest("tx_hash"),
                 log = latest("log_index"),

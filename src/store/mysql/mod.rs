@@ -198,8 +198,10 @@ impl Dialect for MySql {
         out.push_str(rest);
         out
     }
-    fn do_nothing(_target: &str) -> String {
-        "ON DUPLICATE KEY UPDATE id = id".into()
+    /// The table's name qualifies `id`: in `INSERT … SELECT`, a bare `id` is ambiguous
+    /// whenever the SELECT reads an `id` too (error 1052).
+    fn do_nothing(table: &str, _target: &str) -> String {
+        format!("ON DUPLICATE KEY UPDATE {table}.id = {table}.id")
     }
     /// Not used: `Backend::claim_events` claims in two statements (no `UPDATE … RETURNING`).
     fn claim_events_sql(_due: &str) -> String {

@@ -90,11 +90,17 @@ async fn every_status_of_post_and_get_on_both_databases() {
             "amount_due": 25, "expires_at": "soon", "color": "red"});
         let a = post(&s, &bad).await;
         problem(&a, 422);
+        let all = named(&a);
         assert_eq!(
-            named(&a),
+            all[..2],
             ["#/color", "#/amount_due"],
             "shape first: unknown fields and wrong types"
         );
+        // ... and they stop none of the other fields' checks: every bad field at once.
+        for field in ["#/order_ref", "#/pay_to", "#/asset", "#/expires_at"] {
+            assert!(all.iter().any(|f| f == field), "{field} not named: {all:?}");
+        }
+        assert_eq!(all.len(), 6, "{all:?}");
         let bad = json!({"order_ref": "", "chain": "ethereum",
             "pay_to": "0x52908400098527886E0F7030069857D2E4169Ee7", "asset": "0x0000000000000000000000000000000000000001",
             "amount_due": "115792089237316195423570985008687907853269984665640564039457584007913129639936",

@@ -148,6 +148,12 @@ async fn unknown_provider_is_a_usage_error_even_without_a_database() {
     let out = super::harness::output(cmd).await;
     out.assert_code(2);
     assert!(out.stderr.contains("nosuch"), "{}", out.stderr);
+    // It lists the names that are configured.
+    assert!(
+        out.stderr.contains("the configured ones are \"sandbox\""),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,5 +273,82 @@ async fn json_logs_stay_on_stderr() {
     for l in logs {
         let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
         assert!(v.get("level").is_some(), "{l}");
+    }
+}
+
+/// A ledger on SQLite with one unpaid order on each of an EVM, a Tron and a Bitcoin chain
+/// whose nodes are all down (closed ports), and no provider: the sweep and the deposit scan
+/// are the only net. Returns the config's path.
+pub(crate) async fn chains_down(w: &World, extra: &str) -> std::path::PathBuf {
+    let orders = [
+        (
+            "E-1",
+            "ethereum",
+            "0x00000000000000000000000000000000000000e1",
+        ),
+        ("T-1", "tron", "TLa2f6VPqDgRE67v1736s7bJ8Ray5wYjU7"),
+        (
+            "B-1",
+            "bitcoin",
+            "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+        ),
+    ];
+    let orders: Vec<payrecon::store::NewOrder> = orders
+        .iter()
+        .map(|(r, chain, to)| payrecon::store::NewOrder {
+            order_ref: r.to_string(),
+            chain: chain.to_string(),
+            pay_to: to.to_string(),
+            asset: "native".into(),
+            amount_due: payrecon::domain::U256::from(1000u64),
+        })
+        .collect();
+    w.store.insert_orders(&orders).await.unwrap();
+    let closed = || format!("http://127.0.0.1:{}", free_port());
+    w.write(
+        "config.toml",
+        &format!(
+            "[database]\nurl = \"{db}\"\n\n\
+             [chains.ethereum]\nrpc_url = \"{e}\"\nmax_retries = 1\n\n\
+             [chains.tron]\nkind = \"tron\"\nrpc_url = \"{t}/jsonrpc\"\napi_url = \"{t}\"\n\
+             finality = \"depth\"\nmax_retries = 1\n\n\
+             [chains.bitcoin]\nkind = \"bitcoin\"\nesplora_url = \"{b}\"\nmax_retries = 1\n\n\
+             {extra}\n",
+            db = w.db_url,
+            e = closed(),
+            t = closed(),
+            b = closed(),
+        ),
+    )
+}
+
+/// SPEC §2: a chain that cannot be read is a failed part naming the chain, never "ok"; the
+/// run exits 1, its row is `failed` and `status` says so; nothing is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chains_that_cannot_be_read_fail_the_run_by_name() {
+    let w = World::sqlite().await;
+    let config = chains_down(&w, "").await;
+    let out = payrecon(&config, &["run", "--format", "json"]).await;
+    out.assert_code(1);
+    out.assert_no_panic();
+    let r = out.json();
+    let entries = r["providers"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{r}");
+    let sweep = &entries[0];
+    assert_eq!(sweep["provider"], "chain", "{r}");
+    assert_eq!(sweep["status"], "failed", "{r}");
+    let error = sweep["error"].as_str().unwrap();
+    for chain in ["chain ethereum", "chain tron", "chain bitcoin"] {
+        assert!(error.contains(chain), "{chain} not named: {error}");
+    }
+    let run_id = r["run_id"].as_str().unwrap();
+    let run = w.store.run_by_id(run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, "failed", "{run:?}");
+    let status = payrecon(&config, &["status", "--format", "json"]).await;
+    let s = status.json();
+    assert!(s.to_string().contains("\"failed\""), "status hides it: {s}");
+    for r in ["E-1", "T-1", "B-1"] {
+        let o = w.store.order_by_ref(r).await.unwrap().unwrap();
+        assert_eq!(o.state.as_str(), "unpaid", "{r}");
     }
 }

@@ -414,3 +414,78 @@ async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
         assert_eq!(reopened[0]["tx_hash"], third.as_str(), "{url}");
     }
 }
+
+/// A payment late and short is two problems (SPEC §14): both exceptions open, each naming
+/// what was paid and what is due; accepting the late one settles it alone (the order stays
+/// held, no event), and accepting the shortfall then moves the order, and only then does its
+/// `order.final` go out. Accepting late alone never ships goods for money short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_and_short_payment_holds_the_order_until_both_problems_are_accepted() {
+    let (_guard, urls) = crate::support::all_backends().await;
+    for url in urls {
+        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let rx = Receiver::start().await;
+        let config = w.config(&events(&rx));
+        let held = order(&w, 5, 25).await;
+        // Expired long before the sandbox chain's first block.
+        let at = match w.store {
+            payrecon::store::Store::MySql(_) => "2000-01-01 00:00:00",
+            _ => "2000-01-01T00:00:00Z",
+        };
+        let sql = format!("UPDATE orders SET expires_at = '{at}' WHERE order_ref = '{held}'");
+        payrecon_testkit::on_pool!(&w.store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
+            .unwrap();
+        pay(&w, 5, 20, "n-5");
+        payrecon(&config, &["run"]).await.assert_code(0);
+        let xs = all(&config).await;
+        let late = one(&xs, "late_payment", &held);
+        let short = one(&xs, "amount_mismatch", &held);
+        for x in [late, short] {
+            let detail = x["detail"].as_str().unwrap();
+            assert!(
+                detail.contains("paid 20000000 of 25000000"),
+                "{url}: {detail}"
+            );
+        }
+        let accept = |x: &Value| {
+            let id = id(x);
+            let config = config.clone();
+            async move {
+                payrecon(
+                    &config,
+                    &["exceptions", "accept", &id, "--reason", "ok", "--by", "al"],
+                )
+                .await
+            }
+        };
+        let finals = || {
+            rx.received()
+                .iter()
+                .map(|r| r.json())
+                .filter(|e| e["type"] == "order.final" && e["data"]["order_ref"] == held.as_str())
+                .count()
+        };
+        let out = accept(late).await;
+        out.assert_code(0);
+        assert!(out.stdout.contains("stays unpaid"), "{url}: {}", out.stdout);
+        let o = w.store.order_by_ref(&held).await.unwrap().unwrap();
+        assert_eq!(o.state, State::Unpaid, "{url}: one problem still holds it");
+        assert_eq!(finals(), 0, "{url}");
+        // The next run leaves it held, and opens nothing again.
+        payrecon(&config, &["run"]).await.assert_code(0);
+        assert_eq!(
+            w.store.order_by_ref(&held).await.unwrap().unwrap().state,
+            State::Unpaid
+        );
+        let open = count(&w, "payrecon_exceptions", "status = 'open'").await;
+        assert_eq!(open, 1, "{url}: the shortfall alone");
+        let out = accept(short).await;
+        out.assert_code(0);
+        assert!(
+            out.stdout.contains("moved from unpaid to final"),
+            "{url}: {}",
+            out.stdout
+        );
+        assert_eq!(finals(), 1, "{url}: {:?}", rx.received());
+    }
+}

@@ -203,3 +203,32 @@ async fn an_unreachable_database_is_one_line_without_its_password() {
         );
     }
 }
+
+/// An export that fails (the database cannot be reached) leaves an existing `--output` as it
+/// was, byte for byte, and no temporary file beside it.
+#[tokio::test]
+async fn a_failed_export_leaves_the_existing_file_untouched() {
+    let w = World::sqlite().await;
+    let text = payrecon_testkit::sandbox::config_toml(
+        "postgres://payrecon@127.0.0.1:1/none",
+        &w.cg_url,
+        &w.rpc_url,
+        "",
+    );
+    let config = w.write("unreachable.toml", &text);
+    let folder = w.dir.path().join("out");
+    std::fs::create_dir(&folder).unwrap();
+    let target = folder.join("payments.csv");
+    std::fs::write(&target, "yesterday's export\n").unwrap();
+    let out = payrecon(&config, &["export", "--output", target.to_str().unwrap()]).await;
+    out.assert_code(1);
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "yesterday's export\n"
+    );
+    let names: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["payments.csv"], "{names:?}");
+}

@@ -34,6 +34,10 @@ fn assert_bounded_labels(text: &str) {
     let allowed = [
         "sandbox",
         "chain",
+        // The run's own steps (the webhook inbox, the exceptions): docs/reference.md §4.
+        "run",
+        "tron",
+        "bitcoin",
         "ethereum",
         "ok",
         "failed",
@@ -404,4 +408,43 @@ async fn readyz_answers_within_a_second_when_the_database_hangs() {
     .await;
     let (code, _) = s.stop("TERM", Duration::from_secs(20)).await;
     assert_eq!(code, Some(0), "{}", s.proc.stderr());
+}
+
+/// SPEC §2 and §6: a chain that cannot be read fails every scheduled run's sweep: the failed
+/// counter moves, the last success stays 0, which is what `PayreconRunsFailing` fires on
+/// (grafana/alerts/payrecon.rules.test.yml holds the same series with the chain down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_down_counts_failed_runs_and_no_success() {
+    let w = World::sqlite().await;
+    let config = crate::cli::codes::chains_down(&w, EVERY_SECOND).await;
+    let mut s = Served::start(&config).await;
+    let failed = |m: &str| {
+        series(
+            m,
+            "payrecon_runs_total",
+            &[("provider", "chain"), ("outcome", "failed")],
+        )
+    };
+    wait_until("two failed runs", Duration::from_secs(30), || async {
+        failed(&s.metrics().await).is_some_and(|v| v >= 2.0)
+    })
+    .await;
+    let m = s.metrics().await;
+    let chain = [("provider", "chain")];
+    let ok = [("provider", "chain"), ("outcome", "ok")];
+    assert_eq!(series(&m, "payrecon_runs_total", &ok), Some(0.0), "{m}");
+    let last = series(&m, "payrecon_last_success_timestamp_seconds", &chain);
+    assert_eq!(last, Some(0.0), "{m}");
+    // The run's own steps did their work: their entry succeeds.
+    let run = [("provider", "run"), ("outcome", "ok")];
+    assert!(
+        series(&m, "payrecon_runs_total", &run).is_some_and(|v| v >= 2.0),
+        "{m}"
+    );
+    assert_bounded_labels(&m);
+    // serve says when it runs next: at start and after each run.
+    let said = s.proc.stderr().matches("Next run at ").count();
+    assert!(said >= 3, "{}", s.proc.stderr());
+    let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
+    assert_eq!(code, Some(0));
 }

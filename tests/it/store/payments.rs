@@ -671,3 +671,42 @@ async fn exceptions_opened_with_a_batch_commit_with_it_or_not_at_all() {
         );
     }
 }
+
+/// A held order whose exception was never opened (a credit written without findings: a
+/// webhook delivery's before it opened its own, a process killed between the two) gets it
+/// from `open_held_exceptions`, once, on every backend; MariaDB and MySQL refused the
+/// statement (1052, `id` ambiguous in its `ON DUPLICATE KEY UPDATE`) on every run.
+#[tokio::test]
+async fn open_held_exceptions_opens_a_held_orders_exception_once_on_every_backend() {
+    use payrecon::store::ExceptionFilter;
+    let (_dir, urls) = support::all_backends().await;
+    for url in &urls {
+        let store = open(url).await;
+        store
+            .insert_orders(&[new_order("H-1", 91, 25)])
+            .await
+            .unwrap();
+        let held = step(&store, "H-1", State::Unpaid, credit(91, 20, None, 20), None).await;
+        let out = store.apply(&[held], &ctx()).await.unwrap();
+        assert_eq!(out, [ApplyOutcome::Credited], "{url}");
+        let now = jiff::Timestamp::now();
+        let opened = store.open_held_exceptions("r-1", now, false).await;
+        assert_eq!(opened.unwrap(), 1, "{url}");
+        let again = store.open_held_exceptions("r-2", now, false).await;
+        assert_eq!(again.unwrap(), 0, "{url}: one open exception per problem");
+        let open = store
+            .list_exceptions(&ExceptionFilter {
+                status: Some("open".into()),
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(open.len(), 1, "{url}: {open:?}");
+        assert_eq!(
+            (open[0].kind.as_str(), open[0].order_ref.as_deref()),
+            ("amount_mismatch", Some("H-1")),
+            "{url}"
+        );
+    }
+}
