@@ -57,16 +57,18 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = ()>,
 {
-    run_loop_fed(cron, clock, shutdown, None, job).await
+    run_loop_fed(cron, clock, shutdown, None, false, job).await
 }
 
 /// `run_loop`, feeding `watchdog` from the loop itself: while it sleeps until the next tick,
-/// and while it awaits a run for up to `watchdog.stuck_after`.
+/// and while it awaits a run for up to `watchdog.stuck_after`. With `run_now`, the first run
+/// starts at once (the last success is older than one interval), then the ticks follow.
 pub async fn run_loop_fed<C, F, Fut>(
     cron: &Cron,
     clock: &C,
     mut shutdown: watch::Receiver<bool>,
     watchdog: Option<&Watchdog>,
+    run_now: bool,
     mut job: F,
 ) -> u64
 where
@@ -83,7 +85,12 @@ where
             return runs;
         }
     };
-    tracing::info!(next_run = %next, "Next run at {next}.");
+    if run_now {
+        next = clock.now();
+        tracing::info!("The last successful run is older than one schedule interval: running now.");
+    } else {
+        tracing::info!(next_run = %next, "Next run at {next}.");
+    }
     loop {
         if *shutdown.borrow() {
             return runs;
@@ -268,10 +275,9 @@ mod tests {
         let cron = parse_cron("0 * * * * *").unwrap();
         let (tx, rx) = watch::channel(false);
         let clock = clock();
-        let handle =
-            tokio::spawn(
-                async move { run_loop_fed(&cron, &clock, rx, Some(&watchdog), job).await },
-            );
+        let handle = tokio::spawn(async move {
+            run_loop_fed(&cron, &clock, rx, Some(&watchdog), false, job).await
+        });
         (feeds, handle, tx)
     }
 

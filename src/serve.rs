@@ -34,6 +34,11 @@ pub async fn serve(
     let cron = parse_cron(&app.config.schedule.cron).map_err(AppError)?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
+    // The gauges of what the database holds, before anyone scrapes: a restart never shows 0
+    // for held orders or open exceptions that are there.
+    if let Err(e) = app.engine.refresh_gauges().await {
+        tracing::error!(error = %app.engine.redact(&e), "Reading the held orders and open exceptions for the gauges failed; the first run sets them.");
+    }
     let (router, consumer) = routes(&app);
     let http = spawn_http(listener, router, stop_rx.clone());
     // Events to the merchant: delivered continuously, woken by every committed batch.
@@ -47,7 +52,8 @@ pub async fn serve(
     let notifier = Arc::new(Notifier::from_env());
     notifier.ready(&format!("Serving on {addr}; no run yet."));
 
-    let scheduler = spawn_scheduler(&app, cron, stop_rx, &notifier);
+    let run_now = stale(&app, &cron).await;
+    let scheduler = spawn_scheduler(&app, cron, stop_rx, &notifier, run_now);
 
     shutdown.await;
     notifier.stopping("Shutting down: waiting for the current run.");
@@ -131,21 +137,55 @@ fn spawn_deliverer(
     })
 }
 
+/// Whether `serve` runs at once: runs are on record (a ledger payrecon has reconciled
+/// before) and none has succeeded within one schedule interval (two consecutive cron times
+/// apart), as after a stop longer than the schedule. A fresh ledger waits for the first tick,
+/// which `serve` logs.
+async fn stale(app: &App, cron: &croner::Cron) -> bool {
+    let now = chrono::Utc::now();
+    let interval = cron
+        .find_next_occurrence(&now, false)
+        .and_then(|a| cron.find_next_occurrence(&a, false).map(|b| b - a));
+    let Ok(interval) = interval else {
+        return false;
+    };
+    match app.engine.store.last_ok_run_finished().await {
+        Ok((false, _)) => false,
+        Ok((true, None)) => true,
+        Ok((true, Some(t))) => {
+            let since = std::time::Duration::from_millis(
+                (jiff::Timestamp::now().as_millisecond() - t.as_millisecond()).max(0) as u64,
+            );
+            interval.to_std().is_ok_and(|i| since > i)
+        }
+        Err(e) => {
+            tracing::error!(error = %app.engine.redact(&e), "Reading the last successful run failed; the schedule decides the first run.");
+            false
+        }
+    }
+}
+
 /// Spawns the schedule loop: a run at each cron time until `stop`, feeding the watchdog.
 fn spawn_scheduler(
     app: &App,
     cron: croner::Cron,
     stop: watch::Receiver<bool>,
     notifier: &Arc<Notifier>,
+    run_now: bool,
 ) -> JoinHandle<u64> {
     let engine = app.engine.clone();
     let lookback = app.config.schedule.lookback;
     let watchdog = Watchdog::systemd(notifier.clone(), RUN_STUCK_AFTER);
     let status = notifier.clone();
     tokio::spawn(async move {
-        run_loop_fed(&cron, &SystemClock, stop, watchdog.as_ref(), || {
-            scheduled_run(engine.clone(), lookback, status.clone())
-        })
+        run_loop_fed(
+            &cron,
+            &SystemClock,
+            stop,
+            watchdog.as_ref(),
+            run_now,
+            || scheduled_run(engine.clone(), lookback, status.clone()),
+        )
         .await
     })
 }
@@ -206,6 +246,12 @@ async fn apply_deliveries(
             }
         }
         let tally = engine.process_webhook_deliveries(batch).await;
+        // What a delivery credited may hold an order, or open an exception.
+        if tally.applied > 0 || tally.processed > 0 {
+            if let Err(e) = engine.refresh_gauges().await {
+                tracing::error!(error = %engine.redact(&e), "Reading the gauges after webhook deliveries failed.");
+            }
+        }
         tracing::debug!(
             processed = tally.processed,
             rejected = tally.rejected,

@@ -97,11 +97,15 @@ impl Engine {
                 applied: totals.applied as i64,
                 resends_requested: totals.resends_requested as i64,
                 error: failed.then(|| errors.join("; ")),
+                // The run's own steps ran (not a dry run): `run` is named whether or not it
+                // failed, so that `status` shows its last outcome.
                 providers: Some(format!(
                     ",{},",
                     providers
                         .iter()
                         .map(|p| p.provider.as_str())
+                        .filter(|p| *p != super::Part::Run.name())
+                        .chain([super::Part::Run.name()])
                         .collect::<Vec<_>>()
                         .join(",")
                 )),
@@ -182,7 +186,23 @@ impl Engine {
             Ok(open) => self.metrics.set_exceptions(&open, now),
             Err(e) => failed.push(format!("exceptions: counting the open ones: {e}")),
         }
+        match self.store.count_held().await {
+            Ok((underpaid, late)) => self.metrics.set_held(underpaid, late),
+            Err(e) => failed.push(format!("counting the orders held: {e}")),
+        }
         failed
+    }
+
+    /// The gauges of what the database holds (orders held per reason, open exceptions per
+    /// kind and the oldest), read from it: two statements, never one per order. `serve` reads
+    /// them at start and after each webhook batch; a run sets them as it goes. A restart never
+    /// shows 0 for what is there.
+    pub async fn refresh_gauges(&self) -> Result<(), crate::store::StoreError> {
+        let (underpaid, late) = self.store.count_held().await?;
+        self.metrics.set_held(underpaid, late);
+        let open = self.store.open_exceptions().await?;
+        self.metrics.set_exceptions(&open, Timestamp::now());
+        Ok(())
     }
 
     pub(super) fn record_metrics(&self, acc: &PartTally, finished: Timestamp) {

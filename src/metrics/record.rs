@@ -19,6 +19,17 @@ impl Metrics {
         }
     }
 
+    /// `payrecon_orders_held` per reason, from the database's counts.
+    pub fn set_held(&self, underpaid: i64, late: i64) {
+        use super::{HeldL, HeldReason};
+        let reason = HeldReason::underpaid;
+        self.orders_held
+            .get_or_create(&HeldL { reason })
+            .set(underpaid);
+        let reason = HeldReason::late;
+        self.orders_held.get_or_create(&HeldL { reason }).set(late);
+    }
+
     /// Creates every webhook series at 0: each outcome of each provider with an endpoint,
     /// and `{provider="unknown", outcome="unknown_provider"}`.
     pub fn init_webhooks(&self, providers: &[String]) {

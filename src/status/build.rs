@@ -28,6 +28,7 @@ pub fn build(
     };
     Status {
         generated_at: now.to_string(),
+        next_scheduled_run: None,
         database,
         providers: providers(&d, names, &all, now),
         gaps_24h: recent_gaps(&d, &all, since),

@@ -38,6 +38,9 @@ pub struct StatusError(pub String);
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub generated_at: String,
+    /// When `serve` next runs by `schedule.cron` (RFC 3339; `null` when the expression has
+    /// no next time): what a `serve` on this configuration is waiting for.
+    pub next_scheduled_run: Option<String>,
     /// `sqlite` or `postgres` (never the URL).
     pub database: &'static str,
     pub providers: Vec<ProviderStatus>,
@@ -183,6 +186,7 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
             Part::Sweep.name().to_string(),
             Part::Sweep.name().to_string(),
         )])
+        .chain([(Part::Run.name().to_string(), Part::Run.name().to_string())])
         .collect();
     let provider_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
     let since = now - GAP_WINDOW;
@@ -195,6 +199,10 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
     store.close().await;
     let mut status = build(data?, &names, backend, now, since, cooldown);
     status.events.enabled = config.events.is_some();
+    status.next_scheduled_run = crate::schedule::parse_cron(&config.schedule.cron)
+        .ok()
+        .and_then(|c| c.find_next_occurrence(&chrono::Utc::now(), false).ok())
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     Ok(status)
 }
 

@@ -17,6 +17,9 @@ impl Status {
             "payrecon status ({}) at {}",
             self.database, self.generated_at
         );
+        if let Some(next) = &self.next_scheduled_run {
+            let _ = writeln!(s, "next scheduled run: {next} (schedule.cron, under serve)");
+        }
         self.providers_text(&mut s);
         self.gaps_text(&mut s);
         self.findings_text(&mut s);

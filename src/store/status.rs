@@ -209,6 +209,27 @@ impl Store {
         Ok(rows.into_iter().next())
     }
 
+    /// Whether any run is on record, and when the last run that failed nowhere finished
+    /// (`None`: none has): `serve` runs at start when that is longer ago than one schedule
+    /// interval. One statement.
+    pub async fn last_ok_run_finished(&self) -> Result<(bool, Option<Timestamp>), StoreError> {
+        let rows = fetch!(
+            self,
+            (i64, Option<String>),
+            format!(
+                "SELECT {}, {} FROM payrecon_runs",
+                D::int8("COUNT(*)"),
+                D::ts_text(
+                    "MAX(CASE WHEN status = 'ok' AND finished_at IS NOT NULL \
+                     THEN finished_at END)"
+                )
+            ),
+            "read the last successful run"
+        );
+        let (n, last) = rows.into_iter().next().unwrap_or((0, None));
+        Ok((n > 0, last.and_then(|t| t.parse::<Timestamp>().ok())))
+    }
+
     /// Per provider, when the last finished run in which it did not fail finished. A
     /// provider failed in a run when the run's `error` has a `"; "`-separated part starting
     /// with `"<name>: "` (one query, all providers).

@@ -80,19 +80,6 @@ impl Sweep<'_> {
             self.engine.fail(&mut self.acc, e);
             return self.acc;
         }
-        match self.engine.store.count_held().await {
-            Ok((underpaid, late)) => {
-                use crate::metrics::{HeldL, HeldReason};
-                let held = &self.engine.metrics.orders_held;
-                let reason = HeldReason::underpaid;
-                held.get_or_create(&HeldL { reason }).set(underpaid);
-                let reason = HeldReason::late;
-                held.get_or_create(&HeldL { reason }).set(late);
-            }
-            Err(e) => self
-                .engine
-                .fail(&mut self.acc, format!("counting the orders held: {e}")),
-        }
         // Payments to unpaid orders' deposit addresses that no provider reported.
         self.scan_unpaid().await;
         // The gauge: rows this sweep found reorganised away, per configured chain it swept.

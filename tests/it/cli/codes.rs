@@ -346,7 +346,25 @@ async fn chains_that_cannot_be_read_fail_the_run_by_name() {
     assert_eq!(run.status, "failed", "{run:?}");
     let status = payrecon(&config, &["status", "--format", "json"]).await;
     let s = status.json();
-    assert!(s.to_string().contains("\"failed\""), "status hides it: {s}");
+    let chain = s["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "chain")
+        .unwrap();
+    assert_eq!(
+        chain["last_run"]["status"], "failed",
+        "status hides it: {s}"
+    );
+    // It says when serve runs next (schedule.cron).
+    let next = s["next_scheduled_run"].as_str().unwrap();
+    assert!(next.parse::<jiff::Timestamp>().is_ok(), "{next}");
+    let text = payrecon(&config, &["status"]).await;
+    assert!(
+        text.stdout.contains("next scheduled run: "),
+        "{}",
+        text.stdout
+    );
     for r in ["E-1", "T-1", "B-1"] {
         let o = w.store.order_by_ref(r).await.unwrap().unwrap();
         assert_eq!(o.state.as_str(), "unpaid", "{r}");

@@ -70,3 +70,35 @@ async fn accept_beside_a_running_serve_goes_through_and_its_gauges_follow() {
         );
     }
 }
+
+/// SPEC §6: the gauges of what the database holds are read when `serve` starts: a serve
+/// started after a run (a restart) shows the held order and its open exception before any
+/// run of its own, on every database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_serve_shows_what_the_database_holds_before_its_first_run() {
+    let (_guard, urls) = crate::support::all_backends().await;
+    for url in urls {
+        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let config = w.config(crate::serve::NEVER);
+        order(&w, 1, 30).await;
+        pay(&w, 1, 20, "n-1");
+        payrecon(&config, &["run"]).await.assert_code(0);
+        let mut served = Served::start(&config).await;
+        let m = served.metrics().await;
+        let held = series(&m, "payrecon_orders_held", &[("reason", "underpaid")]);
+        assert_eq!(held, Some(1.0), "{url}: {m}");
+        assert_eq!(
+            open_gauge(&served, "amount_mismatch").await,
+            Some(1.0),
+            "{url}"
+        );
+        let runs = series(
+            &m,
+            "payrecon_runs_total",
+            &[("provider", "chain"), ("outcome", "ok")],
+        );
+        assert_eq!(runs, Some(0.0), "{url}: no run of its own yet");
+        let (code, _) = served.stop("TERM", Duration::from_secs(30)).await;
+        assert_eq!(code, Some(0), "{url}: {}", served.proc.stderr());
+    }
+}

@@ -448,3 +448,52 @@ async fn a_chain_down_counts_failed_runs_and_no_success() {
     let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
     assert_eq!(code, Some(0));
 }
+
+/// A `serve` whose last successful run is older than one schedule interval (here a yearly
+/// schedule, and a success two years ago: a daemon stopped that long) runs at start instead
+/// of waiting for the next tick; a recent success waits (exceptions::beside_serve).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_whose_last_success_is_older_than_an_interval_runs_at_start() {
+    let w = World::sqlite().await;
+    let config = w.config(NEVER);
+    let long_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2 * 366 * 24);
+    w.store
+        .start_run(&payrecon::store::RunRow {
+            id: "old".into(),
+            trigger: "schedule".into(),
+            started_at: long_ago,
+            since: long_ago,
+            until: long_ago,
+        })
+        .await
+        .unwrap();
+    let done = payrecon::store::RunTotals {
+        status: "ok".into(),
+        checked: 0,
+        gaps: 0,
+        applied: 0,
+        resends_requested: 0,
+        error: None,
+        providers: Some(",sandbox,chain,".into()),
+    };
+    w.store.finish_run("old", long_ago, &done).await.unwrap();
+    let mut s = Served::start(&config).await;
+    let ok = |m: &str| {
+        series(
+            m,
+            "payrecon_runs_total",
+            &[("provider", "chain"), ("outcome", "ok")],
+        )
+    };
+    wait_until("a run at start", Duration::from_secs(30), || async {
+        ok(&s.metrics().await).is_some_and(|v| v >= 1.0)
+    })
+    .await;
+    assert!(
+        s.proc.stderr().contains("running now"),
+        "{}",
+        s.proc.stderr()
+    );
+    let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
+    assert_eq!(code, Some(0));
+}
