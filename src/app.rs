@@ -46,8 +46,22 @@ impl App {
     /// start goes on; the run then reports that chain's providers and the sweep as failed
     /// (exit 1), and `serve` retries it at every scheduled run.
     pub async fn start(config: Config) -> Result<App, AppError> {
-        let migrate = config.database.migrate;
-        let store = connect(&config).await?;
+        Self::start_with(config, false).await
+    }
+
+    /// `start` for `run --dry-run`, which writes nothing: the database must exist (an SQLite
+    /// file is never created) and is never migrated.
+    pub async fn start_dry(config: Config) -> Result<App, AppError> {
+        Self::start_with(config, true).await
+    }
+
+    async fn start_with(config: Config, dry: bool) -> Result<App, AppError> {
+        let migrate = config.database.migrate && !dry;
+        let store = if dry {
+            connect_existing(&config).await?
+        } else {
+            connect(&config).await?
+        };
         let app = Self::with_store(config, store)?;
         let mut refusals = Vec::new();
         for (name, r) in app.preflight().await {
@@ -179,7 +193,8 @@ impl App {
     /// migrated) and, when it cannot be reached, reported as failed while the chains and
     /// providers are still checked.
     pub async fn check_config(config: Config) -> Result<(Vec<String>, bool), AppError> {
-        let (store, db) = match connect(&config).await {
+        // `check` only reads: it never creates a database.
+        let (store, db) = match connect_existing(&config).await {
             Ok(store) => {
                 let ping = store.ping().await.map_err(|e| e.to_string());
                 (store, ping)
@@ -211,6 +226,14 @@ fn instance_name() -> String {
 /// Every secret of `config` scrubbed from `e`.
 fn scrub(config: &Config, e: &dyn std::fmt::Display) -> String {
     crate::secret::redact(&e.to_string(), &config.secrets())
+}
+
+/// `connect` for a command that only reads: a missing SQLite file is an error naming it.
+async fn connect_existing(config: &Config) -> Result<Store, AppError> {
+    let url = config.database.url.expose();
+    Store::connect_existing(url, config.database.max_connections)
+        .await
+        .map_err(|e| AppError(scrub(config, &e)))
 }
 
 /// Connects the configured database (no migration). The error names the database by its

@@ -85,21 +85,42 @@ pub struct Config {
 
 impl Config {
     /// Reads `path`, applies the process environment's overrides, validates.
+    /// A relative path in it (the SQLite URL's file, every `*_file`) is relative to the
+    /// config file's folder, not to the working directory.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
-        Config::from_toml(&text, std::env::vars())
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => Path::new(".").to_path_buf(),
+        };
+        // Absolute, so that a later change of the working directory changes nothing.
+        let folder = std::path::absolute(&folder).unwrap_or(folder);
+        Config::from_toml_in(&text, std::env::vars(), Some(&folder))
     }
 
-    /// Parses `text` with the given environment (`PAYRECON_A__B=value` pairs).
+    /// Parses `text` with the given environment (`PAYRECON_A__B=value` pairs); relative paths
+    /// stay as they are (relative to the working directory).
     pub fn from_toml(
         text: &str,
         env: impl Iterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        Config::from_toml_in(text, env, None)
+    }
+
+    /// `from_toml`, with relative paths taken from `folder` when given.
+    pub fn from_toml_in(
+        text: &str,
+        env: impl Iterator<Item = (String, String)>,
+        folder: Option<&Path>,
     ) -> Result<Config, ConfigError> {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| err(one_line(&e.to_string())))?;
         apply_env(&mut table, env)?;
+        if let Some(folder) = folder {
+            relative_to(&mut table, folder);
+        }
         let raw: RawConfig =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
@@ -155,6 +176,59 @@ fn line_of(text: &str, path: &str) -> Option<usize> {
 /// `PAYRECON_DATABASE__URL=…` sets `database.url`; `PAYRECON_PROVIDERS__CG__API_KEY` sets
 /// `providers.cg.api_key`. Values parse as TOML literals (numbers, booleans, arrays) where
 /// they can, else as strings.
+/// Every relative path of `table` made relative to `folder`: the file of an SQLite
+/// `database.url`, and the values of keys named `*_file` at any depth, unless systemd gave
+/// credentials (`$CREDENTIALS_DIRECTORY`, `LoadCredential=`), where a relative `*_file` is
+/// a credential's name (`read_secret_file`).
+fn relative_to(table: &mut toml::Table, folder: &Path) {
+    let files = std::env::var_os("CREDENTIALS_DIRECTORY").is_none();
+    relative_files(table, folder, files);
+    let url = table
+        .get_mut("database")
+        .and_then(toml::Value::as_table_mut)
+        .and_then(|d| d.get_mut("url"));
+    if let Some(toml::Value::String(url)) = url {
+        if let Some(moved) = sqlite_relative_to(url, folder) {
+            *url = moved;
+        }
+    }
+}
+
+fn relative_files(table: &mut toml::Table, folder: &Path, files: bool) {
+    for (key, value) in table.iter_mut() {
+        match value {
+            toml::Value::Table(t) => relative_files(t, folder, files),
+            toml::Value::String(s)
+                if files && key.ends_with("_file") && Path::new(s.as_str()).is_relative() =>
+            {
+                *s = folder.join(s.as_str()).display().to_string();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `sqlite://file.db` (or `sqlite:file.db`, with any `?query`) with a relative file, as the
+/// same URL with the file under `folder`; `None` for an absolute file, memory, or another
+/// scheme.
+fn sqlite_relative_to(url: &str, folder: &Path) -> Option<String> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let (file, query) = match rest.split_once('?') {
+        Some((f, q)) => (f, Some(q)),
+        None => (rest, None),
+    };
+    if file.is_empty() || file.starts_with(':') || Path::new(file).is_absolute() {
+        return None;
+    }
+    let mut out = format!("sqlite://{}", folder.join(file).display());
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    Some(out)
+}
+
 fn apply_env(
     table: &mut toml::Table,
     env: impl Iterator<Item = (String, String)>,

@@ -57,7 +57,13 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
             }
         ));
     }
-    let app = match crate::app::App::start(config).await {
+    // A dry run writes nothing: it never creates or migrates the database.
+    let start = if args.dry_run {
+        crate::app::App::start_dry(config).await
+    } else {
+        crate::app::App::start(config).await
+    };
+    let app = match start {
         Ok(a) => a,
         Err(e) => return fail(&e.to_string()),
     };

@@ -100,6 +100,21 @@ impl Store {
         }
     }
 
+    /// `connect`, for a command that only reads (`check`, `run --dry-run`): an SQLite file
+    /// that does not exist is an error naming its path, never created.
+    pub async fn connect_existing(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+        if let Some(path) = sqlite_file(url) {
+            if !path.exists() {
+                return Err(StoreError::Invalid(format!(
+                    "the SQLite database {} does not exist (a command that only reads never \
+                     creates it; `payrecon migrate` does)",
+                    path.display()
+                )));
+            }
+        }
+        Store::connect(url, max_connections).await
+    }
+
     /// `"sqlite"`, `"postgres"` or `"mysql"`.
     pub fn backend_name(&self) -> &'static str {
         dispatch!(self, _ => D::NAME)

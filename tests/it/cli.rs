@@ -6,5 +6,6 @@ pub(crate) mod harness;
 pub(crate) mod codes;
 mod commands;
 mod kill;
+mod paths;
 mod report;
 mod writes;

@@ -21,14 +21,15 @@ async fn the_chain_id_is_checked_at_start_and_check_reports_the_node() {
     cg.set_block_number("tron", HEAD, BlockShape::Object);
     let text = config(&db, &cg_url, &node);
     let ok = Config::from_toml(&text, std::iter::empty()).unwrap();
+    // `check` only reads: the ledger must exist (the start creates it).
+    App::start(ok.clone())
+        .await
+        .expect("mainnet id against a mainnet node");
     let (lines, all_ok) = App::check_config(ok.clone()).await.expect("check");
     let chain_line = lines.iter().find(|l| l.contains("chain tron")).cloned();
     assert!(all_ok, "{lines:?}");
     let chain_line = chain_line.unwrap_or_else(|| panic!("no chain line: {lines:?}"));
     assert!(chain_line.contains("728126428"), "{chain_line}");
-    App::start(ok)
-        .await
-        .expect("mainnet id against a mainnet node");
 
     let nile = text.replace("chain_id = 728126428", "chain_id = 3448148188");
     let nile = Config::from_toml(&nile, std::iter::empty()).unwrap();
