@@ -22,13 +22,9 @@ fn command() -> clap::Command {
 /// Every file the CLI renders, by path relative to the repository.
 fn rendered() -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
-    let dir = tempfile::tempdir().unwrap();
-    clap_mangen::generate_to(command(), dir.path()).expect("render the man pages");
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        out.insert(format!("docs/man/{name}"), std::fs::read(&path).unwrap());
-    }
+    let mut cmd = command().disable_help_subcommand(true);
+    cmd.build();
+    man_pages(cmd, &mut out);
     for (shell, file) in [
         (Shell::Bash, "payrecon.bash"),
         (Shell::Zsh, "_payrecon"),
@@ -39,6 +35,46 @@ fn rendered() -> BTreeMap<String, Vec<u8>> {
         out.insert(format!("completions/{file}"), buf);
     }
     out
+}
+
+/// A page per command (clap_mangen, as its `generate_to` names them), with EXIT STATUS,
+/// ENVIRONMENT, FILES and EXAMPLES from `payrecon::cli::man_extra` before VERSION.
+fn man_pages(cmd: clap::Command, out: &mut BTreeMap<String, Vec<u8>>) {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+        man_pages(sub, out);
+    }
+    let man = clap_mangen::Man::new(cmd);
+    let name = man.get_filename();
+    let mut page = Vec::new();
+    man.render(&mut page).expect("render a man page");
+    let page = String::from_utf8(page).unwrap();
+    let extra = payrecon::cli::man_extra(name.trim_end_matches(".1"));
+    let mut sections = String::new();
+    let items = |title: &str, rows: &[(&str, &str)], s: &mut String| {
+        s.push_str(&format!(".SH {title}\n"));
+        for (k, v) in rows {
+            s.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(k), roff(v)));
+        }
+    };
+    items("\"EXIT STATUS\"", extra.exit_status, &mut sections);
+    items("ENVIRONMENT", payrecon::cli::MAN_ENVIRONMENT, &mut sections);
+    items("FILES", payrecon::cli::MAN_FILES, &mut sections);
+    items("EXAMPLES", extra.examples, &mut sections);
+    let page = match page.find(".SH VERSION") {
+        Some(at) => format!("{}{sections}{}", &page[..at], &page[at..]),
+        None => format!("{page}{sections}"),
+    };
+    out.insert(format!("docs/man/{name}"), page.into_bytes());
+}
+
+/// Text as a roff line: backslashes and hyphens escaped, a leading dot or quote guarded.
+fn roff(text: &str) -> String {
+    let t = text.replace('\\', "\\e").replace('-', "\\-");
+    if t.starts_with('.') || t.starts_with('\'') {
+        format!("\\&{t}")
+    } else {
+        t
+    }
 }
 
 fn checked_in(dir: &str) -> Vec<String> {
@@ -156,5 +192,32 @@ fn version_names_the_version_and_the_commit() {
             .expect("git ran for build.rs, so it runs here");
         let head = String::from_utf8_lossy(&g.stdout).trim().to_string();
         assert_eq!(stamped, head, "{text}");
+    }
+}
+
+/// Every page says how the command exits, what it reads from the environment and the files,
+/// and shows an example (`payrecon::cli::man_extra`); `run`'s names its four codes.
+#[test]
+fn every_man_page_has_exit_status_environment_files_and_examples() {
+    let pages = rendered();
+    for (path, bytes) in pages.iter().filter(|(p, _)| p.starts_with("docs/man/")) {
+        let page = String::from_utf8_lossy(bytes);
+        for section in [
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH FILES",
+            ".SH EXAMPLES",
+        ] {
+            assert!(page.contains(section), "{path} has no {section}");
+        }
+        assert!(page.contains("PAYRECON_CONFIG"), "{path}");
+    }
+    let run = String::from_utf8_lossy(&pages["docs/man/payrecon-run.1"]).into_owned();
+    let exit = &run[run.find("EXIT STATUS").unwrap()..run.find(".SH ENVIRONMENT").unwrap()];
+    for code in ["\\fB0\\fR", "\\fB1\\fR", "\\fB2\\fR", "\\fB3\\fR"] {
+        assert!(
+            exit.contains(code),
+            "run's EXIT STATUS lacks {code}:\n{exit}"
+        );
     }
 }
