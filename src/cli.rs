@@ -314,10 +314,13 @@ pub const MAN_FILES: &[(&str, &str)] = &[
     ("/etc/payrecon/credentials/", "Secrets for LoadCredential= (mode 0700)."),
 ];
 
+/// `(term, text)` rows of a man page section.
+type Pairs = &'static [(&'static str, &'static str)];
+
 /// The extra sections of the page named `page` (`payrecon-exceptions-accept`, ...).
 pub fn man_extra(page: &str) -> ManExtra {
     const USAGE: (&str, &str) = ("2", "Usage error: an unknown flag or a bad value.");
-    let (exit_status, examples): (&[(&str, &str)], &[(&str, &str)]) = match page {
+    let (exit_status, examples): (Pairs, Pairs) = match page {
         "payrecon-serve" => (
             &[("0", "Stopped by SIGTERM or SIGINT (the current run finished within reconcile.shutdown_grace)."), ("1", "The start was refused or failed: configuration, database, chain id, finality tag, migration, a SQLite file another serve holds, or a listener that cannot bind.")],
             &[("payrecon --config /etc/payrecon/config.toml serve", "Runs on schedule.cron, serves /metrics, /healthz, /readyz and the webhooks, logs when it runs next.")],
