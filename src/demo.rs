@@ -82,11 +82,12 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let report = app.engine.run(&opts).await.map_err(err)?;
     println!("payrecon demo: one run against a sandbox provider and chain, SQLite ledger.");
     println!();
-    print!("{}", report.to_text());
+    let assets = crate::assets::Assets::of(&app.config);
+    print!("{}", report.to_text_with(&assets));
     if let Some(d) = &app.events {
         d.flush(std::time::Duration::from_secs(10)).await;
     }
-    print_received(&merchant);
+    print_received(&merchant, &assets);
     print_next_steps(&dir, &db, &database_url, &cg)
 }
 
@@ -284,7 +285,7 @@ fn list_notifications(cg: &FakeChaingateway, p: &Payments, now: jiff::Timestamp)
     cg.mark_failed("ethereum", "103");
 }
 
-fn print_received(merchant: &SandboxMerchant) {
+fn print_received(merchant: &SandboxMerchant, assets: &crate::assets::Assets) {
     let received = merchant.received();
     println!();
     println!(
@@ -296,7 +297,16 @@ fn print_received(merchant: &SandboxMerchant) {
             "  {:<22} {:<7} {:<44} {}{}",
             e.kind,
             e.order_ref,
-            e.summary,
+            // Amounts for people: A-1005 is paid in the chain's coin, the others in the token.
+            assets.detail(
+                "ethereum",
+                Some(if e.order_ref == "A-1005" {
+                    "native"
+                } else {
+                    SANDBOX_TOKEN
+                }),
+                &e.summary
+            ),
             e.id,
             if e.signature_ok {
                 ""

@@ -118,7 +118,7 @@ async fn list(config: &Config, args: &ExceptionsArgs) -> ExitCode {
                     "{}",
                     serde_json::to_string_pretty(&rows).unwrap_or_default()
                 ),
-                Format::Text => print!("{}", table(&rows)),
+                Format::Text => print!("{}", table(&rows, &crate::assets::Assets::of(config))),
             }
             ExitCode::SUCCESS
         }
@@ -139,7 +139,7 @@ async fn show(config: &Config, id: i64, format: Format) -> ExitCode {
                 Format::Json => {
                     println!("{}", serde_json::to_string_pretty(&x).unwrap_or_default())
                 }
-                Format::Text => print!("{}", detail(&x)),
+                Format::Text => print!("{}", detail(&x, &crate::assets::Assets::of(config))),
             }
             ExitCode::SUCCESS
         }
@@ -235,7 +235,7 @@ fn kind_name(k: ExceptionKind) -> &'static str {
 }
 
 /// The list as a table, newest first.
-pub fn table(rows: &[ExceptionRow]) -> String {
+pub fn table(rows: &[ExceptionRow], assets: &crate::assets::Assets) -> String {
     let mut s = String::new();
     if rows.is_empty() {
         let _ = writeln!(s, "no exceptions match");
@@ -256,14 +256,14 @@ pub fn table(rows: &[ExceptionRow]) -> String {
             x.order_ref.as_deref().unwrap_or("-"),
             x.seen_count,
             x.first_seen_at,
-            x.detail
+            assets.detail(&x.chain, x.asset.as_deref(), &x.detail)
         );
     }
     s
 }
 
 /// One exception, a field per line.
-pub fn detail(x: &ExceptionRow) -> String {
+pub fn detail(x: &ExceptionRow, assets: &crate::assets::Assets) -> String {
     let mut s = String::new();
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     let fields: [(&str, String); 17] = [
@@ -276,10 +276,26 @@ pub fn detail(x: &ExceptionRow) -> String {
         ("tx hash", opt(&x.tx_hash)),
         (
             "log index",
-            x.log_index.map_or("-".into(), |i| i.to_string()),
+            match x.log_index {
+                Some(-1) => "native (no log)".into(),
+                Some(i) => i.to_string(),
+                None => "-".into(),
+            },
         ),
-        ("amount", opt(&x.amount)),
-        ("detail", x.detail.clone()),
+        (
+            "amount",
+            match &x.amount {
+                Some(a) => match assets.tokens(&x.chain, x.asset.as_deref().unwrap_or(""), a) {
+                    Some(t) => format!("{t} ({a} base units)"),
+                    None => format!("{a} base units"),
+                },
+                None => "-".into(),
+            },
+        ),
+        (
+            "detail",
+            assets.detail(&x.chain, x.asset.as_deref(), &x.detail),
+        ),
         ("first seen", x.first_seen_at.clone()),
         ("last seen", x.last_seen_at.clone()),
         ("seen by runs", x.seen_count.to_string()),

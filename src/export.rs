@@ -5,7 +5,6 @@
 //! payments there are. Amounts are exact: base units as integers, and `amount_decimal` with the
 //! asset's `[assets]` decimals.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -13,7 +12,6 @@ use jiff::Timestamp;
 
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::config::Config;
-use crate::domain::{ledger_asset, parse_base_units, ChainKind};
 use crate::store::{ExportRow, Store};
 
 /// The columns, in order (the CSV header and the JSON keys).
@@ -38,62 +36,7 @@ pub const COLUMNS: [&str; 18] = [
     "exception",
 ];
 
-/// Symbol and decimals per `"<chain>:<asset>"` (canonical), from `[assets]`, with each chain's
-/// native coin's decimals where `[assets]` has no entry for it.
-pub struct Assets(HashMap<String, (String, u8)>);
-
-impl Assets {
-    pub fn of(config: &Config) -> Assets {
-        let mut map = HashMap::new();
-        for c in &config.chains {
-            map.insert(
-                format!("{}:native", c.name),
-                (native_symbol(c.kind).to_string(), c.kind.native_decimals()),
-            );
-        }
-        for (key, a) in &config.assets {
-            let Some((chain, addr)) = key.split_once(':') else {
-                continue;
-            };
-            let kind = config
-                .chains
-                .iter()
-                .find(|c| c.name == chain)
-                .map_or(ChainKind::Evm, |c| c.kind);
-            if let Ok(asset) = kind.asset(addr) {
-                map.insert(format!("{chain}:{asset}"), (a.symbol.clone(), a.decimals));
-            }
-        }
-        Assets(map)
-    }
-
-    /// Symbol and decimals of `asset` (in the ledger's spelling) on `chain`.
-    fn get(&self, chain: &str, asset: &str) -> Option<&(String, u8)> {
-        let canonical = ledger_asset(asset).map(|a| a.to_string()).ok()?;
-        self.0.get(&format!("{chain}:{canonical}"))
-    }
-}
-
-fn native_symbol(kind: ChainKind) -> &'static str {
-    match kind {
-        ChainKind::Evm => "",
-        ChainKind::Tron => "TRX",
-        ChainKind::Bitcoin(_) => "BTC",
-    }
-}
-
-/// `units` (base units, an integer) as a decimal with exactly `decimals` fractional digits:
-/// `decimal("25000000", 6) == "25.000000"`; `None` when `units` is not a base-unit integer.
-pub fn decimal(units: &str, decimals: u8) -> Option<String> {
-    let digits = parse_base_units(units).ok()?.to_string();
-    let d = usize::from(decimals);
-    if d == 0 {
-        return Some(digits);
-    }
-    let padded = format!("{digits:0>width$}", width = d + 1);
-    let (int, frac) = padded.split_at(padded.len() - d);
-    Some(format!("{int}.{frac}"))
-}
+pub use crate::assets::{decimal, Assets};
 
 /// One row's fields, in `COLUMNS` order, as text (empty for none).
 fn fields(r: &ExportRow, assets: &Assets) -> [String; 18] {

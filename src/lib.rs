@@ -23,6 +23,7 @@
 
 pub mod api;
 pub mod app;
+pub mod assets;
 pub mod chain;
 pub mod cli;
 pub mod config;

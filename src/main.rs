@@ -92,7 +92,10 @@ async fn dispatch(cli: Cli) -> ExitCode {
             Ok(status) => {
                 match format {
                     Format::Json => println!("{}", status.to_json()),
-                    Format::Text => print!("{}", status.to_text()),
+                    Format::Text => print!(
+                        "{}",
+                        status.to_text_with(&payrecon::assets::Assets::of(&config))
+                    ),
                 }
                 ExitCode::SUCCESS
             }

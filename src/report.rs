@@ -155,7 +155,14 @@ impl Report {
         serde_json::from_str(text)
     }
 
+    /// The report for people, amounts in base units (`to_text_with` shows tokens).
     pub fn to_text(&self) -> String {
+        self.to_text_with(&crate::assets::Assets::default())
+    }
+
+    /// The report for people: amounts in tokens where `assets` knows their decimals (SPEC,
+    /// the paragraph before §1), a native payment's key as `native`, a held finding as held.
+    pub fn to_text_with(&self, assets: &crate::assets::Assets) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -203,21 +210,30 @@ impl Report {
         }
         for f in &self.findings {
             let key = match (&f.tx_hash, f.log_index) {
-                (Some(h), Some(i)) => format!("{h}#{i}"),
-                (Some(h), None) => h.clone(),
+                (Some(h), Some(-1)) => format!("{} native", short(h)),
+                (Some(h), Some(i)) => format!("{}#{i}", short(h)),
+                (Some(h), None) => short(h),
                 _ => "-".into(),
+            };
+            let local = f.local_state.as_deref().unwrap_or("-");
+            // A held order did not move: its state alone, no arrow.
+            let states = if f.action == "held" {
+                format!("{local:>9}    {:<9}", "")
+            } else {
+                format!(
+                    "{local:>9} -> {:<9}",
+                    f.observed_state.as_deref().unwrap_or("-")
+                )
             };
             let _ = writeln!(
                 s,
-                "  {:<20} {:<10} order {:<10} {:>9} -> {:<9} {:<16} {} {}",
+                "  {:<20} {:<10} order {:<10} {states} {:<16} {} {}",
                 f.kind,
                 f.provider,
                 f.order_ref.as_deref().unwrap_or("-"),
-                f.local_state.as_deref().unwrap_or("-"),
-                f.observed_state.as_deref().unwrap_or("-"),
                 f.action,
-                short(&key),
-                f.detail
+                key,
+                assets.detail(&f.chain, f.asset.as_deref(), &f.detail)
             );
         }
         if self.findings_truncated {

@@ -100,7 +100,10 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
                 return fail(&format!("could not write the report: {e}"));
             }
         }
-        Format::Text => print!("{}", report.to_text()),
+        Format::Text => print!(
+            "{}",
+            report.to_text_with(&crate::assets::Assets::of(&app.config))
+        ),
     }
     #[cfg(feature = "stats")]
     crate::stats::write_run_stats_if_asked();

@@ -98,6 +98,7 @@ fn failed_claim(c: &Claim, row: Option<&LedgerRow>) -> Finding {
             c.notification_id.as_deref().unwrap_or("?")
         ),
         amount: None,
+        asset: row.map(|r| r.asset.clone()),
     }
 }
 
@@ -118,6 +119,7 @@ fn unknown_claim(c: &Claim) -> Finding {
             c.order_ref
         ),
         amount: None,
+        asset: None,
     }
 }
 
@@ -180,5 +182,6 @@ fn claim_finding(c: &Claim, row: &LedgerRow, planned: usize) -> Finding {
             c.state
         ),
         amount: None,
+        asset: Some(row.asset.clone()),
     }
 }

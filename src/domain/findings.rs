@@ -84,6 +84,7 @@ pub(super) fn infer_failed_from(plan: &mut Plan, planned: usize, src: FailedSour
             t.from
         ),
         amount: None,
+        asset: None,
     };
     push_failed(plan, f, src.notification_id, src.record_time);
 }
@@ -121,5 +122,6 @@ pub(super) fn finding(
         outcome: Outcome::Nothing,
         detail: String::new(),
         amount: Some(t.amount),
+        asset: Some(t.asset.clone()),
     }
 }

@@ -263,6 +263,9 @@ pub struct Finding {
     /// The payment's amount in base units, where the finding is about one transfer read on
     /// chain (an exception records it, README.md, "Exceptions").
     pub amount: Option<U256>,
+    /// The asset of the payment or order it is about, where known: what its amounts are in
+    /// (output for people shows them in tokens, `payrecon::assets`).
+    pub asset: Option<Asset>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -85,6 +85,10 @@ fn failed_finding(obs: &Observation, ledger: &LedgerView) -> Finding {
             obs.notification_id.as_deref().unwrap_or("?")
         ),
         amount: None,
+        asset: match &obs.verdict {
+            ChainVerdict::Transfer(t) => Some(t.asset.clone()),
+            _ => None,
+        },
     }
 }
 
@@ -197,6 +201,7 @@ fn reorged(obs: &Observation, row: &LedgerRow, why: String) -> Finding {
         outcome: Outcome::Nothing,
         detail: format!("the ledger holds this payment, but {why}"),
         amount: None,
+        asset: Some(row.asset.clone()),
     }
 }
 
@@ -222,6 +227,7 @@ fn unknown(obs: &Observation, t: Option<&ChainTransfer>, detail: String) -> Find
         outcome: Outcome::Nothing,
         detail,
         amount: t.map(|t| t.amount),
+        asset: t.map(|t| t.asset.clone()),
     }
 }
 

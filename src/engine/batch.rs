@@ -440,5 +440,6 @@ fn finding_row(f: &Finding, action: Action, note: Option<&str>) -> FindingRow {
             None => f.detail.clone(),
         },
         amount: f.amount.map(|a| a.to_string()),
+        asset: f.asset.as_ref().map(|a| a.to_string()),
     }
 }

@@ -9,8 +9,13 @@ impl Status {
         serde_json::to_string_pretty(self).expect("a status always serializes")
     }
 
-    /// A compact table for people.
+    /// A compact table for people, amounts in base units (`to_text_with` shows tokens).
     pub fn to_text(&self) -> String {
+        self.to_text_with(&crate::assets::Assets::default())
+    }
+
+    /// A compact table for people, amounts in tokens where `assets` knows their decimals.
+    pub fn to_text_with(&self, assets: &crate::assets::Assets) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -22,7 +27,7 @@ impl Status {
         }
         self.providers_text(&mut s);
         self.gaps_text(&mut s);
-        self.findings_text(&mut s);
+        self.findings_text(&mut s, assets);
         self.resends_text(&mut s);
         self.inbox_text(&mut s);
         self.events_text(&mut s);
@@ -182,7 +187,7 @@ impl Status {
         }
     }
 
-    fn findings_text(&self, s: &mut String) {
+    fn findings_text(&self, s: &mut String, assets: &crate::assets::Assets) {
         let x = &self.exceptions;
         if !x.table {
             let _ = writeln!(s, "\nexceptions: no table (run `payrecon migrate`)");
@@ -204,7 +209,7 @@ impl Status {
                 e.kind,
                 e.order_ref.as_deref().unwrap_or("-"),
                 e.seen_count,
-                e.detail
+                assets.detail(&e.chain, e.asset.as_deref(), &e.detail)
             );
         }
         if (x.items.len() as i64) < x.open_total {

@@ -98,6 +98,10 @@ pub struct FindingRow {
     /// report).
     #[serde(skip)]
     pub amount: Option<String>,
+    /// The asset its amounts are in, where known (the ledger's spelling: `native` or a
+    /// contract): the text report shows them in tokens. Not a column, not in the JSON report.
+    #[serde(skip)]
+    pub asset: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -309,6 +313,10 @@ pub struct ExceptionRow {
     pub resolved_by: Option<String>,
     pub resolution: Option<String>,
     pub note: Option<String>,
+    /// Its order's asset (`None` for a payment to no order): what the text output shows its
+    /// amounts in. Not in the JSON (docs/reference.md keeps base units there).
+    #[serde(skip)]
+    pub asset: Option<String>,
 }
 
 /// Filters of `payrecon exceptions`.

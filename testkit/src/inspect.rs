@@ -266,6 +266,7 @@ impl Inspect for Store {
                 action: r[8].text().unwrap_or_default(),
                 detail: r[9].text().unwrap_or_default(),
                 amount: None,
+                asset: None,
             })
             .collect())
     }

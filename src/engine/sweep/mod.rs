@@ -326,5 +326,6 @@ fn reorged(
         outcome,
         detail,
         amount: None,
+        asset: Some(row.asset.clone()),
     }
 }

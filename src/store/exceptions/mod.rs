@@ -44,6 +44,7 @@ struct Row {
     resolved_by: Option<String>,
     resolution: Option<String>,
     note: Option<String>,
+    asset: Option<String>,
 }
 
 impl ExceptionRow {
@@ -66,6 +67,7 @@ impl ExceptionRow {
             resolved_by: r.resolved_by,
             resolution: r.resolution,
             note: r.note,
+            asset: r.asset,
         }
     }
 }
@@ -76,8 +78,9 @@ fn columns<D: Dialect>() -> String {
         "x.id, x.kind, x.order_id, {order_ref} AS order_ref, x.chain, x.tx_hash, {log} AS log_index, \
          x.amount, x.detail, x.status, {first} AS first_ms, {last} AS last_ms, \
          {seen} AS seen_count, {resolved} AS resolved_ms, x.resolved_by, x.resolution, \
-         x.note",
+         x.note, {asset} AS asset",
         order_ref = D::exact_text("o.order_ref"),
+        asset = D::exact_text("o.asset"),
         log = D::int8("x.log_index"),
         first = D::ms("x.first_seen_at"),
         last = D::ms("x.last_seen_at"),

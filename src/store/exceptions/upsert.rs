@@ -191,6 +191,7 @@ mod tests {
             action: action.into(),
             detail: detail.into(),
             amount: None,
+            asset: None,
         }
     }
 

@@ -154,6 +154,21 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
     assert!(lines.iter().any(|l| l.contains("order.final")), "{rest}");
     assert!(!rest.contains("BAD SIGNATURE"), "{rest}");
     assert!(head.contains("applied"), "the report comes first");
+    // Amounts for people (SPEC, before §1): tokens with the symbol, never base units; a
+    // native payment's key as `native`; a held finding without an arrow.
+    assert!(
+        head.contains("underpaid: paid 20 USDT of 25 USDT, short 5 USDT"),
+        "{head}"
+    );
+    assert!(head.contains("paid 0.002 ETH of 0.001 ETH"), "{head}");
+    assert!(!head.contains("#-1") && head.contains(" native "), "{head}");
+    let held = head.lines().find(|l| l.contains(" held ")).unwrap();
+    assert!(!held.contains("->"), "{held}");
+    assert!(!out.stdout.contains("25000000"), "{}", out.stdout);
+    assert!(
+        rest.contains("paid 20 USDT of 25 USDT, held: underpaid"),
+        "{rest}"
+    );
 }
 
 /// A manual `run` beside `serve` on one SQLite ledger: both apply and both deliver (serve's

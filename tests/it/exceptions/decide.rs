@@ -446,6 +446,22 @@ async fn a_late_and_short_payment_holds_the_order_until_both_problems_are_accept
                 detail.contains("paid 20000000 of 25000000"),
                 "{url}: {detail}"
             );
+            // For people, in tokens (JSON keeps base units).
+            let shown = payrecon(&config, &["exceptions", "show", &id(x)]).await;
+            assert!(
+                shown.stdout.contains("paid 20 USDT of 25 USDT")
+                    && shown.stdout.contains("20 USDT (20000000 base units)"),
+                "{url}: {}",
+                shown.stdout
+            );
+        }
+        for args in [&["exceptions"][..], &["status"]] {
+            let listed = payrecon(&config, args).await;
+            assert!(
+                listed.stdout.contains("paid 20 USDT of 25 USDT"),
+                "{args:?}: {}",
+                listed.stdout
+            );
         }
         let accept = |x: &Value| {
             let id = id(x);

@@ -67,6 +67,7 @@ fn finding(n: usize) -> FindingRow {
         action: "applied".into(),
         detail: format!("finding {n}"),
         amount: None,
+        asset: None,
     }
 }
 
