@@ -196,6 +196,21 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    // An unmigrated database says what to do, not which table is missing.
+    match store
+        .existing_tables(&["payrecon_payments".to_string()])
+        .await
+    {
+        Ok(t) if t.is_empty() => {
+            store.close().await;
+            return fail(&"the database has no payrecon tables: run `payrecon migrate` first");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            store.close().await;
+            return fail(&e);
+        }
+    }
     let assets = Assets::of(&config);
     let done = write_export(&store, &assets, since, until, args.format, out).await;
     store.close().await;

@@ -61,15 +61,31 @@ async fn dispatch(cli: Cli) -> ExitCode {
     };
     match cli.command {
         Command::Migrate => {
-            let mut config = config;
-            config.database.migrate = true;
-            match payrecon::app::App::build(config).await {
-                Ok(_) => {
-                    eprintln!("payrecon: schema is up to date");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(&e.to_string()),
+            let redact = |e: &dyn std::fmt::Display| {
+                payrecon::secret::redact(&e.to_string(), &config.secrets())
+            };
+            let url = config.database.url.expose();
+            let store = match payrecon::store::Store::connect(url, 2).await {
+                Ok(s) => s,
+                Err(e) => return fail(&redact(&e)),
+            };
+            let before = match store.applied_migrations().await {
+                Ok(n) => n,
+                Err(e) => return fail(&redact(&e)),
+            };
+            if let Err(e) = store.migrate().await {
+                return fail(&format!("migrating the database: {}", redact(&e)));
             }
+            let after = store.applied_migrations().await.unwrap_or(before);
+            // Whether it created, upgraded or found the schema current.
+            match (before, after - before) {
+                (0, n) => eprintln!("payrecon: schema created ({n} migrations applied)"),
+                (_, 0) => eprintln!("payrecon: schema is up to date ({after} migrations)"),
+                (_, n) => {
+                    eprintln!("payrecon: schema upgraded ({n} of {after} migrations applied now)")
+                }
+            }
+            ExitCode::SUCCESS
         }
         Command::Check => {
             // Every item is reported, the database included: an unreachable database is a

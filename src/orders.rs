@@ -306,13 +306,23 @@ fn row(
     catalog: &Catalog,
 ) -> Result<ExpectedOrder, Vec<FieldError>> {
     let cell = |c: usize| index[c].and_then(|i| record.get(i)).unwrap_or("");
+    // `expires_at` as `--since` takes a time: RFC 3339, or a date (midnight UTC).
+    let expires = Some(cell(5)).filter(|s| !s.is_empty()).map(|s| {
+        match s.trim().parse::<jiff::civil::Date>() {
+            Ok(d) => d
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .map(|z| z.timestamp().to_string())
+                .unwrap_or_else(|_| s.to_string()),
+            Err(_) => s.to_string(),
+        }
+    });
     let input = OrderInput {
         order_ref: cell(0),
         chain: cell(1),
         pay_to: cell(2),
         asset: cell(3),
         amount_due: cell(4),
-        expires_at: Some(cell(5)).filter(|s| !s.is_empty()),
+        expires_at: expires.as_deref(),
     };
     expected_order(&input, catalog)
 }

@@ -256,7 +256,20 @@ fn asset(kind: ChainKind, chain: &str, s: &str, catalog: &Catalog) -> Result<Ass
             "Bitcoin has only \"native\" (no tokens)",
         ));
     }
-    let token = address(kind, "asset", s)?;
+    // What this chain takes, named in every refusal: `native` and its configured tokens.
+    let mut known: Vec<&str> = catalog
+        .tokens
+        .iter()
+        .filter(|(c, _)| c == chain)
+        .map(|(_, t)| t.as_str())
+        .collect();
+    known.sort_unstable();
+    let takes = std::iter::once("\"native\"".to_string())
+        .chain(known.iter().map(|t| format!("{t:?}")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let token = address(kind, "asset", s)
+        .map_err(|e| FieldError::new("asset", format!("{}; {chain} takes {takes}", e.detail)))?;
     if !catalog
         .tokens
         .contains(&(chain.to_string(), token.as_str().to_string()))
@@ -264,7 +277,8 @@ fn asset(kind: ChainKind, chain: &str, s: &str, catalog: &Catalog) -> Result<Ass
         return Err(FieldError::new(
             "asset",
             format!(
-                "{s:?} is not a configured asset of {chain} (add [assets.\"{chain}:{token}\"] or use \"native\")"
+                "{s:?} is not a configured asset of {chain}, which takes {takes} (add \
+                 [assets.\"{chain}:{token}\"] for another)"
             ),
         ));
     }

@@ -39,6 +39,11 @@ impl Store {
             .chain([&LEASES, &EVENTS, &LIST_READS, &EXCEPTIONS])
             .map(|s| s.to_string())
             .collect();
+        self.existing_tables(&names).await
+    }
+
+    /// Which of the tables `names` exist, in their order (one query).
+    pub async fn existing_tables(&self, names: &[String]) -> Result<Vec<String>, StoreError> {
         let rows = dispatch!(self, p => {
             let sql = format!(
                 "SELECT t.name FROM {} WHERE {} ORDER BY t.n",
@@ -46,7 +51,7 @@ impl Store {
                 D::table_exists("t.name")
             );
             sqlx::query_as::<_, (String,)>(&sql)
-                .bind(D::texts(&names))
+                .bind(D::texts(names))
                 .fetch_all(counted(p))
                 .await
         });
@@ -55,6 +60,21 @@ impl Store {
             .into_iter()
             .map(|(t,)| t)
             .collect())
+    }
+
+    /// How many migrations the schema has had applied (0 for an empty database): `migrate`
+    /// says whether it created, upgraded or found the schema current.
+    pub async fn applied_migrations(&self) -> Result<i64, StoreError> {
+        let table = ["_sqlx_migrations".to_string()];
+        if self.existing_tables(&table).await?.is_empty() {
+            return Ok(0);
+        }
+        let n = dispatch!(self, p => {
+            let sql = format!("SELECT {} FROM _sqlx_migrations", D::int8("COUNT(*)"));
+            sqlx::query_as::<_, (i64,)>(&sql).fetch_one(counted(p)).await
+        });
+        Ok(n.map_err(|e| db_error("count the applied migrations", e))?
+            .0)
     }
 
     /// Every lease, by provider. `expires_at` is read as text whatever its type, then

@@ -46,6 +46,17 @@ async fn add_and_import_validate_keep_the_good_rows_and_name_the_bad_lines() {
         );
         out.assert_no_panic();
         assert_eq!(w.count("orders").await, 1, "{url}");
+        // An asset the chain does not take: the error names what it takes.
+        let other = "0x00000000000000000000000000000000000000ab";
+        let mut args = add_args("C-3", &a1, "1");
+        args[9] = other;
+        let out = payrecon(&config, &args).await;
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("\"native\"") && out.stderr.contains(&USDT.to_lowercase()),
+            "{}",
+            out.stderr
+        );
 
         // 2,500 rows: a conflict on line 7, bad rows on lines 11, 1500 and 2000, a quoted ref.
         let mut csv = String::from("order_ref,chain,pay_to,asset,amount_due,expires_at\r\n");
@@ -58,6 +69,8 @@ async fn add_and_import_validate_keep_the_good_rows_and_name_the_bad_lines() {
                 1500 => format!("{r},ethereum,0x12,{USDT},1,\r\n"),
                 2000 => format!("{r},ethereum,{a}\r\n"),
                 42 => format!("\"I-42, gift\",ethereum,{a},native,1,2026-12-31T00:00:00Z\r\n"),
+                // A date, as --since takes one: midnight UTC.
+                43 => format!("{r},ethereum,{a},native,1,2027-01-15\r\n"),
                 _ => format!("{r},ethereum,{a},{USDT},{line},\r\n"),
             };
             csv.write_str(&row).unwrap();
@@ -84,6 +97,11 @@ async fn add_and_import_validate_keep_the_good_rows_and_name_the_bad_lines() {
         let gift = w.store.order_view("I-42, gift").await.unwrap().unwrap();
         assert_eq!(gift.amount_due, "1");
         assert_eq!(gift.expires_at.as_deref(), Some("2026-12-31T00:00:00.000Z"));
+        let dated = w.store.order_view("I-43").await.unwrap().unwrap();
+        assert_eq!(
+            dated.expires_at.as_deref(),
+            Some("2027-01-15T00:00:00.000Z")
+        );
         // Again: nothing new, the same lines named.
         let again = payrecon(&config, &["orders", "import", file.to_str().unwrap()]).await;
         again.assert_code(1);

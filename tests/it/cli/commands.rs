@@ -25,16 +25,38 @@ async fn migrate_creates_the_schema() {
             "",
         );
         std::fs::write(&config, toml).unwrap();
+        // An empty database (an SQLite file made by someone else): `export` says what to do.
+        if let Some(file) = payrecon::store::sqlite_file(&url) {
+            std::fs::write(file, b"").unwrap();
+        }
+        let out = payrecon(&config, &["export"]).await;
+        out.assert_code(1);
+        assert!(
+            out.stderr.contains("run `payrecon migrate` first"),
+            "{url}: {}",
+            out.stderr
+        );
         let out = payrecon(&config, &["migrate"]).await;
         out.assert_code(0);
         out.assert_no_panic();
         assert!(out.stdout.is_empty(), "{}", out.stdout);
+        assert!(
+            out.stderr.contains("schema created ("),
+            "{url}: {}",
+            out.stderr
+        );
         let store = payrecon::store::Store::connect(&url, 2).await.unwrap();
         for t in TABLES {
             assert_eq!(store.count(t).await.unwrap(), 0, "{url}: table {t}");
         }
-        // Twice is fine (an upgrade with nothing to do).
-        payrecon(&config, &["migrate"]).await.assert_code(0);
+        // Twice is fine (an upgrade with nothing to do), and says so.
+        let again = payrecon(&config, &["migrate"]).await;
+        again.assert_code(0);
+        assert!(
+            again.stderr.contains("schema is up to date ("),
+            "{url}: {}",
+            again.stderr
+        );
     }
 }
 
