@@ -9,6 +9,7 @@
 //! - `tron`: a fake Tron node (java-tron's JSON-RPC and HTTP API, their documented shapes).
 //! - `sandbox`: the product's sandbox (the demo's Chaingateway and EVM node) with faults,
 //!   latency, counters, lists that move while read, block numbers and older nodes' tags.
+//! - `logguard`: the ERROR events a run logged, for tests to hold against what they injected.
 //! - `inspect`: read-back of the ledger (orders, transitions, findings, runs, counts) as an
 //!   extension of `Store`.
 //! - `scratch`: a fresh schema or database on a PostgreSQL or MariaDB/MySQL server, and its
@@ -23,6 +24,7 @@ pub mod env;
 pub mod esplora;
 pub mod inspect;
 mod json_api;
+pub mod logguard;
 pub mod paymos;
 pub mod pgproxy;
 pub mod process;

@@ -74,6 +74,9 @@ pub(crate) struct World {
     pub cg_url: String,
     pub db_url: String,
     pub app: App,
+    /// What the test injects that a run may log as an ERROR (a provider it took down, a
+    /// fault it pushed): every other ERROR a run logs fails the test (`run`).
+    pub allowed: std::sync::Mutex<Vec<String>>,
 }
 
 impl World {
@@ -109,6 +112,7 @@ impl World {
             cg_url,
             db_url: db_url.to_string(),
             app,
+            allowed: Default::default(),
         })
     }
 
@@ -227,8 +231,37 @@ impl World {
         self.store().apply(&[t], &ctx).await.expect("seed");
     }
 
+    /// One run; it fails the test when it logs an ERROR the test did not allow (an
+    /// injected fault): a store error, a chain that could not be read, anything a person
+    /// must be told of (SPEC §2, never fail silently).
     pub async fn run(&self) -> Report {
-        self.app.engine.run(&opts()).await.expect("run")
+        use tracing::Instrument as _;
+        let (guard, span) = payrecon_testkit::logguard::span();
+        let report = self
+            .app
+            .engine
+            .run(&opts())
+            .instrument(span)
+            .await
+            .expect("run");
+        let allowed = self.allowed.lock().unwrap().clone();
+        let unexpected: Vec<String> = payrecon_testkit::logguard::take(guard)
+            .into_iter()
+            .filter(|line| !allowed.iter().any(|a| line.contains(a.as_str())))
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "the run logged {} ERROR(s) the test did not inject:\n{}\n{}",
+            unexpected.len(),
+            unexpected.join("\n"),
+            report.to_json()
+        );
+        report
+    }
+
+    /// Lets a run log ERRORs containing `needle` (a fault the test injects).
+    pub fn allow_error(&self, needle: &str) {
+        self.allowed.lock().unwrap().push(needle.to_string());
     }
 
     /// `(order_ref, from, to)` of every audit row, in id order.

@@ -13,7 +13,6 @@ mod anvil;
 mod bitcoin;
 mod check;
 mod extras;
-mod guard;
 mod kill;
 mod lists;
 mod merchant;

@@ -255,11 +255,11 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     }
     // The fault-free runs log no ERROR (the guard: a store statement that failed, a chain
     // read that failed, anything a person must be told of).
-    let (guard, span) = crate::guard::span();
+    let (guard, span) = payrecon_testkit::logguard::span();
     for _ in 0..2 {
         use tracing::Instrument as _;
         let report = run_one(&mut w, false, false).instrument(span.clone()).await;
-        let logged = crate::guard::take(guard);
+        let logged = payrecon_testkit::logguard::take(guard);
         if !logged.is_empty() {
             return Err(format!(
                 "a fault-free run logged {} ERROR(s):\n{}",

@@ -180,6 +180,8 @@ async fn no_transition_commits_without_its_event() {
                 .await
             }
         }
+        // The trigger's refusal is the fault this test injects.
+        w.allow_error("refused");
         let report = w.run().await;
         assert_eq!(report.providers[0].status, "failed", "{}", report.to_json());
         assert_eq!(store.count("payrecon_transitions").await.unwrap(), 0);

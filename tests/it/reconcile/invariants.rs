@@ -229,6 +229,10 @@ async fn no_secret_in_the_report_the_findings_or_the_runs_table() {
         w.notify("1501", &tx, &payee(1), "1");
         // Every request answers 400 with the request headers (Authorization too) echoed.
         w.cg.push_fault(Fault::EchoHeaders, 50);
+        // Injected: polygon's node is down, the provider answers 400 to everything.
+        for fault in ["chain polygon", "provider cg: "] {
+            w.allow_error(fault);
+        }
 
         let report = w.run().await;
 

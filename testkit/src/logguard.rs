@@ -1,8 +1,10 @@
-//! The log guard: a run that logs an ERROR the simulator did not inject fails its seed. The
-//! faults a seed injects all come before its fault-free runs; those run inside an ERROR-level
-//! span `sim_clean` carrying a guard id, and every ERROR event inside it (the store's and the
-//! chain's errors among them: a failed part logs one) is kept under that id for the seed to
-//! read. One subscriber per test process (nextest runs each test in its own).
+//! The log guard: a run that logs an ERROR the test did not inject fails the test (the
+//! scenario tests of `tests/it` and the simulator's seeds). The run goes inside an ERROR-level
+//! span `log_guard` carrying a guard id (`span`), and every ERROR event inside it (the
+//! store's and the chain's errors among them: a failed part logs one) is kept under that id
+//! for the test to read (`take`) and hold against what it injected. One subscriber per test
+//! process (nextest runs each test in its own); a process with another subscriber installed
+//! first sees nothing here.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -16,7 +18,7 @@ use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::{Layer, Registry};
 
-const SPAN: &str = "sim_clean";
+const SPAN: &str = "log_guard";
 
 static ERRORS: OnceLock<Mutex<HashMap<u64, Vec<String>>>> = OnceLock::new();
 static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -49,7 +51,7 @@ pub fn take(id: u64) -> Vec<String> {
 
 struct Guard;
 
-/// The guard id a `sim_clean` span carries.
+/// The guard id a `log_guard` span carries.
 struct Id(u64);
 
 struct GuardId(Option<u64>);
