@@ -223,6 +223,20 @@ impl Metrics {
         for (p, p_chains) in &all {
             self.init_provider(p, p_chains, p != "chain");
         }
+        // The run's own steps (`run`): whether they did their work, from the start.
+        let run = || "run".to_string();
+        for outcome in [RunOutcome::ok, RunOutcome::failed] {
+            let _ = self.runs.get_or_create(&RunL {
+                provider: run(),
+                outcome,
+            });
+        }
+        let _ = self
+            .last_success
+            .get_or_create(&ProviderL { provider: run() });
+        let _ = self
+            .run_duration
+            .get_or_create(&ProviderL { provider: run() });
         for c in chains {
             let _ = self.chain_head.get_or_create(&ChainL { chain: c.clone() });
             let _ = self

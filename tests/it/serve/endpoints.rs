@@ -134,6 +134,21 @@ async fn metrics_are_all_exported_at_zero_before_the_first_run() {
             "{m}"
         );
     }
+    // The run's own steps (`run`): their outcome and last success from the start too.
+    for outcome in ["ok", "failed"] {
+        let v = series(
+            &m,
+            "payrecon_runs_total",
+            &[("provider", "run"), ("outcome", outcome)],
+        );
+        assert_eq!(v, Some(0.0), "runs_total run {outcome}:\n{m}");
+    }
+    let last = series(
+        &m,
+        "payrecon_last_success_timestamp_seconds",
+        &[("provider", "run")],
+    );
+    assert_eq!(last, Some(0.0), "{m}");
     for kind in [
         "missing",
         "lagging",
