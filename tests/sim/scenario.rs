@@ -35,7 +35,7 @@ pub static FAULTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 /// Sandbox-node HTTP 500s injected.
 pub static RPC_FAULTS: AtomicU64 = AtomicU64::new(0);
 /// What the seeds exercised, for the summary line (and a check that they did something).
-pub const STAT_NAMES: [&str; 9] = [
+pub const STAT_NAMES: [&str; 10] = [
     "transfers",
     "notifications",
     "dry_runs",
@@ -45,8 +45,9 @@ pub const STAT_NAMES: [&str; 9] = [
     "resends",
     "listed_before_mined",
     "at_tolerance_edge",
+    "chain_down_runs",
 ];
-pub static STATS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
+pub static STATS: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
 
 pub fn stat(i: usize, n: u64) {
     STATS[i].fetch_add(n, Ordering::Relaxed);
@@ -251,6 +252,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     // are kept): the run says so by name, fails, and applies nothing.
     let mut or = StdRng::seed_from_u64(seed ^ 0x0c4a_1d0f);
     if or.gen_bool(0.2) {
+        stat(9, 1);
         chain_down_run(&mut w).await?;
     }
     // The fault-free runs log no ERROR (the guard: a store statement that failed, a chain
