@@ -182,13 +182,9 @@ impl Engine {
             Ok(n) => tracing::info!(cleared = n, "Exceptions cleared: their condition is gone."),
             Err(e) => failed.push(format!("exceptions: clearing: {e}")),
         }
-        match self.store.open_exceptions().await {
-            Ok(open) => self.metrics.set_exceptions(&open, now),
-            Err(e) => failed.push(format!("exceptions: counting the open ones: {e}")),
-        }
-        match self.store.count_held().await {
-            Ok((underpaid, late)) => self.metrics.set_held(underpaid, late),
-            Err(e) => failed.push(format!("counting the orders held: {e}")),
+        // The gauges, as `serve` reads them at start.
+        if let Err(e) = self.refresh_gauges().await {
+            failed.push(format!("counting the open exceptions and held orders: {e}"));
         }
         failed
     }
