@@ -1,6 +1,6 @@
 """Reads a MariaDB general log and fails when an UPDATE, DELETE or INSERT … VALUES payrecon
 sent reads the table it writes in a subquery that MySQL would merge into the statement: MySQL
-8.0 refuses those with error 1093, which MariaDB accepts (ARCHITECTURE.md, "Backends"). A read of the
+8.0 refuses those with error 1093, which MariaDB accepts (docs/design/backends.md, "MariaDB/MySQL"). A read of the
 target through a derived table that cannot be merged (DISTINCT, GROUP BY or LIMIT in it) is
 what MySQL documents as the way past it, and passes. `.ci/run` turns the general log on
 around the tests and runs this on it.

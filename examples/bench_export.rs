@@ -90,7 +90,7 @@ async fn seed(store: &Store, from: u64, to: u64) -> Result<(), sqlx::Error> {
         }
         Store::MySql(_) => {
             return Err(sqlx::Error::Configuration(
-                "bench_export seeds SQLite and PostgreSQL only (MariaDB/MySQL: issue 28)".into(),
+                "bench_export seeds SQLite and PostgreSQL only".into(),
             ))
         }
     }

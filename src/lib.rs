@@ -2,22 +2,23 @@
 //! payrecon: reconciles crypto payment providers and chains against a merchant's ledger.
 //!
 //! - `domain`: the pure core (keys, states, amounts, the diff). No IO.
-//! - `store`: SQLite and PostgreSQL; the only module with SQL.
+//! - `store`: SQLite, PostgreSQL and MariaDB/MySQL; the only module with SQL.
 //! - `chain`: chain truth by kind: EVM JSON-RPC via alloy, Tron, Bitcoin (Esplora).
 //! - `providers`: provider HTTP APIs (Chaingateway, generic `kind = "http"` with presets).
 //! - `engine`: a run (pipeline, sweep, apply, resend, report).
-//! - `app`: assembles store, clients, metrics and engine from a config.
-//! - `schedule`, `serve`, `listener`: the daemon; `sdnotify`: readiness and watchdog for systemd.
+//! - `app`: assembles store, clients, metrics and engine from a config; `app::db` is the one way
+//!   to open the database.
+//! - `cli`: the command line's definitions and the body of every command, one module each.
+//! - `daemon`: `serve`, its schedule loop, its HTTP listener and systemd's readiness and watchdog.
 //! - `events`: delivers the events of applied transitions to the merchant's application
 //!   (Standard Webhooks, retries, per-order order; the outbox rows are `store`'s).
 //! - `status`: `payrecon status`, the operator's read-only view (text and JSON).
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `api`: the expected-payments API on `serve`'s listener (`/v1/orders`, its OpenAPI
-//!   document); `orders`: `payrecon orders add|import`, the same registration from the CLI.
-//! - `demo`, `sandbox` (feature `demo`, on by default): `payrecon demo` and the fake
+//!   document); `cli::orders`: `payrecon orders add|import`, the same registration.
+//! - `sandbox` (feature `demo`, on by default): `payrecon demo`'s fake
 //!   Chaingateway, node and receiver it serves on loopback (the tests use them too).
 //! - `stats` (feature `stats`, tests and benchmarks only): SQL statements, CPU, peak RSS.
-//! - `cli`: the command line's definitions (also the man pages' and completions' source).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 //! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
 
@@ -27,25 +28,16 @@ pub mod assets;
 pub mod chain;
 pub mod cli;
 pub mod config;
-#[cfg(feature = "demo")]
-pub mod demo;
+pub mod daemon;
 pub mod domain;
 pub mod engine;
 pub mod events;
-pub mod exceptions;
-pub mod export;
-pub mod listener;
 pub mod metrics;
-pub mod orders;
 pub mod providers;
 pub mod report;
-pub mod run;
 #[cfg(feature = "demo")]
 pub mod sandbox;
-pub mod schedule;
-pub mod sdnotify;
 pub mod secret;
-pub mod serve;
 #[cfg(feature = "stats")]
 pub mod stats;
 pub mod status;

@@ -1,69 +1,20 @@
 //! Settling one batch: plan (pure), apply, resend, findings, counts and metrics.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use jiff::Timestamp;
 
+use super::part::PartTally;
 use super::resend::Resender;
 use super::simulate::{remember, simulate};
 use super::{Engine, RunCtx};
 use crate::domain::{
-    reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerRow,
-    LedgerView, Observation, Outcome, Plan,
+    reconcile, reconcile_claims, Action, ChainVerdict, Claim, Finding, GapKind, LedgerView,
+    Observation, Outcome, Plan,
 };
 use crate::metrics::{GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, TransitionL};
-use crate::report::{FindingOut, ProviderReport, MAX_FINDINGS};
+use crate::report::MAX_FINDINGS;
 use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Opening, Source, StoreError};
-
-/// What one part of a run (a provider's lists, or the sweep) has counted so far: its report
-/// entry, findings, whether it stopped early and its time; and, apart, what its write batches
-/// share (`shared`).
-pub struct PartTally {
-    pub report: ProviderReport,
-    pub findings: Vec<FindingOut>,
-    pub truncated: bool,
-    pub elapsed: Duration,
-    pub(crate) shared: BatchShared,
-}
-
-/// What the batches of one part share: the records already examined, the lease they write
-/// under, and (when nothing is written) the rows as earlier batches would have left them.
-#[derive(Default)]
-pub(crate) struct BatchShared {
-    /// Fingerprints of records already examined in this run (distinct `checked`).
-    pub seen: super::seen::SeenSet,
-    /// The lease this part runs under (scheduled runs): every write batch presents it.
-    pub fence: Option<crate::store::Fence>,
-    /// When nothing is written (dry run, `apply = false`): the rows as earlier batches of
-    /// this run would have left them, by order id, so that later batches plan on top of them.
-    pub simulated: HashMap<i64, LedgerRow>,
-}
-
-impl PartTally {
-    pub fn new(provider: &str, kind: &str) -> PartTally {
-        PartTally {
-            report: ProviderReport::new(provider, kind),
-            findings: Vec::new(),
-            truncated: false,
-            elapsed: Duration::ZERO,
-            shared: BatchShared::default(),
-        }
-    }
-
-    /// Marks this provider failed (the first error is kept; work already done stays).
-    pub fn fail(&mut self, error: String) {
-        tracing::error!(provider = %self.report.provider, error = %error, "Part of the run failed.");
-        self.report.status = "failed".into();
-        match &mut self.report.error {
-            Some(e) => {
-                e.push_str("; ");
-                e.push_str(&error);
-            }
-            None => self.report.error = Some(error),
-        }
-    }
-}
 
 /// What a batch observed: chain-verified records, and status-only claims.
 pub(crate) struct BatchInput<'a> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::batch::PartTally;
+use super::part::PartTally;
 use super::Engine;
 use crate::store::Fence;
 

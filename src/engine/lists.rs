@@ -9,8 +9,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::batch::PartTally;
 use super::error::PartError;
+use super::part::PartTally;
 use super::resolve::Resolved;
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::providers::Provider;

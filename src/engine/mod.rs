@@ -34,10 +34,10 @@ use crate::secret::Secret;
 use crate::store::{Fence, RunRow, Source, Store, StoreError};
 
 use crate::providers::Provider;
-pub use batch::PartTally;
 pub use error::PartError;
 use finish::RunExceptions;
 pub use part::Part;
+pub use part::PartTally;
 pub use webhooks::InboxTally;
 
 pub struct ProviderEntry {

@@ -331,7 +331,7 @@ impl Engine {
                 Some(ex) => Ok(Decision::Taken(Box::new(ex))),
                 None => Err(OperatorError::Unknown(r.id)),
             },
-            Err(e @ StoreError::Invalid(_)) => match self.store.exception(r.id).await? {
+            Err(e @ StoreError::Unchanged) => match self.store.exception(r.id).await? {
                 Some(ex) if ex.status != "open" => Ok(Decision::Taken(Box::new(ex))),
                 _ => Err(OperatorError::Refused(e.to_string())),
             },

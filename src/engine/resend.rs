@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::batch::PartTally;
+use super::part::PartTally;
 use super::{Engine, RunCtx};
 use crate::domain::{Action, ResendRequest};
 use crate::metrics::{ResendL, ResendOutcome};

@@ -4,7 +4,8 @@
 use super::error::PartError;
 use std::collections::{BTreeMap, HashSet};
 
-use super::batch::{BatchInput, PartTally};
+use super::batch::BatchInput;
+use super::part::PartTally;
 use super::resend::Resender;
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::chain::{ChainClient, Lookup, TransferQuery};

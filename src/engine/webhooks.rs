@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 
-use super::batch::PartTally;
+use super::part::PartTally;
 use super::{Engine, ProviderEntry, RunCtx};
 use crate::providers::ProviderRecord;
 use crate::store::{Source, StoreError, StoredDelivery};

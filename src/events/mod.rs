@@ -6,7 +6,6 @@
 //! each committed batch (polling is the fallback for other processes' commits); `run` flushes
 //! for up to `flush_timeout`.
 
-pub mod admin;
 pub mod sign;
 
 use std::future::Future;

@@ -1,7 +1,7 @@
 //! `payrecon status`: the operator's read-only view of the database: the last run per
 //! provider (and the chain sweep), gaps found in the last 24 h, the open exceptions (how
 //! many of each kind, the oldest, the newest few), pending resends, the webhook inbox and
-//! the lease holders. Never migrates, never writes (see `Store::connect_read_only`).
+//! the lease holders. Never migrates, never writes (`app::db`, `Access::Read`).
 //!
 //! `payrecon_runs` has one row per run; a provider's outcome in a run is derived from the
 //! run's `error` (`"cg: reason; qvard: reason"`): the provider failed when one of the
@@ -17,7 +17,6 @@ use crate::config::Config;
 use crate::domain::GapKind;
 use crate::engine::Part;
 use crate::report::Gaps;
-use crate::store::Store;
 
 mod build;
 mod text;
@@ -171,10 +170,9 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
     let scrub = |e: &dyn std::fmt::Display| {
         StatusError(crate::secret::redact(&e.to_string(), &config.secrets()))
     };
-    let url = config.database.url.expose();
-    let store = Store::connect_read_only(url, config.database.max_connections)
+    let store = crate::app::db::open(config, crate::app::Access::Read)
         .await
-        .map_err(|e| scrub(&e))?;
+        .map_err(|e| StatusError(e.0))?;
     // Milliseconds, as the stored timestamps.
     let now = Timestamp::now();
     let now = Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now);
@@ -199,7 +197,7 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
     store.close().await;
     let mut status = build(data?, &names, backend, now, since, cooldown);
     status.events.enabled = config.events.is_some();
-    status.next_scheduled_run = crate::schedule::parse_cron(&config.schedule.cron)
+    status.next_scheduled_run = crate::daemon::schedule::parse_cron(&config.schedule.cron)
         .ok()
         .and_then(|c| c.find_next_occurrence(&chrono::Utc::now(), false).ok())
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));

@@ -11,7 +11,9 @@ use sqlx::{Acquire, Transaction};
 use super::dialect::Dialect;
 use super::outbox::{self, EventOrder, NewEvent};
 use super::rows::{counted, sqlite_ts};
-use super::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Guard, Resolve};
+use super::{
+    is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Guard, Resolve, WriteError,
+};
 use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 
 /// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
@@ -119,7 +121,7 @@ pub(super) async fn apply_batch<DB: ApplySql>(
     ctx: &ApplyContext,
     guard: Guard<'_>,
     opens: Option<&super::Opening<'_>>,
-) -> Result<Vec<ApplyOutcome>, sqlx::Error> {
+) -> Result<Vec<ApplyOutcome>, WriteError> {
     let now = sqlite_ts(Timestamp::now());
     let mut tx = counted(pool).begin_with(DB::BEGIN_WRITE).await?;
     if let Guard::Lease(f) = guard {
@@ -156,30 +158,28 @@ pub(super) async fn apply_batch<DB: ApplySql>(
 /// The statements a write batch needs, in a backend's dialect. Each sends one statement,
 /// except `apply_set`.
 pub(super) trait ApplySql: Dialect {
-    /// Fails the batch with `lease::FENCED` unless `fence` still holds (and, on PostgreSQL,
+    /// Fails the batch with `WriteError::Fenced` unless `fence` still holds (and, on PostgreSQL,
     /// keeps the lease row locked until the commit).
     async fn check_fence(
         tx: &mut Transaction<'static, Self>,
         fence: &Fence,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), WriteError>;
     /// `(id, state)` of these orders, locked until the commit (PostgreSQL `FOR UPDATE`, in id
     /// order; SQLite's write lock is taken at `BEGIN IMMEDIATE`).
     async fn lock_states(
         tx: &mut Transaction<'static, Self>,
         ids: &[i64],
     ) -> Result<Vec<(i64, String)>, sqlx::Error>;
-    /// Fails with `exceptions::UNCHANGED` when the decision's order no longer has the
+    /// Fails with `WriteError::Unchanged` when the decision's order no longer has the
     /// `amount_paid` it was decided on.
-    async fn check_paid(
-        tx: &mut Transaction<'static, Self>,
-        r: &Resolve,
-    ) -> Result<(), sqlx::Error>;
+    async fn check_paid(tx: &mut Transaction<'static, Self>, r: &Resolve)
+        -> Result<(), WriteError>;
     /// Claims the decision's exception after its steps (`exceptions::claim!`).
     async fn claim(
         tx: &mut Transaction<'static, Self>,
         r: &Resolve,
         out: &[ApplyOutcome],
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), WriteError>;
     /// Opens or touches the exceptions of `rows` (`exceptions::upsert!`); `ids` are the
     /// batch's orders by `order_ref`, locked already (not read again by `order_ref`).
     async fn open_exceptions(

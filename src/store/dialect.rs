@@ -120,7 +120,7 @@ pub(crate) trait Dialect: sqlx::Database {
     /// A subquery of an UPDATE that reads the table the UPDATE writes (`select`: one column,
     /// `id`). MySQL refuses that (error 1093) unless the rows are read into a derived table
     /// first and it is materialized rather than merged; `DISTINCT` keeps it from being
-    /// merged (ARCHITECTURE.md, "Backends").
+    /// merged (docs/design/backends.md, "MariaDB/MySQL").
     fn own_table(select: &str) -> String {
         select.to_string()
     }
@@ -210,7 +210,7 @@ pub(crate) trait Backend: Dialect {
         now: Timestamp,
         until: Timestamp,
         limit: i64,
-    ) -> Result<Vec<crate::store::events::ClaimedRow>, sqlx::Error>;
+    ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error>;
     /// Claims the right to request a resend of `(provider, notification_id)`: true (and
     /// recorded as `now`) when no request was made after `cutoff`.
     async fn claim_resend(
@@ -234,7 +234,7 @@ pub(crate) trait Backend: Dialect {
     async fn register_batch(
         pool: &sqlx::Pool<Self>,
         batch: &[crate::domain::ExpectedOrder],
-    ) -> Result<(Vec<String>, Vec<crate::store::registry::ViewRow>), sqlx::Error>;
+    ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error>;
     /// Orders as the merchant inserts them (demo, tests, benchmarks).
     #[cfg(feature = "demo")]
     async fn insert_orders(

@@ -34,6 +34,34 @@ pub enum StoreError {
     /// nothing of the decision was written.
     #[error("database: exception {id} is no longer open: nothing applied")]
     ExceptionTaken { id: i64 },
+    /// An operator's decision would change nothing now: the order or the payment changed
+    /// since it was read. Nothing of the decision was written.
+    #[error(
+        "database: the order or the payment changed since it was read (another writer got \
+         there first): nothing applied"
+    )]
+    Unchanged,
+}
+
+/// Why a write batch of the apply path (`store::apply`) ended without committing. The outcomes
+/// a caller acts on are variants, never texts to compare.
+#[derive(Debug)]
+pub(crate) enum WriteError {
+    /// The batch's lease is no longer this instance's (fenced): `StoreError::LeaseLost`.
+    Fenced,
+    /// The operator's exception is no longer open: `StoreError::ExceptionTaken`.
+    Taken,
+    /// The operator's decision changed nothing (the order moved, or the payment was credited,
+    /// meanwhile): `StoreError::Unchanged`.
+    Unchanged,
+    /// A statement failed; tried again when `is_retryable`.
+    Db(sqlx::Error),
+}
+
+impl From<sqlx::Error> for WriteError {
+    fn from(e: sqlx::Error) -> WriteError {
+        WriteError::Db(e)
+    }
 }
 
 impl StoreError {
@@ -52,7 +80,8 @@ impl StoreError {
             StoreError::LeaseLost { .. }
             | StoreError::Migrate { .. }
             | StoreError::Invalid(_)
-            | StoreError::ExceptionTaken { .. } => false,
+            | StoreError::ExceptionTaken { .. }
+            | StoreError::Unchanged => false,
         }
     }
 }

@@ -32,9 +32,6 @@ fn waiting_sql(now: &str) -> String {
     )
 }
 
-/// The rows a claim returns: `id, order_id, body, attempts`.
-pub(crate) type ClaimedRow = (String, i64, String, i64);
-
 /// `Backend::claim_events` in one statement (`Dialect::claim_events_sql`: SQLite and
 /// PostgreSQL), backend `$db`: 1 now, 2 holder, 3 claimed until, 4 limit.
 macro_rules! claim_in_one {

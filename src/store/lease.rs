@@ -13,9 +13,6 @@ use super::rows::{counted, db_error};
 use super::types::Fence;
 use super::{Store, StoreError};
 
-/// The sentinel a fenced write batch fails with (mapped to a `StoreError`).
-pub(super) const FENCED: &str = "payrecon: lease lost";
-
 fn expiry(now: Timestamp, ttl: Duration) -> Timestamp {
     jiff::SignedDuration::try_from(ttl)
         .ok()

@@ -14,6 +14,7 @@ mod held;
 mod inbox;
 mod lease;
 mod list_reads;
+mod migrate;
 mod mysql;
 mod outbox;
 mod payments;
@@ -36,6 +37,7 @@ use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State,
 
 use dialect::dispatch;
 pub use error::StoreError;
+pub(crate) use error::WriteError;
 use error::{is_retryable, is_unique_violation};
 pub use export::ExportRow;
 pub use held::HeldPayment;
@@ -98,21 +100,6 @@ impl Store {
                 crate::secret::redact_url(url)
             ))),
         }
-    }
-
-    /// `connect`, for a command that only reads (`check`, `run --dry-run`): an SQLite file
-    /// that does not exist is an error naming its path, never created.
-    pub async fn connect_existing(url: &str, max_connections: u32) -> Result<Store, StoreError> {
-        if let Some(path) = sqlite_file(url) {
-            if !path.exists() {
-                return Err(StoreError::Invalid(format!(
-                    "the SQLite database {} does not exist (a command that only reads never \
-                     creates it; `payrecon migrate` does)",
-                    path.display()
-                )));
-            }
-        }
-        Store::connect(url, max_connections).await
     }
 
     /// `"sqlite"`, `"postgres"` or `"mysql"`.
@@ -284,31 +271,27 @@ impl Store {
             attempt += 1;
             let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard, opens.as_ref()).await);
             match res {
-                Err(e) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
+                Err(WriteError::Db(e)) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
                     crate::metrics::count_database_retry();
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
                     let jitter = rand::random::<u64>() % (25 << attempt);
                     tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;
                 }
-                Err(sqlx::Error::Protocol(m)) if m == lease::FENCED => {
+                Err(WriteError::Fenced) => {
                     return Err(StoreError::LeaseLost {
                         provider: ctx.provider.clone(),
                     })
                 }
-                Err(sqlx::Error::Protocol(m)) if m == exceptions::TAKEN => {
+                Err(WriteError::Taken) => {
                     let id = match guard {
                         Guard::Exception(r) => r.id,
                         _ => 0,
                     };
                     return Err(StoreError::ExceptionTaken { id });
                 }
-                Err(sqlx::Error::Protocol(m)) if m == exceptions::UNCHANGED => {
-                    return Err(StoreError::Invalid(m));
-                }
-                other => {
-                    let outcomes = other.map_err(|e| rows::db_error("apply transitions", e))?;
-                    return Ok(unsort(&outcomes));
-                }
+                Err(WriteError::Unchanged) => return Err(StoreError::Unchanged),
+                Err(WriteError::Db(e)) => return Err(rows::db_error("apply transitions", e)),
+                Ok(outcomes) => return Ok(unsort(&outcomes)),
             }
         }
     }

@@ -16,6 +16,15 @@ impl Store {
     /// Connects without creating or writing anything: a SQLite file that does not exist is
     /// an error (not a new empty database), and every statement runs read-only.
     pub async fn connect_read_only(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+        if let Some(path) = super::sqlite_file(url) {
+            if !path.exists() {
+                return Err(StoreError::Invalid(format!(
+                    "the SQLite database {} does not exist (a command that only reads never \
+                     creates it; `payrecon migrate` does)",
+                    path.display()
+                )));
+            }
+        }
         let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
         let max = max_connections.clamp(1, 4);
         match scheme {

@@ -13,6 +13,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::dialect::{dispatch, Dialect};
+use super::rows::ViewRow;
 use super::rows::{counted, db_error, ms_text, sqlite_ts};
 use super::{Store, StoreError};
 use crate::domain::{ExpectedOrder, StoredOrder};
@@ -94,26 +95,6 @@ pub struct OrderPage {
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct ViewRow {
-    id: i64,
-    order_ref: String,
-    chain: String,
-    pay_to: String,
-    asset: String,
-    amount_due: String,
-    amount_paid: Option<String>,
-    state: String,
-    tx_hash: Option<String>,
-    log_index: Option<i64>,
-    block_number: Option<i64>,
-    block_hash: Option<String>,
-    expires_ms: Option<i64>,
-    created_ms: Option<i64>,
-    changed_ms: Option<i64>,
-    updated_ms: Option<i64>,
-}
-
-#[derive(sqlx::FromRow)]
 struct PagedRow {
     #[sqlx(flatten)]
     row: ViewRow,
@@ -173,7 +154,7 @@ macro_rules! read_views {
             refs.push_bind(o.order_ref.as_str());
         }
         qb.push(")");
-        qb.build_query_as::<$crate::store::registry::ViewRow>()
+        qb.build_query_as::<$crate::store::rows::ViewRow>()
             .fetch_all($conn)
             .await
     }};

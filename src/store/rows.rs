@@ -20,50 +20,6 @@ pub(crate) fn counted<T>(x: T) -> T {
     x
 }
 
-/// Records a run's findings in one transaction, `Dialect::INSERT_ROWS` rows per multi-row
-/// INSERT, and opens or touches their exceptions in the same transaction (README.md,
-/// "Exceptions"): `$db` the dialect, `$pool` its pool.
-macro_rules! insert_findings {
-    ($db:ty, $pool:expr, $run_id:expr, $findings:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        use $crate::store::rows::{counted, db_error};
-        let mut tx = counted($pool)
-            .begin_with(<$db>::BEGIN_WRITE)
-            .await
-            .map_err(|e| db_error("record findings", e))?;
-        for chunk in $findings.chunks(<$db>::INSERT_ROWS) {
-            let mut qb = sqlx::QueryBuilder::<$db>::new(
-                "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, \
-                 log_index, order_ref, local_state, observed_state, action, detail) ",
-            );
-            qb.push_values(chunk, |mut b, f| {
-                b.push_bind($run_id)
-                    .push_bind(&f.provider)
-                    .push_bind(&f.kind)
-                    .push_bind(&f.chain)
-                    .push_bind(&f.tx_hash)
-                    .push_bind(f.log_index)
-                    .push_bind(&f.order_ref)
-                    .push_bind(&f.local_state)
-                    .push_bind(&f.observed_state)
-                    .push_bind(&f.action)
-                    .push_bind(&f.detail);
-            });
-            qb.build()
-                .execute(counted(&mut *tx))
-                .await
-                .map_err(|e| db_error("record findings", e))?;
-        }
-        $crate::store::exceptions::upsert!($db, tx, $run_id, $findings, <$db>::NOW)
-            .map_err(|e| db_error("open or touch exceptions", e))?;
-        counted(tx)
-            .commit()
-            .await
-            .map_err(|e| db_error("record findings", e))
-    }};
-}
-pub(crate) use insert_findings;
-
 /// A list bound as one JSON array (SQLite's `json_each`, MariaDB/MySQL's `JSON_TABLE`).
 pub(crate) fn json_list<T: serde::Serialize>(values: &[T]) -> String {
     serde_json::to_string(values).unwrap_or_else(|_| "[]".into())
@@ -315,4 +271,28 @@ mod tests {
         assert!(!text.contains("ss_word"), "{text}");
         assert!(text.contains("postgres://u:***@h/db"), "{text}");
     }
+}
+
+/// The rows a claim returns: `id, order_id, body, attempts`.
+pub(crate) type ClaimedRow = (String, i64, String, i64);
+
+/// An order's row as the registry reads it back (`registry::read_views`).
+#[derive(sqlx::FromRow)]
+pub(crate) struct ViewRow {
+    pub(crate) id: i64,
+    pub(crate) order_ref: String,
+    pub(crate) chain: String,
+    pub(crate) pay_to: String,
+    pub(crate) asset: String,
+    pub(crate) amount_due: String,
+    pub(crate) amount_paid: Option<String>,
+    pub(crate) state: String,
+    pub(crate) tx_hash: Option<String>,
+    pub(crate) log_index: Option<i64>,
+    pub(crate) block_number: Option<i64>,
+    pub(crate) block_hash: Option<String>,
+    pub(crate) expires_ms: Option<i64>,
+    pub(crate) created_ms: Option<i64>,
+    pub(crate) changed_ms: Option<i64>,
+    pub(crate) updated_ms: Option<i64>,
 }

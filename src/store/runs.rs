@@ -34,6 +34,49 @@ macro_rules! upsert_resend {
 }
 pub(super) use upsert_resend;
 
+/// Records a run's findings in one transaction, `Dialect::INSERT_ROWS` rows per multi-row
+/// INSERT, and opens or touches their exceptions in the same transaction (README.md,
+/// "Exceptions"): `$db` the dialect, `$pool` its pool.
+macro_rules! insert_findings {
+    ($db:ty, $pool:expr, $run_id:expr, $findings:expr) => {{
+        use $crate::store::dialect::Dialect as _;
+        use $crate::store::rows::{counted, db_error};
+        let mut tx = counted($pool)
+            .begin_with(<$db>::BEGIN_WRITE)
+            .await
+            .map_err(|e| db_error("record findings", e))?;
+        for chunk in $findings.chunks(<$db>::INSERT_ROWS) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "INSERT INTO payrecon_findings (run_id, provider, kind, chain, tx_hash, \
+                 log_index, order_ref, local_state, observed_state, action, detail) ",
+            );
+            qb.push_values(chunk, |mut b, f| {
+                b.push_bind($run_id)
+                    .push_bind(&f.provider)
+                    .push_bind(&f.kind)
+                    .push_bind(&f.chain)
+                    .push_bind(&f.tx_hash)
+                    .push_bind(f.log_index)
+                    .push_bind(&f.order_ref)
+                    .push_bind(&f.local_state)
+                    .push_bind(&f.observed_state)
+                    .push_bind(&f.action)
+                    .push_bind(&f.detail);
+            });
+            qb.build()
+                .execute(counted(&mut *tx))
+                .await
+                .map_err(|e| db_error("record findings", e))?;
+        }
+        $crate::store::exceptions::upsert!($db, tx, $run_id, $findings, <$db>::NOW)
+            .map_err(|e| db_error("open or touch exceptions", e))?;
+        counted(tx)
+            .commit()
+            .await
+            .map_err(|e| db_error("record findings", e))
+    }};
+}
+
 impl Store {
     /// Claims the right to request a resend: true (and recorded) when no request for this
     /// notification was made within `cooldown` before `now`. Atomic across processes.
@@ -133,6 +176,6 @@ impl Store {
         if findings.is_empty() {
             return Ok(());
         }
-        dispatch!(self, p => rows::insert_findings!(D, p, run_id, findings))
+        dispatch!(self, p => insert_findings!(D, p, run_id, findings))
     }
 }

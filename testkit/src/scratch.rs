@@ -31,6 +31,35 @@ fn is_mysql(url: &str) -> bool {
     url.starts_with("mysql:") || url.starts_with("mariadb:")
 }
 
+/// Names the running test in the file `PAYRECON_TEST_MYSQL_REACHED` names (when set), a line
+/// `<test binary> <test name>`: CI's first pass lists the tests that reach MariaDB/MySQL, and
+/// its second pass, on MySQL, runs those only (`.ci/run`). A test runs in a process of its own
+/// under nextest, which names it on the command line.
+fn record_mysql_test() {
+    use std::io::Write as _;
+    let Some(file) = std::env::var_os("PAYRECON_TEST_MYSQL_REACHED") else {
+        return;
+    };
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .map(|s| s.rsplit_once('-').map_or(s.clone(), |(b, _)| b.to_string()))
+        .unwrap_or_default();
+    let Some(test) = std::env::args().skip(1).find(|a| !a.starts_with('-')) else {
+        return;
+    };
+    // One short write in append mode: lines of concurrent tests do not interleave.
+    let line = format!("{binary} {test}\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        panic!("recording the test in {}: {e}", file.to_string_lossy());
+    }
+}
+
 /// `url` with its database (the path) replaced by `name`, its query kept.
 fn with_database(url: &str, name: &str) -> String {
     let (prefix, query) = match url.split_once('?') {
@@ -44,6 +73,9 @@ fn with_database(url: &str, name: &str) -> String {
 /// Creates a schema or database named `<prefix>_<random>` on the server of `admin`.
 pub async fn create(admin: &str, prefix: &str, place: Place) -> Result<Scratch, sqlx::Error> {
     let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
+    if is_mysql(admin) {
+        record_mysql_test();
+    }
     let place = if is_mysql(admin) {
         Place::Database
     } else {

@@ -127,7 +127,7 @@ pub(crate) async fn post(
     (status, text)
 }
 
-/// `payrecon::serve::serve` in this process, on a free loopback port; stopped on drop.
+/// `payrecon::daemon::serve` in this process, on a free loopback port; stopped on drop.
 pub(crate) struct Daemon {
     pub base: String,
     pub http: reqwest::Client,
@@ -146,7 +146,7 @@ impl Daemon {
     pub async fn start(app: App) -> Daemon {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (ready_tx, ready_rx) = oneshot::channel();
-        let task = tokio::spawn(payrecon::serve::serve(
+        let task = tokio::spawn(payrecon::daemon::serve(
             app,
             async move {
                 let _ = stop_rx.await;

@@ -1,7 +1,7 @@
-//! The MariaDB/MySQL schema (`migrations/mysql`, issue 28's first part) on the machine's real
-//! MariaDB: applied by sqlx to a fresh database and again with nothing to do, over a merchant's
-//! own `orders` table, and what it refuses (amounts of 10^65 base units or more, negative
-//! amounts, unknown states); the least privileges docs/operations.md names.
+//! The MariaDB/MySQL schema (`migrations/mysql`; docs/design/backends.md, "MariaDB/MySQL") on the
+//! machine's real MariaDB: applied by sqlx to a fresh database and again with nothing to do, over a
+//! merchant's own `orders` table, and what it refuses (amounts of 10^65 base units or more,
+//! negative amounts, unknown states); the least privileges docs/operations.md names.
 
 use sqlx::{Connection, MySqlConnection, Row};
 
@@ -243,9 +243,16 @@ async fn the_documented_least_privileges_are_enough() {
         !refused.contains(&format!("pw-{id}")),
         "no password: {refused}"
     );
+    // The refused migration held sqlx's migration lock (`GET_LOCK`) on a pooled connection
+    // and the migrating user below waited for it forever; it is released with the refusal,
+    // while the runner's pool is still open.
+    let mut w = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        World::new(tempfile::tempdir().unwrap(), as_user(&migrator)),
+    )
+    .await
+    .expect("the migrating user migrates while the refused runner's pool is open");
     run_store.close().await;
-
-    let mut w = World::new(tempfile::tempdir().unwrap(), as_user(&migrator)).await;
     w.missing_payments(0, 3).await;
     w.db_url = as_user(&runner);
     let toml = payrecon_testkit::sandbox::config_toml(&w.db_url, &w.cg_url, &w.rpc_url, "")

@@ -1,4 +1,4 @@
-//! Reorgs on a real anvil (issue 3, items 1 and 4): a held payment re-included elsewhere is
+//! Reorgs on a real anvil (docs/how-it-works.md, "Reorgs"): a held payment re-included elsewhere is
 //! re-keyed and keeps its state; one that is gone or replaced stays, is flagged every run and
 //! counted in `payrecon_reorged_open`; young `final` rows are rechecked; the re-key statement
 //! refuses when the row changed under it. Both backends wherever the ledger is involved.

@@ -1,8 +1,8 @@
-//! The real node in the loop (issue 6): from a seed, orders, token and native payments from
-//! anvil's accounts, the fake Chaingateway listing most of them, runs of the real library in
-//! between, and reorgs (`anvil_reorg`, `anvil_rollback`): dropped payments re-included
-//! elsewhere (same hash, other block and log index), gone, or replaced by another
-//! transaction with the same nonce; sometimes while a run is in flight. Checked after every
+//! The real node in the loop (docs/reliability.md, "Reorgs on a real node"): from a seed, orders,
+//! token and native payments from anvil's accounts, the fake Chaingateway listing most of them,
+//! runs of the real library in between, and reorgs (`anvil_reorg`, `anvil_rollback`): dropped
+//! payments re-included elsewhere (same hash, other block and log index), gone, or replaced by
+//! another transaction with the same nonce; sometimes while a run is in flight. Checked after every
 //! run (audit, nothing backwards, no payment swapped) and after two final runs against the
 //! canonical chain (`verify::converged`).
 //!

@@ -1,9 +1,9 @@
-//! SIGKILL and restart (issue 6; invariant 5, ARCHITECTURE.md): from a seed, orders, transfers
-//! and notifications on the sandbox chain and the fake Chaingateway (with latency, so that a
-//! run lasts a few hundred ms), then the real `payrecon` binary (`run`, sometimes `serve`)
-//! killed with SIGKILL after a delay drawn from the seed, several times in a row. After every
-//! kill the ledger must be consistent; after two runs to completion it must have converged
-//! (`check::audit`, `check::final_state`).
+//! SIGKILL and restart (docs/reliability.md, "Crash tests"): from a seed, orders, transfers and
+//! notifications on the sandbox chain and the fake Chaingateway (with latency, so that a run lasts
+//! a few hundred ms), then the real `payrecon` binary (`run`, sometimes `serve`) killed with
+//! SIGKILL after a delay drawn from the seed, several times in a row. After every kill the ledger
+//! must be consistent; after two runs to completion it must have converged (`check::audit`,
+//! `check::final_state`).
 //!
 //! `PAYRECON_SIM_KILL_SEED=S` runs only seed S; `PAYRECON_SIM_KILL_SEEDS=N` runs seeds 0..N on
 //! SQLite (default `SQLITE_SEEDS`), the first `PG_SEEDS` of them on PostgreSQL

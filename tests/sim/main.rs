@@ -1,6 +1,6 @@
-//! A seeded scenario simulator (issue 6): each seed generates orders, on-chain transfers,
-//! provider notifications, faults, merchant writes, a second instance and dry runs against
-//! the in-process sandbox, and checks the invariants of ARCHITECTURE.md.
+//! A seeded scenario simulator (docs/reliability.md, "Scenario simulator"): each seed generates
+//! orders, on-chain transfers, provider notifications, faults, merchant writes, a second instance
+//! and dry runs against the in-process sandbox, and checks the invariants of ARCHITECTURE.md.
 //!
 //! `PAYRECON_SIM_SEED=S` runs only seed S; `PAYRECON_SIM_SEEDS=N` runs seeds 0..N (default
 //! `DEFAULT_SEEDS`), split over `SHARDS` tests. With `PAYRECON_TEST_PG_URL` set, the first

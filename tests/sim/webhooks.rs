@@ -107,7 +107,7 @@ impl Hooks {
             metrics: app.engine.metrics.clone(),
         };
         let webhooks = payrecon::webhook::router(Arc::new(ingest));
-        let router = payrecon::listener::router(app.engine.clone(), Some(webhooks));
+        let router = payrecon::daemon::listener::router(app.engine.clone(), Some(webhooks));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port for webhooks");

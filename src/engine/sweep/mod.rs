@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-use super::batch::{BatchInput, PartTally};
+use super::batch::BatchInput;
 use super::error::PartError;
 use super::part::Part;
+use super::part::PartTally;
 use super::{Engine, RunCtx};
 use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{

@@ -3,14 +3,6 @@
 
 use crate::store::dialect::Dialect;
 
-/// The sentinels a claim fails its transaction with: the exception is no longer open
-/// (`StoreError::ExceptionTaken`), or the decision changed nothing (`StoreError::Invalid`).
-pub(crate) const TAKEN: &str = "payrecon: the exception is not open";
-
-pub(crate) const UNCHANGED: &str =
-    "the order or the payment changed since it was read (another writer got there first): \
-     nothing applied";
-
 /// The claim: 1 resolution, 2 by, 3 note, 4 now, 5 id (each placeholder once, in order:
 /// MariaDB/MySQL's `?` are positional); changes one row only while it is open.
 pub(crate) fn claim_sql<D: Dialect>() -> String {
@@ -26,7 +18,7 @@ pub(crate) fn claim_sql<D: Dialect>() -> String {
     )
 }
 
-/// Fails the decision's transaction with `UNCHANGED` when the order's `amount_paid` is no
+/// Fails the decision's transaction with `WriteError::Unchanged` when the order's `amount_paid` is no
 /// longer what the decision read (a payment was credited meanwhile). Run after the order's
 /// row is locked (PostgreSQL `FOR UPDATE`; SQLite's write lock is taken at `BEGIN`).
 macro_rules! check_paid {
@@ -49,9 +41,7 @@ macro_rules! check_paid {
                 if norm(got.flatten().as_deref()) == norm(want.as_deref()) {
                     Ok(())
                 } else {
-                    Err(sqlx::Error::Protocol(
-                        $crate::store::exceptions::UNCHANGED.to_string(),
-                    ))
+                    Err($crate::store::WriteError::Unchanged)
                 }
             }
         }
@@ -60,8 +50,8 @@ macro_rules! check_paid {
 pub(crate) use check_paid;
 
 /// Claims `r` as the last statement of a transaction of the apply path, after its decision
-/// was applied: fails the transaction with `UNCHANGED` when the decision changed nothing (the
-/// order moved, or the payment was credited, meanwhile) and with `TAKEN` when the exception is
+/// was applied: fails the transaction with `WriteError::Unchanged` when the decision changed nothing (the
+/// order moved, or the payment was credited, meanwhile) and with `WriteError::Taken` when the exception is
 /// no longer open, so that a decision is written whole with its claim or not at all.
 macro_rules! claim {
     ($db:ty, $tx:expr, $r:expr, $out:expr) => {{
@@ -71,9 +61,8 @@ macro_rules! claim {
             .all(|o| matches!(o, O::Applied { .. } | O::Credited | O::Attached));
         let sql = $crate::store::exceptions::claim_sql::<$db>();
         let now = $crate::store::rows::sqlite_ts(jiff::Timestamp::now());
-        let protocol = |m: &str| Err(sqlx::Error::Protocol(m.to_string()));
         if !changed {
-            protocol($crate::store::exceptions::UNCHANGED)
+            Err($crate::store::WriteError::Unchanged)
         } else {
             match sqlx::query(&sql)
                 .bind($r.resolution)
@@ -85,8 +74,8 @@ macro_rules! claim {
                 .await
             {
                 Ok(done) if done.rows_affected() == 1 => Ok(()),
-                Ok(_) => protocol($crate::store::exceptions::TAKEN),
-                Err(e) => Err(e),
+                Ok(_) => Err($crate::store::WriteError::Taken),
+                Err(e) => Err($crate::store::WriteError::Db(e)),
             }
         }
     }};

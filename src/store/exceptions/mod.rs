@@ -9,7 +9,7 @@
 mod claims;
 mod upsert;
 
-pub(crate) use claims::{check_paid, claim, claim_sql, TAKEN, UNCHANGED};
+pub(crate) use claims::{check_paid, claim, claim_sql};
 pub(crate) use upsert::{exception_findings, upsert};
 
 use jiff::Timestamp;

@@ -13,11 +13,13 @@ use crate::store::apply::{key_taken, state_of, ApplySql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
-use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
+use crate::store::{
+    is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve, WriteError,
+};
+
+use super::TS;
 
 const RETURNING: &str = <MySql as Dialect>::RETURNING;
-/// A bound RFC 3339 time as a `DATETIME(6)` (strict mode refuses the `Z`).
-pub(super) const TS: &str = "CAST(TRIM(TRAILING 'Z' FROM ?) AS DATETIME(6))";
 
 /// The id an INSERT wrote; `None` when the unique key refused it (error 1062).
 fn inserted_id(
@@ -37,7 +39,7 @@ impl ApplySql for MySql {
     async fn check_fence(
         tx: &mut Transaction<'static, MySql>,
         fence: &Fence,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         let ok: Option<i32> = sqlx::query_scalar(
             "SELECT 1 FROM payrecon_leases WHERE provider = ? AND holder = ? AND token = ? \
              AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE",
@@ -47,8 +49,7 @@ impl ApplySql for MySql {
         .bind(fence.token)
         .fetch_optional(counted(&mut **tx))
         .await?;
-        ok.map(|_| ())
-            .ok_or(sqlx::Error::Protocol(crate::store::lease::FENCED.into()))
+        ok.map(|_| ()).ok_or(WriteError::Fenced)
     }
 
     /// Locks the batch's orders up front, in id order (one statement), as PostgreSQL does.
@@ -68,7 +69,7 @@ impl ApplySql for MySql {
     async fn check_paid(
         tx: &mut Transaction<'static, MySql>,
         r: &Resolve,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         crate::store::exceptions::check_paid!(MySql, *tx, r)
     }
 
@@ -76,7 +77,7 @@ impl ApplySql for MySql {
         tx: &mut Transaction<'static, MySql>,
         r: &Resolve,
         out: &[ApplyOutcome],
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         crate::store::exceptions::claim!(MySql, *tx, r, out)
     }
 

@@ -11,7 +11,7 @@ use super::mysql_ts;
 use crate::domain::ExpectedOrder;
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
 use crate::store::dialect::{Backend, Dialect};
-use crate::store::registry::ViewRow;
+use crate::store::rows::ViewRow;
 use crate::store::rows::{counted, db_error, decode_row, rank_sql, valid_rows, LOOKUP_CHUNK};
 use crate::store::{is_retryable, is_unique_violation, Rekey, StoreError};
 
@@ -118,13 +118,7 @@ async fn register_once(
 
 impl Backend for MySql {
     async fn migrate(pool: &MySqlPool) -> Result<(), StoreError> {
-        sqlx::migrate!("migrations/mysql")
-            .run(pool)
-            .await
-            .map_err(|e| StoreError::Migrate {
-                backend: "MariaDB/MySQL",
-                reason: e.to_string(),
-            })
+        crate::store::migrate::run(&sqlx::migrate!("migrations/mysql"), pool, "MariaDB/MySQL").await
     }
     async fn load_view(
         pool: &MySqlPool,
@@ -319,7 +313,7 @@ impl Backend for MySql {
         now: Timestamp,
         until: Timestamp,
         limit: i64,
-    ) -> Result<Vec<crate::store::events::ClaimedRow>, sqlx::Error> {
+    ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error> {
         let ts = <MySql as Dialect>::ts(1);
         let due = crate::store::events::due_sql(&ts);
         let mut tx = counted(pool).begin().await?;

@@ -27,7 +27,7 @@ use crate::store::outbox::{self, EventOrder, IdAndOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
 use crate::store::{ApplyContext, ApplyOutcome};
 
-use super::apply::TS;
+use super::TS;
 
 const RETURNING: &str = <MySql as Dialect>::RETURNING;
 /// Events per multi-row INSERT: eight binds each, far below the protocol's 65,535.

@@ -1,8 +1,8 @@
-//! MariaDB 10.6+ and MySQL 8.0.16+ (tested on MariaDB 10.11 and MySQL 9.7: ARCHITECTURE.md,
-//! "Backends"): `?`
-//! placeholders (positional: every statement the store shares binds each once, in the order of
-//! its text), lists passed as one JSON array (`JSON_TABLE`), amounts `DECIMAL(65,0)` read as
-//! text, times `DATETIME(6)` in UTC, and each session in READ COMMITTED with strict mode on.
+//! MariaDB 10.6+ and MySQL 8.0.16+ (tested on MariaDB 10.11 and MySQL 9.7: docs/design/
+//! backends.md, "MariaDB/MySQL"): `?` placeholders (positional: every statement the store shares
+//! binds each once, in the order of its text), lists passed as one JSON array (`JSON_TABLE`),
+//! amounts `DECIMAL(65,0)` read as text, times `DATETIME(6)` in UTC, and each session in READ
+//! COMMITTED with strict mode on.
 
 mod apply;
 mod backend;
@@ -82,7 +82,8 @@ impl Dialect for MySql {
         mysql_ts(t)
     }
     /// `CAST` clamps a value out of range with a warning: amounts are checked before they are
-    /// bound (`domain::parse_base_units` and the 65-digit limit of ARCHITECTURE.md).
+    /// bound (`domain::parse_base_units`, and the 65-digit limit: docs/design/backends.md,
+    /// "MariaDB/MySQL").
     fn amount(_n: usize) -> String {
         "CAST(? AS DECIMAL(65,0))".into()
     }
@@ -156,7 +157,7 @@ impl Dialect for MySql {
         Timestamp::from_microsecond(t.as_microsecond()).unwrap_or(t)
     }
 
-    /// `DECIMAL(65,0)`: 65 nines (ARCHITECTURE.md, "Backends").
+    /// `DECIMAL(65,0)`: 65 nines (docs/design/backends.md, "MariaDB/MySQL").
     fn max_amount() -> Option<crate::domain::U256> {
         Some(
             crate::domain::U256::from(10u8).pow(crate::domain::U256::from(65u8))
@@ -247,3 +248,6 @@ pub(super) async fn connect_read_only(url: &str, max: u32) -> Result<MySqlPool, 
         .await
         .map_err(|e| connect_error(url, e))
 }
+
+/// A bound RFC 3339 time as a `DATETIME(6)` (strict mode refuses the `Z`).
+pub(super) const TS: &str = "CAST(TRIM(TRAILING 'Z' FROM ?) AS DATETIME(6))";

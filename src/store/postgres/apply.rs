@@ -9,6 +9,7 @@ use crate::store::apply::{advance, key_taken, record_transition, state_of, Apply
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
+use crate::store::WriteError;
 use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
 
 const RETURNING: &str = <Postgres as Dialect>::RETURNING;
@@ -17,7 +18,7 @@ impl ApplySql for Postgres {
     async fn check_fence(
         tx: &mut Transaction<'static, Postgres>,
         fence: &Fence,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         let ok: Option<i32> = sqlx::query_scalar(
             "SELECT 1 FROM payrecon_leases WHERE provider = $1 AND holder = $2 AND token = $3 \
              AND expires_at > now() FOR SHARE",
@@ -27,8 +28,7 @@ impl ApplySql for Postgres {
         .bind(fence.token)
         .fetch_optional(counted(&mut **tx))
         .await?;
-        ok.map(|_| ())
-            .ok_or(sqlx::Error::Protocol(crate::store::lease::FENCED.into()))
+        ok.map(|_| ()).ok_or(WriteError::Fenced)
     }
 
     async fn lock_states(
@@ -44,7 +44,7 @@ impl ApplySql for Postgres {
     async fn check_paid(
         tx: &mut Transaction<'static, Postgres>,
         r: &Resolve,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         crate::store::exceptions::check_paid!(Postgres, *tx, r)
     }
 
@@ -52,7 +52,7 @@ impl ApplySql for Postgres {
         tx: &mut Transaction<'static, Postgres>,
         r: &Resolve,
         out: &[ApplyOutcome],
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         crate::store::exceptions::claim!(Postgres, *tx, r, out)
     }
 
@@ -127,7 +127,7 @@ impl ApplySql for Postgres {
         to: State,
         now: &str,
     ) -> Result<(), sqlx::Error> {
-        follow_all(sp, &[order_id], &[to.as_str()], now).await
+        super::batch::follow_all(sp, &[order_id], &[to.as_str()], now).await
     }
 
     async fn advance(
@@ -189,63 +189,6 @@ impl ApplySql for Postgres {
         event: &NewEvent,
         now: &str,
     ) -> Result<(), sqlx::Error> {
-        insert_events(sp, std::slice::from_ref(event), now).await
+        super::batch::insert_events(sp, std::slice::from_ref(event), now).await
     }
-}
-
-pub(super) async fn follow_all(
-    sp: &mut Transaction<'_, Postgres>,
-    order_ids: &[i64],
-    to: &[&str],
-    now: &str,
-) -> Result<(), sqlx::Error> {
-    let rank = rank_sql("p.state");
-    let to_rank = rank_sql("t.to_state");
-    sqlx::query(&format!(
-        "UPDATE payrecon_payments p SET state = t.to_state, state_changed_at = $3::timestamptz \
-         FROM UNNEST($1::bigint[], $2::text[]) AS t(id, to_state) JOIN orders o ON o.id = t.id \
-         WHERE p.order_id = t.id AND {rank} < {to_rank} \
-         AND (p.block_number IS NULL OR p.block_number <= COALESCE(o.block_number, p.block_number))"
-    ))
-    .bind(order_ids)
-    .bind(to)
-    .bind(now)
-    .execute(counted(&mut **sp))
-    .await?;
-    Ok(())
-}
-
-/// One statement for any number of events (the set-wise batch and row by row alike).
-pub(super) async fn insert_events(
-    tx: &mut Transaction<'_, Postgres>,
-    events: &[NewEvent],
-    now: &str,
-) -> Result<(), sqlx::Error> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let transitions: Vec<Option<i64>> = events.iter().map(|e| e.transition_id).collect();
-    let payments: Vec<Option<i64>> = events.iter().map(|e| e.payment_id).collect();
-    let orders: Vec<i64> = events.iter().map(|e| e.order_id).collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
-    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
-    sqlx::query(
-        "INSERT INTO payrecon_events \
-         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
-         SELECT t.id, t.transition_id, t.payment_id, t.order_id, t.type, t.body, \
-         $6::timestamptz, $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], \
-         $7::bigint[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY \
-         AS t(id, transition_id, payment_id, order_id, type, body, ord) ORDER BY t.ord",
-    )
-    .bind(&ids)
-    .bind(&transitions)
-    .bind(&orders)
-    .bind(&kinds)
-    .bind(&bodies)
-    .bind(now)
-    .bind(&payments)
-    .execute(counted(&mut **tx))
-    .await?;
-    Ok(())
 }

@@ -37,13 +37,7 @@ const KEYS_JOIN: &str =
 
 impl Backend for Postgres {
     async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-        sqlx::migrate!("migrations/postgres")
-            .run(pool)
-            .await
-            .map_err(|e| StoreError::Migrate {
-                backend: "PostgreSQL",
-                reason: e.to_string(),
-            })
+        crate::store::migrate::run(&sqlx::migrate!("migrations/postgres"), pool, "PostgreSQL").await
     }
     async fn load_view(
         pool: &PgPool,
@@ -148,7 +142,7 @@ impl Backend for Postgres {
         now: Timestamp,
         until: Timestamp,
         limit: i64,
-    ) -> Result<Vec<crate::store::events::ClaimedRow>, sqlx::Error> {
+    ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error> {
         crate::store::events::claim_in_one!(Postgres, pool, holder, now, until, limit)
     }
     async fn claim_resend(
@@ -172,7 +166,7 @@ impl Backend for Postgres {
     async fn register_batch(
         pool: &sqlx::Pool<Self>,
         batch: &[crate::domain::ExpectedOrder],
-    ) -> Result<(Vec<String>, Vec<crate::store::registry::ViewRow>), sqlx::Error> {
+    ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
         crate::store::registry::register_in_one!(Postgres, pool, batch)
     }
     #[cfg(feature = "demo")]

@@ -72,7 +72,7 @@ async fn write_all(
                     Some(outbox::payment_event(*id, t, p, ctx, now))
                 })
                 .collect();
-            super::apply::insert_events(sp, &events, now).await?;
+            insert_events(sp, &events, now).await?;
         }
     }
     let mut forward = Vec::new();
@@ -156,7 +156,7 @@ async fn write(
         .collect();
     if !follow.is_empty() {
         let (ids, to): (Vec<i64>, Vec<&str>) = follow.into_iter().unzip();
-        super::apply::follow_all(sp, &ids, &to, now).await?;
+        follow_all(sp, &ids, &to, now).await?;
     }
     if !ctx.events {
         return Ok(true);
@@ -166,7 +166,7 @@ async fn write(
     let Some(events) = transition_events(batch, from, &orders, &transitions, ctx, now) else {
         return Ok(false);
     };
-    super::apply::insert_events(sp, &events, now).await?;
+    insert_events(sp, &events, now).await?;
     Ok(true)
 }
 
@@ -319,4 +319,61 @@ async fn credit_all(
 /// One column of `(order id, item)` pairs, for an `UNNEST` bind.
 fn column<T, V>(items: &[(i64, &T)], f: impl Fn(&T) -> V) -> Vec<V> {
     items.iter().map(|(_, x)| f(x)).collect()
+}
+
+pub(super) async fn follow_all(
+    sp: &mut Transaction<'_, Postgres>,
+    order_ids: &[i64],
+    to: &[&str],
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let rank = rank_sql("p.state");
+    let to_rank = rank_sql("t.to_state");
+    sqlx::query(&format!(
+        "UPDATE payrecon_payments p SET state = t.to_state, state_changed_at = $3::timestamptz \
+         FROM UNNEST($1::bigint[], $2::text[]) AS t(id, to_state) JOIN orders o ON o.id = t.id \
+         WHERE p.order_id = t.id AND {rank} < {to_rank} \
+         AND (p.block_number IS NULL OR p.block_number <= COALESCE(o.block_number, p.block_number))"
+    ))
+    .bind(order_ids)
+    .bind(to)
+    .bind(now)
+    .execute(counted(&mut **sp))
+    .await?;
+    Ok(())
+}
+
+/// One statement for any number of events (the set-wise batch and row by row alike).
+pub(super) async fn insert_events(
+    tx: &mut Transaction<'_, Postgres>,
+    events: &[NewEvent],
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    let transitions: Vec<Option<i64>> = events.iter().map(|e| e.transition_id).collect();
+    let payments: Vec<Option<i64>> = events.iter().map(|e| e.payment_id).collect();
+    let orders: Vec<i64> = events.iter().map(|e| e.order_id).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
+    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO payrecon_events \
+         (id, transition_id, payment_id, order_id, type, body, created_at, next_attempt_at) \
+         SELECT t.id, t.transition_id, t.payment_id, t.order_id, t.type, t.body, \
+         $6::timestamptz, $6::timestamptz FROM UNNEST($1::text[], $2::bigint[], \
+         $7::bigint[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY \
+         AS t(id, transition_id, payment_id, order_id, type, body, ord) ORDER BY t.ord",
+    )
+    .bind(&ids)
+    .bind(&transitions)
+    .bind(&orders)
+    .bind(&kinds)
+    .bind(&bodies)
+    .bind(now)
+    .bind(&payments)
+    .execute(counted(&mut **tx))
+    .await?;
+    Ok(())
 }

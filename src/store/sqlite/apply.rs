@@ -11,6 +11,7 @@ use crate::store::apply::{advance, key_taken, record_transition, state_of, Apply
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql, sqlite_ts};
+use crate::store::WriteError;
 use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
 
 const RETURNING: &str = <Sqlite as Dialect>::RETURNING;
@@ -19,7 +20,7 @@ impl ApplySql for Sqlite {
     async fn check_fence(
         tx: &mut Transaction<'static, Sqlite>,
         fence: &Fence,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         let ok: Option<i64> = sqlx::query_scalar(
             "SELECT 1 FROM payrecon_leases WHERE provider = ?1 AND holder = ?2 AND token = ?3 \
              AND julianday(expires_at) > julianday(?4)",
@@ -30,8 +31,7 @@ impl ApplySql for Sqlite {
         .bind(sqlite_ts(Timestamp::now()))
         .fetch_optional(counted(&mut **tx))
         .await?;
-        ok.map(|_| ())
-            .ok_or(sqlx::Error::Protocol(crate::store::lease::FENCED.into()))
+        ok.map(|_| ()).ok_or(WriteError::Fenced)
     }
 
     async fn lock_states(
@@ -47,7 +47,7 @@ impl ApplySql for Sqlite {
     async fn check_paid(
         tx: &mut Transaction<'static, Sqlite>,
         r: &Resolve,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         crate::store::exceptions::check_paid!(Sqlite, *tx, r)
     }
 
@@ -55,7 +55,7 @@ impl ApplySql for Sqlite {
         tx: &mut Transaction<'static, Sqlite>,
         r: &Resolve,
         out: &[ApplyOutcome],
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), WriteError> {
         crate::store::exceptions::claim!(Sqlite, *tx, r, out)
     }
 

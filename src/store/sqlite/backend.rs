@@ -67,13 +67,7 @@ async fn unpaid_by_slot(
 
 impl Backend for Sqlite {
     async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-        sqlx::migrate!("migrations/sqlite")
-            .run(pool)
-            .await
-            .map_err(|e| StoreError::Migrate {
-                backend: "SQLite",
-                reason: e.to_string(),
-            })
+        crate::store::migrate::run(&sqlx::migrate!("migrations/sqlite"), pool, "SQLite").await
     }
     async fn load_view(
         pool: &SqlitePool,
@@ -141,7 +135,7 @@ impl Backend for Sqlite {
         now: Timestamp,
         until: Timestamp,
         limit: i64,
-    ) -> Result<Vec<crate::store::events::ClaimedRow>, sqlx::Error> {
+    ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error> {
         crate::store::events::claim_in_one!(Sqlite, pool, holder, now, until, limit)
     }
     async fn claim_resend(
@@ -165,7 +159,7 @@ impl Backend for Sqlite {
     async fn register_batch(
         pool: &sqlx::Pool<Self>,
         batch: &[crate::domain::ExpectedOrder],
-    ) -> Result<(Vec<String>, Vec<crate::store::registry::ViewRow>), sqlx::Error> {
+    ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
         crate::store::registry::register_in_one!(Sqlite, pool, batch)
     }
     #[cfg(feature = "demo")]

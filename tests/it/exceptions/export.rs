@@ -2,7 +2,7 @@
 //! (the `csv` crate, RFC 4180) and checked against the database amount by amount; JSON lines
 //! with the same rows; a path that cannot be written fails before the database is read.
 
-use payrecon::export::COLUMNS;
+use payrecon::cli::export::COLUMNS;
 use payrecon_testkit::inspect::Inspect;
 use serde_json::Value;
 

@@ -52,6 +52,24 @@ fn usdt(whole: u64) -> U256 {
     U256::from(whole) * U256::from(1_000_000u64)
 }
 
+/// Runs `payrecon demo`. Its log (warn and above, held by `telemetry::init_demo`) comes after
+/// the report, on stderr, whether the demo worked or not.
+pub async fn command(
+    dir: Option<PathBuf>,
+    held: Option<crate::telemetry::HeldLog>,
+) -> super::Outcome {
+    let result = run_demo(dir).await;
+    if let Some(log) = held.map(|h| h.take()).filter(|l| !l.is_empty()) {
+        if !crate::telemetry::json() {
+            eprintln!();
+            eprintln!("Log (warn and above; PAYRECON_LOG=info shows every line as it happens):");
+        }
+        eprint!("{log}");
+    }
+    result?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let dir = demo_dir(dir)?;
     let db = dir.join("payrecon-demo.db");

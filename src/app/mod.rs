@@ -12,6 +12,9 @@ use crate::providers::Provider;
 use crate::secret::Secret;
 use crate::store::Store;
 
+pub mod db;
+pub use db::Access;
+
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct AppError(pub String);
@@ -28,14 +31,7 @@ pub struct App {
 impl App {
     /// Connects the database (and migrates it when `database.migrate`), builds every client.
     pub async fn build(config: Config) -> Result<App, AppError> {
-        let migrate = config.database.migrate;
-        let store = connect(&config).await?;
-        if migrate {
-            store
-                .migrate()
-                .await
-                .map_err(|e| AppError(format!("migrating the database: {}", scrub(&config, &e))))?;
-        }
+        let store = db::open(&config, Access::Write).await?;
         Self::with_store(config, store)
     }
 
@@ -56,12 +52,8 @@ impl App {
     }
 
     async fn start_with(config: Config, dry: bool) -> Result<App, AppError> {
-        let migrate = config.database.migrate && !dry;
-        let store = if dry {
-            connect_existing(&config).await?
-        } else {
-            connect(&config).await?
-        };
+        let access = if dry { Access::Read } else { Access::Write };
+        let store = db::connect(&config, access).await?;
         let app = Self::with_store(config, store)?;
         let mut refusals = Vec::new();
         for (name, r) in app.preflight().await {
@@ -78,13 +70,8 @@ impl App {
         if !refusals.is_empty() {
             return Err(AppError(refusals.join("; ")));
         }
-        if migrate {
-            app.engine.store.migrate().await.map_err(|e| {
-                AppError(format!(
-                    "migrating the database: {}",
-                    scrub(&app.config, &e)
-                ))
-            })?;
+        if !dry {
+            db::migrate(&app.config, &app.engine.store).await?;
         }
         Ok(app)
     }
@@ -194,7 +181,7 @@ impl App {
     /// providers are still checked.
     pub async fn check_config(config: Config) -> Result<(Vec<String>, bool), AppError> {
         // `check` only reads: it never creates a database.
-        let (store, db) = match connect_existing(&config).await {
+        let (store, reached) = match db::connect(&config, Access::Read).await {
             Ok(store) => {
                 let ping = store.ping().await.map_err(|e| e.to_string());
                 (store, ping)
@@ -208,7 +195,7 @@ impl App {
             ),
         };
         let app = Self::with_store(config, store)?;
-        let (mut lines, ok) = check_items(&app.engine, db).await;
+        let (mut lines, ok) = check_items(&app.engine, reached).await;
         let events_ok = check_events(&app.config, &mut lines).await;
         Ok((lines, ok && events_ok))
     }
@@ -221,28 +208,6 @@ fn instance_name() -> String {
         .unwrap_or_else(|_| "host".into());
     let suffix: u32 = rand::random();
     format!("{host}:{}:{suffix:08x}", std::process::id())
-}
-
-/// Every secret of `config` scrubbed from `e`.
-fn scrub(config: &Config, e: &dyn std::fmt::Display) -> String {
-    crate::secret::redact(&e.to_string(), &config.secrets())
-}
-
-/// `connect` for a command that only reads: a missing SQLite file is an error naming it.
-async fn connect_existing(config: &Config) -> Result<Store, AppError> {
-    let url = config.database.url.expose();
-    Store::connect_existing(url, config.database.max_connections)
-        .await
-        .map_err(|e| AppError(scrub(config, &e)))
-}
-
-/// Connects the configured database (no migration). The error names the database by its
-/// redacted URL and never carries the password.
-async fn connect(config: &Config) -> Result<Store, AppError> {
-    let url = config.database.url.expose();
-    Store::connect(url, config.database.max_connections)
-        .await
-        .map_err(|e| AppError(scrub(config, &e)))
 }
 
 /// The `[events]` line of `check`: a warning (not a failure) when payrecon applies

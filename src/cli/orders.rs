@@ -10,7 +10,8 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use crate::cli::{Format, OrderAddArgs, OrdersAction, OrdersArgs};
+use super::{CliError, Format, OrderAddArgs, OrdersAction, OrdersArgs, Outcome};
+use crate::app::{db, Access};
 use crate::config::Config;
 use crate::domain::{
     amount_within, expected_order, Catalog, ExpectedOrder, FieldError, OrderInput,
@@ -28,44 +29,32 @@ pub const COLUMNS: [&str; 6] = [
 ];
 
 /// Runs `payrecon orders …`.
-pub async fn command(config: Config, args: OrdersArgs) -> ExitCode {
+pub async fn command(config: Config, args: OrdersArgs) -> Outcome {
     match args.action {
         OrdersAction::Add(a) => add(&config, a).await,
         OrdersAction::Import { file } => {
             let reader: Box<dyn Read> = if file.as_os_str() == "-" {
                 Box::new(std::io::stdin())
             } else {
-                match std::fs::File::open(&file) {
-                    Ok(f) => Box::new(f),
-                    Err(e) => {
-                        eprintln!("payrecon: cannot read {}: {e}", file.display());
-                        return ExitCode::from(2);
-                    }
-                }
+                let f = std::fs::File::open(&file)
+                    .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
+                Box::new(f)
             };
             import(&config, reader).await
         }
     }
 }
 
-fn fail(config: &Config, e: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!(
-        "payrecon: {}",
-        crate::secret::redact(&e.to_string(), &config.secrets())
-    );
-    ExitCode::from(1)
+/// A line for each field error, named by its flag.
+fn field_errors(errors: &[FieldError]) -> CliError {
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|e| format!("--{}: {}", flag(e.field), e.detail))
+        .collect();
+    CliError::usage(lines.join("\n"))
 }
 
-/// The store, migrated first unless `database.migrate = false` (as `run` does).
-async fn open(config: &Config) -> Result<Store, crate::store::StoreError> {
-    let store = Store::connect(config.database.url.expose(), 2).await?;
-    if config.database.migrate {
-        store.migrate().await?;
-    }
-    Ok(store)
-}
-
-async fn add(config: &Config, a: OrderAddArgs) -> ExitCode {
+async fn add(config: &Config, a: OrderAddArgs) -> Outcome {
     let input = OrderInput {
         order_ref: &a.order_ref,
         chain: &a.chain,
@@ -74,23 +63,11 @@ async fn add(config: &Config, a: OrderAddArgs) -> ExitCode {
         amount_due: &a.amount,
         expires_at: a.expires_at.as_deref(),
     };
-    let order = match expected_order(&input, &config.catalog()) {
-        Ok(o) => o,
-        Err(errors) => {
-            for e in errors {
-                eprintln!("payrecon: --{}: {}", flag(e.field), e.detail);
-            }
-            return ExitCode::from(2);
-        }
-    };
-    let store = match open(config).await {
-        Ok(s) => s,
-        Err(e) => return fail(config, &e),
-    };
+    let order = expected_order(&input, &config.catalog()).map_err(|e| field_errors(&e))?;
+    let store = db::open(config, Access::Write).await?;
     if let Err(e) = amount_within(order.amount_due, store.max_amount()) {
         store.close().await;
-        eprintln!("payrecon: --{}: {}", flag(e.field), e.detail);
-        return ExitCode::from(2);
+        return Err(field_errors(&[e]));
     }
     let outcome = store.register_orders(std::slice::from_ref(&order)).await;
     store.close().await;
@@ -99,22 +76,21 @@ async fn add(config: &Config, a: OrderAddArgs) -> ExitCode {
             Registered::Created(view) => ("registered", view, ExitCode::SUCCESS),
             Registered::Same(view) => ("already registered (same fields)", view, ExitCode::SUCCESS),
             Registered::Conflict(view, fields) => {
-                eprintln!(
-                    "payrecon: order {:?} is registered with another {}; nothing was written",
+                return Err(CliError::failed(format!(
+                    "order {:?} is registered with another {}; nothing was written",
                     view.order_ref,
                     fields.join(", ")
-                );
-                return ExitCode::from(1);
+                )));
             }
         },
-        Ok(_) => return fail(config, &"no outcome"),
-        Err(e) => return fail(config, &e),
+        Ok(_) => return Err(CliError::failed("the database returned no outcome")),
+        Err(e) => return Err(e.into()),
     };
     match a.format {
         Format::Json => println!("{}", serde_json::to_string(&view).unwrap_or_default()),
         Format::Text => println!("{}", line(word, &view)),
     }
-    code
+    Ok(code)
 }
 
 /// The flag of a field (`amount_due` is `--amount`, `order_ref` is `--ref`).
@@ -142,23 +118,14 @@ struct Tally {
     invalid: u64,
 }
 
-async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
+async fn import(config: &Config, reader: Box<dyn Read>) -> Outcome {
     // Lines end in LF or CRLF; CRLF is read as LF before the CSV reader, whose line numbers
     // fall one short after a CRLF header otherwise.
     let mut csv = csv::ReaderBuilder::new()
         .flexible(false)
         .from_reader(NoCr::new(reader));
-    let index = match header(&mut csv) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("payrecon: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let store = match open(config).await {
-        Ok(s) => s,
-        Err(e) => return fail(config, &e),
-    };
+    let index = header(&mut csv).map_err(CliError::usage)?;
+    let store = db::open(config, Access::Write).await?;
     let catalog = config.catalog().with_max_amount(store.max_amount());
     let mut tally = Tally::default();
     let mut batch = Batch::default();
@@ -211,14 +178,12 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> ExitCode {
         "{} registered, {} already registered, {} conflicting, {} invalid",
         tally.created, tally.same, tally.conflicts, tally.invalid
     );
-    if let Err(e) = result {
-        return fail(config, &e);
-    }
-    if tally.conflicts + tally.invalid > 0 {
+    result.map_err(CliError::failed)?;
+    Ok(if tally.conflicts + tally.invalid > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 /// A reader in which CRLF is LF (a CR anywhere else is kept, and refused by the field's rules).

@@ -7,13 +7,10 @@ use jiff::Timestamp;
 
 use std::process::ExitCode;
 
-use crate::cli::{EventStatus, EventsAction, EventsArgs, Format};
+use super::{CliError, EventStatus, EventsAction, EventsArgs, Format, Outcome};
+use crate::app::{db, Access};
 use crate::config::Config;
-use crate::store::{EventCounts, EventFilter, EventRow, Store};
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct AdminError(pub String);
+use crate::store::{EventCounts, EventFilter, EventRow};
 
 /// What `payrecon events` shows.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -24,18 +21,9 @@ pub struct EventList {
     pub truncated: bool,
 }
 
-fn scrub(config: &Config, e: &dyn std::fmt::Display) -> AdminError {
-    AdminError(crate::secret::redact(&e.to_string(), &config.secrets()))
-}
-
 /// Reads events on a read-only connection (never creates or migrates anything).
-pub async fn list(config: &Config, filter: &EventFilter) -> Result<EventList, AdminError> {
-    let store = Store::connect_read_only(
-        config.database.url.expose(),
-        config.database.max_connections,
-    )
-    .await
-    .map_err(|e| scrub(config, &e))?;
+pub async fn list(config: &Config, filter: &EventFilter) -> Result<EventList, CliError> {
+    let store = db::open(config, Access::Read).await?;
     let mut f = filter.clone();
     f.limit = filter.limit.saturating_add(1);
     let read = async {
@@ -53,30 +41,15 @@ pub async fn list(config: &Config, filter: &EventFilter) -> Result<EventList, Ad
     }
     .await;
     store.close().await;
-    read.map_err(|e| {
-        let text = e.to_string();
-        if text.contains("payrecon_events") {
-            AdminError(format!(
-                "{}; run `payrecon migrate` first",
-                crate::secret::redact(&text, &config.secrets())
-            ))
-        } else {
-            scrub(config, &e)
-        }
-    })
+    Ok(read?)
 }
 
 /// Puts the matching delivered or dead events back in the queue; returns how many.
-pub async fn replay(config: &Config, filter: &EventFilter) -> Result<u64, AdminError> {
-    let store = Store::connect(config.database.url.expose(), 2)
-        .await
-        .map_err(|e| scrub(config, &e))?;
-    let n = store
-        .replay_events(filter, Timestamp::now())
-        .await
-        .map_err(|e| scrub(config, &e));
+pub async fn replay(config: &Config, filter: &EventFilter) -> Result<u64, CliError> {
+    let store = db::open(config, Access::Write).await?;
+    let n = store.replay_events(filter, Timestamp::now()).await;
     store.close().await;
-    n
+    Ok(n?)
 }
 
 impl EventList {
@@ -137,14 +110,14 @@ impl EventList {
 }
 
 /// Runs `payrecon events …` (exit 0 done, 1 a database error, 2 usage).
-pub async fn command(config: &Config, args: EventsArgs) -> ExitCode {
+pub async fn command(config: &Config, args: EventsArgs) -> Outcome {
     if let Some(EventsAction::Replay(r)) = args.action {
         let since = match r
             .since
             .as_deref()
             .map(|s| crate::config::parse_time_arg(s, Timestamp::now()))
         {
-            Some(Err(e)) => return usage(&format!("--since: {e}")),
+            Some(Err(e)) => return Err(CliError::usage(format!("--since: {e}"))),
             Some(Ok(t)) => Some(t),
             None => None,
         };
@@ -154,16 +127,12 @@ pub async fn command(config: &Config, args: EventsArgs) -> ExitCode {
             since,
             ..Default::default()
         };
-        return match replay(config, &filter).await {
-            Ok(n) => {
-                println!("{n} event(s) put back in the queue (ids unchanged)");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e.to_string()),
-        };
+        let n = replay(config, &filter).await?;
+        println!("{n} event(s) put back in the queue (ids unchanged)");
+        return Ok(ExitCode::SUCCESS);
     }
     if args.limit < 1 {
-        return usage("--limit must be at least 1");
+        return Err(CliError::usage("--limit must be at least 1"));
     }
     let filter = EventFilter {
         status: args.status.map(|s| {
@@ -178,24 +147,10 @@ pub async fn command(config: &Config, args: EventsArgs) -> ExitCode {
         limit: args.limit,
         ..Default::default()
     };
-    match list(config, &filter).await {
-        Ok(list) => {
-            match args.format {
-                Format::Json => println!("{}", list.to_json()),
-                Format::Text => print!("{}", list.to_text()),
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(&e.to_string()),
+    let list = list(config, &filter).await?;
+    match args.format {
+        Format::Json => println!("{}", list.to_json()),
+        Format::Text => print!("{}", list.to_text()),
     }
-}
-
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("payrecon: {msg}");
-    ExitCode::from(1)
-}
-
-fn usage(msg: &str) -> ExitCode {
-    eprintln!("payrecon: {msg}");
-    ExitCode::from(2)
+    Ok(ExitCode::SUCCESS)
 }

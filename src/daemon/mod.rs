@@ -4,6 +4,11 @@
 //! database is migrated before `serve` is called), `STOPPING=1` at shutdown, each scheduled
 //! run's outcome as `STATUS=`, and the schedule loop feeds the watchdog (`WatchdogSec=`).
 
+pub mod body;
+pub mod listener;
+pub mod schedule;
+pub mod sdnotify;
+
 use std::future::Future;
 use std::sync::Arc;
 
@@ -12,8 +17,8 @@ use tokio::task::JoinHandle;
 
 use crate::app::{App, AppError};
 use crate::engine::{RunOptions, Trigger};
-use crate::schedule::{parse_cron, run_loop_fed, SystemClock};
-use crate::sdnotify::{Notifier, Watchdog};
+use schedule::{parse_cron, run_loop_fed, SystemClock};
+use sdnotify::{Notifier, Watchdog};
 
 /// A scheduled run that has not finished after this long is considered stuck: the loop
 /// stops feeding systemd's watchdog, which restarts payrecon.
@@ -88,7 +93,7 @@ fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
     };
     let webhooks = crate::webhook::router(Arc::new(ingest));
     let consumer = tokio::spawn(apply_deliveries(app.engine.clone(), deliveries));
-    let mut router = crate::listener::router(app.engine.clone(), Some(webhooks));
+    let mut router = listener::router(app.engine.clone(), Some(webhooks));
     if let Some(api) = &app.config.api {
         let secrets = app.engine.secrets.clone();
         let api = crate::api::Api::new(

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use croner::Cron;
 use tokio::sync::watch;
 
-use crate::sdnotify::Watchdog;
+use super::sdnotify::Watchdog;
 
 /// Wall-clock source for cron arithmetic.
 pub trait Clock: Send + Sync {

@@ -6,32 +6,29 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use crate::cli::{ExceptionKind, ExceptionStatus, ExceptionsAction, ExceptionsArgs, Format};
+use super::{
+    CliError, ExceptionKind, ExceptionStatus, ExceptionsAction, ExceptionsArgs, Format, Outcome,
+};
+use crate::app::{db, Access};
 use crate::config::Config;
 use crate::engine::operator::{Decision, OperatorError};
-use crate::store::{ExceptionFilter, ExceptionRow, Resolve, Store, StoreError};
+use crate::store::{ExceptionFilter, ExceptionRow, Resolve, StoreError};
 
 /// Runs `payrecon exceptions …`.
-pub async fn command(config: Config, args: ExceptionsArgs) -> ExitCode {
+pub async fn command(config: Config, args: ExceptionsArgs) -> Outcome {
     match args.action {
         None => list(&config, &args).await,
         Some(ExceptionsAction::Show { id, format }) => show(&config, id, format).await,
         Some(ExceptionsAction::Dismiss(d)) => {
-            let Some(r) = resolve(d.id, "dismissed", d.by, d.reason) else {
-                return usage_by();
-            };
+            let r = resolve(d.id, "dismissed", d.by, d.reason).ok_or_else(usage_by)?;
             dismiss(&config, r).await
         }
         Some(ExceptionsAction::Accept(d)) => {
-            let Some(r) = resolve(d.id, "accepted", d.by, d.reason) else {
-                return usage_by();
-            };
+            let r = resolve(d.id, "accepted", d.by, d.reason).ok_or_else(usage_by)?;
             decide(config, r, None).await
         }
         Some(ExceptionsAction::Attach(a)) => {
-            let Some(r) = resolve(a.id, "attached", a.by, a.reason) else {
-                return usage_by();
-            };
+            let r = resolve(a.id, "attached", a.by, a.reason).ok_or_else(usage_by)?;
             decide(config, r, Some(a.order)).await
         }
     }
@@ -59,40 +56,15 @@ fn resolve(
     })
 }
 
-fn usage_by() -> ExitCode {
-    eprintln!(
-        "payrecon: a decision needs a non-empty --reason, and a name: --by, or $SUDO_USER or \
-         $USER set"
-    );
-    ExitCode::from(2)
-}
-
-fn fail(config: &Config, e: &dyn std::fmt::Display) -> ExitCode {
-    let text = crate::secret::redact(&e.to_string(), &config.secrets());
-    if text.contains("payrecon_exceptions") {
-        eprintln!("payrecon: {text}; run `payrecon migrate` first");
-    } else {
-        eprintln!("payrecon: {text}");
-    }
-    ExitCode::from(1)
-}
-
-async fn read_only(config: &Config) -> Result<Store, StoreError> {
-    Store::connect_read_only(
-        config.database.url.expose(),
-        config.database.max_connections,
+fn usage_by() -> CliError {
+    CliError::usage(
+        "a decision needs a non-empty --reason, and a name: --by, or $SUDO_USER or $USER set",
     )
-    .await
 }
 
-async fn close(store: Store) {
-    store.close().await;
-}
-
-async fn list(config: &Config, args: &ExceptionsArgs) -> ExitCode {
+async fn list(config: &Config, args: &ExceptionsArgs) -> Outcome {
     if args.limit < 1 {
-        eprintln!("payrecon: --limit must be at least 1");
-        return ExitCode::from(2);
+        return Err(CliError::usage("--limit must be at least 1"));
     }
     let filter = ExceptionFilter {
         status: match args.status {
@@ -105,61 +77,40 @@ async fn list(config: &Config, args: &ExceptionsArgs) -> ExitCode {
         id: None,
         limit: args.limit,
     };
-    let store = match read_only(config).await {
-        Ok(s) => s,
-        Err(e) => return fail(config, &e),
-    };
+    let store = db::open(config, Access::Read).await?;
     let rows = store.list_exceptions(&filter).await;
-    close(store).await;
-    match rows {
-        Ok(rows) => {
-            match args.format {
-                Format::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).unwrap_or_default()
-                ),
-                Format::Text => print!("{}", table(&rows, &crate::assets::Assets::of(config))),
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(config, &e),
+    store.close().await;
+    let rows = rows?;
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        ),
+        Format::Text => print!("{}", table(&rows, &crate::assets::Assets::of(config))),
     }
+    Ok(ExitCode::SUCCESS)
 }
 
-async fn show(config: &Config, id: i64, format: Format) -> ExitCode {
-    let store = match read_only(config).await {
-        Ok(s) => s,
-        Err(e) => return fail(config, &e),
-    };
+async fn show(config: &Config, id: i64, format: Format) -> Outcome {
+    let store = db::open(config, Access::Read).await?;
     let row = store.exception(id).await;
-    close(store).await;
-    match row {
-        Ok(Some(x)) => {
-            match format {
-                Format::Json => {
-                    println!("{}", serde_json::to_string_pretty(&x).unwrap_or_default())
-                }
-                Format::Text => print!("{}", detail(&x, &crate::assets::Assets::of(config))),
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(None) => unknown(id),
-        Err(e) => fail(config, &e),
+    store.close().await;
+    let x = row?.ok_or_else(|| unknown(id))?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&x).unwrap_or_default()),
+        Format::Text => print!("{}", detail(&x, &crate::assets::Assets::of(config))),
     }
+    Ok(ExitCode::SUCCESS)
 }
 
-fn unknown(id: i64) -> ExitCode {
-    eprintln!("payrecon: no exception with id {id}");
-    ExitCode::from(2)
+fn unknown(id: i64) -> CliError {
+    CliError::usage(format!("no exception with id {id}"))
 }
 
-async fn dismiss(config: &Config, r: Resolve) -> ExitCode {
-    let store = match Store::connect(config.database.url.expose(), 2).await {
-        Ok(s) => s,
-        Err(e) => return fail(config, &e),
-    };
+async fn dismiss(config: &Config, r: Resolve) -> Outcome {
+    let store = db::open(config, Access::Write).await?;
     let done = store.dismiss_exception(&r).await;
-    close(store).await;
+    store.close().await;
     match done {
         Ok(None) => {
             tracing::info!(exception = r.id, by = %r.by, "Exception dismissed.");
@@ -167,26 +118,18 @@ async fn dismiss(config: &Config, r: Resolve) -> ExitCode {
                 "exception {} dismissed by {}: the ledger is unchanged",
                 r.id, r.by
             );
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-        Ok(Some(x)) => taken(&x),
-        Err(StoreError::Invalid(_)) => unknown(r.id),
-        Err(e) => fail(config, &e),
+        Ok(Some(x)) => Err(taken(&x)),
+        Err(StoreError::Invalid(_)) => Err(unknown(r.id)),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// `accept` (no order) or `attach` (to `order`), through the engine's apply path; the
 /// decision's event is flushed before exit, like a run's.
-async fn decide(config: Config, r: Resolve, order: Option<String>) -> ExitCode {
-    let secrets: Vec<crate::secret::Secret> = config.secrets().into_iter().cloned().collect();
-    let app = match crate::app::App::build(config).await {
-        Ok(a) => a,
-        Err(e) => {
-            let refs: Vec<&crate::secret::Secret> = secrets.iter().collect();
-            eprintln!("payrecon: {}", crate::secret::redact(&e.to_string(), &refs));
-            return ExitCode::from(1);
-        }
-    };
+async fn decide(config: Config, r: Resolve, order: Option<String>) -> Outcome {
+    let app = crate::app::App::build(config).await?;
     let (id, by, resolution) = (r.id, r.by.clone(), r.resolution);
     let done = match &order {
         None => app.engine.accept_exception(r).await,
@@ -198,31 +141,24 @@ async fn decide(config: Config, r: Resolve, order: Option<String>) -> ExitCode {
                 d.flush(d.config().flush_timeout).await;
             }
             println!("exception {id} {resolution} by {by}: {what}");
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-        Ok(Decision::Taken(x)) => taken(&x),
-        Err(OperatorError::Unknown(id)) => unknown(id),
-        Err(OperatorError::Refused(why)) => {
-            eprintln!("payrecon: refused: {why}");
-            ExitCode::from(1)
-        }
-        Err(OperatorError::Store(e)) => {
-            eprintln!("payrecon: {}", app.engine.redact(&e));
-            ExitCode::from(1)
-        }
+        Ok(Decision::Taken(x)) => Err(taken(&x)),
+        Err(OperatorError::Unknown(id)) => Err(unknown(id)),
+        Err(OperatorError::Refused(why)) => Err(CliError::failed(format!("refused: {why}"))),
+        Err(OperatorError::Store(e)) => Err(e.into()),
     }
 }
 
 /// Resolved already: who, how and when (exit 1).
-fn taken(x: &ExceptionRow) -> ExitCode {
-    eprintln!(
-        "payrecon: exception {} is resolved already: {} by {} at {}; nothing changed",
+fn taken(x: &ExceptionRow) -> CliError {
+    CliError::failed(format!(
+        "exception {} is resolved already: {} by {} at {}; nothing changed",
         x.id,
         x.resolution.as_deref().unwrap_or("resolved"),
         x.resolved_by.as_deref().unwrap_or("?"),
         x.resolved_at.as_deref().unwrap_or("?"),
-    );
-    ExitCode::from(1)
+    ))
 }
 
 fn kind_name(k: ExceptionKind) -> &'static str {

@@ -6,20 +6,10 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{Format, RunArgs};
-
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("payrecon: {msg}");
-    ExitCode::from(1)
-}
-
-fn usage(msg: &str) -> ExitCode {
-    eprintln!("payrecon: {msg}");
-    ExitCode::from(2)
-}
+use super::{CliError, Format, Outcome, RunArgs};
 
 /// Runs `payrecon run`.
-pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
+pub async fn command(config: crate::config::Config, args: RunArgs) -> Outcome {
     use std::io::IsTerminal;
     let now = jiff::Timestamp::now();
     let parse = |s: &Option<String>, default: jiff::Timestamp| match s {
@@ -33,9 +23,9 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     let (since, until) = match (parse(&args.since, default_since), parse(&args.until, now)) {
         (Ok(s), Ok(u)) if s <= u => (s, u),
-        (Ok(_), Ok(_)) => return usage("--since is after --until"),
-        (Err(e), _) => return usage(&format!("--since: {e}")),
-        (_, Err(e)) => return usage(&format!("--until: {e}")),
+        (Ok(_), Ok(_)) => return Err(CliError::usage("--since is after --until")),
+        (Err(e), _) => return Err(CliError::usage(format!("--since: {e}"))),
+        (_, Err(e)) => return Err(CliError::usage(format!("--until: {e}"))),
     };
     // A usage error, whatever the state of the database.
     if let Some(p) = args
@@ -48,14 +38,14 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
             .iter()
             .map(|c| format!("{:?}", c.name()))
             .collect();
-        return usage(&format!(
+        return Err(CliError::usage(format!(
             "--provider {p:?} is not configured; {}",
             if known.is_empty() {
                 "no provider is".to_string()
             } else {
                 format!("the configured ones are {}", known.join(", "))
             }
-        ));
+        )));
     }
     // A dry run writes nothing: it never creates or migrates the database.
     let start = if args.dry_run {
@@ -63,10 +53,7 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
     } else {
         crate::app::App::start(config).await
     };
-    let app = match start {
-        Ok(a) => a,
-        Err(e) => return fail(&e.to_string()),
-    };
+    let app = start?;
     let opts = crate::engine::RunOptions {
         since,
         until,
@@ -79,9 +66,11 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
     let report = match app.engine.run(&opts).await {
         Ok(r) => r,
         Err(crate::engine::EngineError::UnknownProvider(p)) => {
-            return usage(&format!("--provider {p:?} is not configured"))
+            return Err(CliError::usage(format!(
+                "--provider {p:?} is not configured"
+            )))
         }
-        Err(e) => return fail(&app.engine.redact(&e)),
+        Err(e) => return Err(CliError::failed(e)),
     };
     // The run's events (and any others due) go out before it exits, within flush_timeout.
     if let (Some(d), false) = (&app.events, args.dry_run) {
@@ -96,9 +85,9 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
     }
     match args.format {
         Format::Json => {
-            if let Err(e) = report.write_json(std::io::stdout().lock()) {
-                return fail(&format!("could not write the report: {e}"));
-            }
+            report
+                .write_json(std::io::stdout().lock())
+                .map_err(|e| CliError::failed(format!("could not write the report: {e}")))?;
         }
         Format::Text => print!(
             "{}",
@@ -107,11 +96,11 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> ExitCode {
     }
     #[cfg(feature = "stats")]
     crate::stats::write_run_stats_if_asked();
-    if report.any_failed() {
+    Ok(if report.any_failed() {
         ExitCode::from(1)
     } else if args.fail_on_gaps && report.totals.gaps > 0 {
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use jiff::Timestamp;
 
-use crate::cli::{ExportArgs, ExportFormat};
+use super::{CliError, ExportArgs, ExportFormat, Outcome};
+use crate::app::{db, Access};
 use crate::config::Config;
 use crate::store::{ExportRow, Store};
 
@@ -135,11 +136,8 @@ pub async fn write_export<W: Write>(
 }
 
 /// Runs `payrecon export`.
-pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
-    let usage = |m: String| {
-        eprintln!("payrecon: {m}");
-        ExitCode::from(2)
-    };
+pub async fn command(config: Config, args: ExportArgs) -> Outcome {
+    let usage = |m: String| Err(CliError::usage(m));
     let now = Timestamp::now();
     let parse = |s: &Option<String>, default: Timestamp| match s {
         Some(s) => crate::config::parse_time_arg(s, now),
@@ -174,8 +172,10 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
                     Box::new(std::io::BufWriter::with_capacity(1 << 16, file))
                 }
                 Err(e) => {
-                    eprintln!("payrecon: cannot write {}: {e}", path.display());
-                    return ExitCode::from(1);
+                    return Err(CliError::failed(format!(
+                        "cannot write {}: {e}",
+                        path.display()
+                    )))
                 }
             }
         }
@@ -184,18 +184,8 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
             std::io::stdout().lock(),
         )),
     };
-    let fail = |m: &dyn std::fmt::Display| {
-        eprintln!(
-            "payrecon: {}",
-            crate::secret::redact(&m.to_string(), &config.secrets())
-        );
-        ExitCode::from(1)
-    };
     // (On an error below, `temp` is dropped: the temporary file is removed.)
-    let store = match Store::connect_read_only(config.database.url.expose(), 2).await {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
-    };
+    let store = db::open(&config, Access::Read).await?;
     // An unmigrated database says what to do, not which table is missing.
     match store
         .existing_tables(&["payrecon_payments".to_string()])
@@ -203,29 +193,27 @@ pub async fn command(config: Config, args: ExportArgs) -> ExitCode {
     {
         Ok(t) if t.is_empty() => {
             store.close().await;
-            return fail(&"the database has no payrecon tables: run `payrecon migrate` first");
+            return Err(CliError::failed(
+                "the database has no payrecon tables: run `payrecon migrate` first",
+            ));
         }
         Ok(_) => {}
         Err(e) => {
             store.close().await;
-            return fail(&e);
+            return Err(e.into());
         }
     }
     let assets = Assets::of(&config);
     let done = write_export(&store, &assets, since, until, args.format, out).await;
     store.close().await;
-    let n = match done {
-        Ok(n) => n,
-        Err(e) => return fail(&e),
-    };
+    let n = done.map_err(CliError::failed)?;
     if let (Some(temp), Some(path)) = (temp, &args.output) {
-        if let Err(e) = temp.persist(path) {
-            eprintln!("payrecon: cannot write {}: {}", path.display(), e.error);
-            return ExitCode::from(1);
-        }
+        temp.persist(path).map_err(|e| {
+            CliError::failed(format!("cannot write {}: {}", path.display(), e.error))
+        })?;
     }
     tracing::info!(payments = n, "Export written.");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

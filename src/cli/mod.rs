@@ -1,0 +1,125 @@
+//! The command line: its definitions (`args`, also the man pages' and completions' source)
+//! and the body of every command, one module each. `main.rs` parses and calls `dispatch`;
+//! every command returns its exit code or a `CliError`, which `main.rs` prints once.
+//!
+//! Exit codes, the same for every command: 0 done; 1 failed (the database, a chain, a
+//! refusal; what was done before the failure is kept); 2 usage (a bad flag, file or id);
+//! 3 `run --fail-on-gaps` and gaps were found.
+
+use std::process::ExitCode;
+
+use crate::config::Config;
+
+mod args;
+mod check;
+#[cfg(feature = "demo")]
+pub mod demo;
+mod events;
+pub mod exceptions;
+pub mod export;
+mod migrate;
+pub mod orders;
+mod run;
+mod serve;
+mod status;
+
+pub use args::*;
+
+/// Why a command stopped, and its exit code. Its text is printed once, by `main.rs`, after
+/// `dispatch` has scrubbed every secret of the configuration from it.
+#[derive(Debug)]
+pub struct CliError {
+    code: u8,
+    message: String,
+}
+
+impl CliError {
+    /// Exit 1: the command could not do its work.
+    pub fn failed(e: impl std::fmt::Display) -> CliError {
+        CliError {
+            code: 1,
+            message: e.to_string(),
+        }
+    }
+
+    /// Exit 2: the command line (a flag, a file, an id) is wrong.
+    pub fn usage(e: impl std::fmt::Display) -> CliError {
+        CliError {
+            code: 2,
+            message: e.to_string(),
+        }
+    }
+
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.code)
+    }
+
+    /// The text with every secret of `config` masked.
+    fn redacted(self, config: &[crate::secret::Secret]) -> CliError {
+        let refs: Vec<&crate::secret::Secret> = config.iter().collect();
+        CliError {
+            code: self.code,
+            message: crate::secret::redact(&self.message, &refs),
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<crate::store::StoreError> for CliError {
+    /// A store error; where a payrecon table is missing, what to do about it.
+    fn from(e: crate::store::StoreError) -> CliError {
+        let text = e.to_string();
+        if text.contains("payrecon_") && missing_table(&text) {
+            CliError::failed(format!("{text}; run `payrecon migrate` first"))
+        } else {
+            CliError::failed(text)
+        }
+    }
+}
+
+impl From<crate::app::AppError> for CliError {
+    fn from(e: crate::app::AppError) -> CliError {
+        CliError::failed(e)
+    }
+}
+
+/// Whether a database's error text says a table does not exist (SQLite, PostgreSQL,
+/// MariaDB/MySQL).
+fn missing_table(text: &str) -> bool {
+    text.contains("no such table")
+        || text.contains("does not exist")
+        || text.contains("doesn't exist")
+}
+
+/// What a command returns.
+pub type Outcome = Result<ExitCode, CliError>;
+
+/// Runs `cli`'s command. `logs` are the demo's held log lines (printed after its report).
+pub async fn dispatch(cli: Cli, logs: Option<crate::telemetry::HeldLog>) -> Outcome {
+    #[cfg(feature = "demo")]
+    if let Command::Demo(args) = &cli.command {
+        return demo::command(args.dir.clone(), logs).await;
+    }
+    let _ = logs;
+    let config = Config::load(&cli.config).map_err(CliError::failed)?;
+    let secrets: Vec<crate::secret::Secret> = config.secrets().into_iter().cloned().collect();
+    let outcome = match cli.command {
+        Command::Migrate => migrate::command(&config).await,
+        Command::Check => check::command(config).await,
+        Command::Status { format } => status::command(&config, format).await,
+        Command::Run(args) => run::command(config, args).await,
+        Command::Events(args) => events::command(&config, args).await,
+        Command::Exceptions(args) => exceptions::command(config, args).await,
+        Command::Export(args) => export::command(config, args).await,
+        Command::Orders(args) => orders::command(config, args).await,
+        Command::Serve => serve::command(config).await,
+        #[cfg(feature = "demo")]
+        Command::Demo(_) => unreachable!("dispatched above"),
+    };
+    outcome.map_err(|e| e.redacted(&secrets))
+}
