@@ -485,6 +485,4 @@ fn provider(
 }
 
 #[cfg(test)]
-mod amounts_tests;
-#[cfg(test)]
 mod tests;

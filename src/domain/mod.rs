@@ -19,11 +19,7 @@ mod reorg;
 mod tron;
 
 #[cfg(test)]
-mod by_ref_tests;
-#[cfg(test)]
-mod credit_tests;
-#[cfg(test)]
-mod reconcile_tests;
+mod tests;
 
 // One path for each public item: `domain::X`. The modules above the line are private;
 // `amount`, `list_cover` and `page_search` are reached by their own paths and re-exported

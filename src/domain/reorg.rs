@@ -122,7 +122,6 @@ pub(super) fn moved_row_detail(row: &LedgerRow, t: &ChainTransfer) -> String {
 }
 
 #[cfg(test)]
-#[path = "reorg_tests.rs"]
 mod tests;
 
 /// Ledger rows holding a payment of the observation's transaction (any log index).

@@ -34,18 +34,6 @@ impl Part<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sweep_is_named_chain_as_spec_5_says() {
-        assert_eq!(Part::Sweep.name(), "chain");
-        assert_eq!(Part::Provider("cg").name(), "cg");
-        assert_eq!(Part::Run.name(), "run");
-    }
-}
-
 /// What one part of a run (a provider's lists, or the sweep) has counted so far: its report
 /// entry, findings, whether it stopped early and its time; and, apart, what its write batches
 /// share (`shared`).
@@ -94,3 +82,6 @@ impl PartTally {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,9 +10,9 @@
 mod paging;
 pub mod presets;
 mod record;
-#[cfg(test)]
-mod record_tests;
 mod settings;
+#[cfg(test)]
+mod tests;
 
 use futures::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, LINK};

@@ -313,5 +313,4 @@ pub fn sign(secret: &str, msg: &[u8], encoding: Encoding) -> String {
 }
 
 #[cfg(test)]
-#[path = "verify_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 //! status-only records (docs/configuration.md, "The generic provider"), with inferred failed
 //! notifications.
 
-use super::*;
+use crate::domain::*;
 
 const TO: &str = "0x1111111111111111111111111111111111111111";
 const OTHER: &str = "0x2222222222222222222222222222222222222222";

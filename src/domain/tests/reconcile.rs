@@ -1,6 +1,6 @@
 //! Table tests of the diff: every gap kind, orderings, backwards refusals.
 
-use super::*;
+use crate::domain::*;
 
 pub(super) const TO: &str = "0x1111111111111111111111111111111111111111";
 const TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";
