@@ -176,65 +176,13 @@ impl Report {
         );
         let _ = writeln!(s, "window {} .. {}", self.since, self.until);
         for p in &self.providers {
-            let g = &p.gaps;
-            let _ = writeln!(
-                s,
-                "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {}, late_payment {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
-                p.provider,
-                p.status,
-                p.checked,
-                g.total(),
-                g.missing,
-                g.lagging,
-                g.failed_notification,
-                g.amount_mismatch,
-                g.unknown_payment,
-                g.reorged,
-                g.late_payment,
-                p.applied,
-                p.refused_backwards,
-                p.rejected,
-                p.resends.requested,
-                p.resends.skipped,
-                p.resends.failed,
-                if p.pages_read > 0 {
-                    format!("  pages {}/{}", p.pages_read, p.pages_total)
-                } else {
-                    String::new()
-                },
-                p.error.as_ref().map(|e| format!("\n           error: {e}")).unwrap_or_default()
-            );
+            provider_line(&mut s, p);
         }
         if !self.findings.is_empty() {
             let _ = writeln!(s, "findings:");
         }
         for f in &self.findings {
-            let key = match (&f.tx_hash, f.log_index) {
-                (Some(h), Some(-1)) => format!("{} native", short(h)),
-                (Some(h), Some(i)) => format!("{}#{i}", short(h)),
-                (Some(h), None) => short(h),
-                _ => "-".into(),
-            };
-            let local = f.local_state.as_deref().unwrap_or("-");
-            // A held order did not move: its state alone, no arrow.
-            let states = if f.action == "held" {
-                format!("{local:>9}    {:<9}", "")
-            } else {
-                format!(
-                    "{local:>9} -> {:<9}",
-                    f.observed_state.as_deref().unwrap_or("-")
-                )
-            };
-            let _ = writeln!(
-                s,
-                "  {:<20} {:<10} order {:<10} {states} {:<16} {} {}",
-                f.kind,
-                f.provider,
-                f.order_ref.as_deref().unwrap_or("-"),
-                f.action,
-                key,
-                assets.detail(&f.chain, f.asset.as_deref(), &f.detail)
-            );
+            finding_line(&mut s, f, assets);
         }
         if self.findings_truncated {
             let _ = writeln!(
@@ -250,6 +198,68 @@ impl Report {
         );
         s
     }
+}
+
+/// A part's line (and its error's) in the text report.
+fn provider_line(s: &mut String, p: &ProviderReport) {
+    let g = &p.gaps;
+    let _ = writeln!(
+            s,
+            "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {}, late_payment {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
+            p.provider,
+            p.status,
+            p.checked,
+            g.total(),
+            g.missing,
+            g.lagging,
+            g.failed_notification,
+            g.amount_mismatch,
+            g.unknown_payment,
+            g.reorged,
+            g.late_payment,
+            p.applied,
+            p.refused_backwards,
+            p.rejected,
+            p.resends.requested,
+            p.resends.skipped,
+            p.resends.failed,
+            if p.pages_read > 0 {
+                format!("  pages {}/{}", p.pages_read, p.pages_total)
+            } else {
+                String::new()
+            },
+            p.error.as_ref().map(|e| format!("\n           error: {e}")).unwrap_or_default()
+        );
+}
+
+/// A finding's line in the text report, amounts in tokens where `assets` knows them.
+fn finding_line(s: &mut String, f: &FindingOut, assets: &crate::assets::Assets) {
+    let key = match (&f.tx_hash, f.log_index) {
+        (Some(h), Some(-1)) => format!("{} native", short(h)),
+        (Some(h), Some(i)) => format!("{}#{i}", short(h)),
+        (Some(h), None) => short(h),
+        _ => "-".into(),
+    };
+    let local = f.local_state.as_deref().unwrap_or("-");
+    // A held order did not move: its state alone, no arrow.
+    let states = if f.action == "held" {
+        format!("{local:>9}    {:<9}", "")
+    } else {
+        format!(
+            "{local:>9} -> {:<9}",
+            f.observed_state.as_deref().unwrap_or("-")
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  {:<20} {:<10} order {:<10} {states} {:<16} {} {}",
+        f.kind,
+        f.provider,
+        f.order_ref.as_deref().unwrap_or("-"),
+        f.action,
+        key,
+        assets.detail(&f.chain, f.asset.as_deref(), &f.detail)
+    );
 }
 
 fn short(key: &str) -> String {

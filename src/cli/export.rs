@@ -137,21 +137,13 @@ pub async fn write_export<W: Write>(
 
 /// Runs `payrecon export`.
 pub async fn command(config: Config, args: ExportArgs) -> Outcome {
-    let usage = |m: String| Err(CliError::usage(m));
     let now = Timestamp::now();
-    let parse = |s: &Option<String>, default: Timestamp| match s {
-        Some(s) => crate::config::parse_time_arg(s, now),
-        None => Ok(default),
-    };
-    let (since, until) = match (
-        parse(&args.since, Timestamp::UNIX_EPOCH),
-        parse(&args.until, now),
-    ) {
-        (Ok(s), Ok(u)) if s <= u => (s, u),
-        (Ok(_), Ok(_)) => return usage("--since is after --until".into()),
-        (Err(e), _) => return usage(format!("--since: {e}")),
-        (_, Err(e)) => return usage(format!("--until: {e}")),
-    };
+    let (since, until) = super::window(
+        args.since.as_deref(),
+        args.until.as_deref(),
+        Timestamp::UNIX_EPOCH,
+        now,
+    )?;
     // The output first: a folder that cannot be written fails before anything is read. The
     // export goes to a temporary file beside the target, renamed over it once complete: a
     // failed export leaves the target as it was, and no temporary file.

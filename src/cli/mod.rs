@@ -99,6 +99,27 @@ fn missing_table(text: &str) -> bool {
 /// What a command returns.
 pub type Outcome = Result<ExitCode, CliError>;
 
+/// `--since` and `--until` (`config::parse_time_arg`: a time, a date or a duration back from
+/// `now`), `default_since` and `now` where not given; a bad value or `--since` after `--until`
+/// is a usage error.
+fn window(
+    since: Option<&str>,
+    until: Option<&str>,
+    default_since: jiff::Timestamp,
+    now: jiff::Timestamp,
+) -> Result<(jiff::Timestamp, jiff::Timestamp), CliError> {
+    let parse = |s: Option<&str>, default: jiff::Timestamp| match s {
+        Some(s) => crate::config::parse_time_arg(s, now),
+        None => Ok(default),
+    };
+    match (parse(since, default_since), parse(until, now)) {
+        (Ok(s), Ok(u)) if s <= u => Ok((s, u)),
+        (Ok(_), Ok(_)) => Err(CliError::usage("--since is after --until")),
+        (Err(e), _) => Err(CliError::usage(format!("--since: {e}"))),
+        (_, Err(e)) => Err(CliError::usage(format!("--until: {e}"))),
+    }
+}
+
 /// Runs `cli`'s command. `logs` are the demo's held log lines (printed after its report).
 pub async fn dispatch(cli: Cli, logs: Option<crate::telemetry::HeldLog>) -> Outcome {
     #[cfg(feature = "demo")]

@@ -12,41 +12,19 @@ use super::{CliError, Format, Outcome, RunArgs};
 pub async fn command(config: crate::config::Config, args: RunArgs) -> Outcome {
     use std::io::IsTerminal;
     let now = jiff::Timestamp::now();
-    let parse = |s: &Option<String>, default: jiff::Timestamp| match s {
-        Some(s) => crate::config::parse_time_arg(s, now),
-        None => Ok(default),
-    };
     let lookback = jiff::SignedDuration::try_from(config.schedule.lookback)
         .unwrap_or(jiff::SignedDuration::ZERO);
     let default_since = now
         .checked_sub(lookback)
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-    let (since, until) = match (parse(&args.since, default_since), parse(&args.until, now)) {
-        (Ok(s), Ok(u)) if s <= u => (s, u),
-        (Ok(_), Ok(_)) => return Err(CliError::usage("--since is after --until")),
-        (Err(e), _) => return Err(CliError::usage(format!("--since: {e}"))),
-        (_, Err(e)) => return Err(CliError::usage(format!("--until: {e}"))),
-    };
+    let (since, until) = super::window(
+        args.since.as_deref(),
+        args.until.as_deref(),
+        default_since,
+        now,
+    )?;
     // A usage error, whatever the state of the database.
-    if let Some(p) = args
-        .providers
-        .iter()
-        .find(|p| !config.providers.iter().any(|c| c.name() == p.as_str()))
-    {
-        let known: Vec<String> = config
-            .providers
-            .iter()
-            .map(|c| format!("{:?}", c.name()))
-            .collect();
-        return Err(CliError::usage(format!(
-            "--provider {p:?} is not configured; {}",
-            if known.is_empty() {
-                "no provider is".to_string()
-            } else {
-                format!("the configured ones are {}", known.join(", "))
-            }
-        )));
-    }
+    configured(&config, &args.providers)?;
     // A dry run writes nothing: it never creates or migrates the database.
     let start = if args.dry_run {
         crate::app::App::start_dry(config).await
@@ -103,4 +81,27 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> Outcome {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Every `--provider` is a configured one.
+fn configured(config: &crate::config::Config, asked: &[String]) -> Result<(), CliError> {
+    let Some(p) = asked
+        .iter()
+        .find(|p| !config.providers.iter().any(|c| c.name() == p.as_str()))
+    else {
+        return Ok(());
+    };
+    let known: Vec<String> = config
+        .providers
+        .iter()
+        .map(|c| format!("{:?}", c.name()))
+        .collect();
+    Err(CliError::usage(format!(
+        "--provider {p:?} is not configured; {}",
+        if known.is_empty() {
+            "no provider is".to_string()
+        } else {
+            format!("the configured ones are {}", known.join(", "))
+        }
+    )))
 }

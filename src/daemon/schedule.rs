@@ -116,32 +116,40 @@ where
             }
         }
         // Ticks that passed during the run are skipped, not queued.
-        let now = clock.now();
-        let mut skipped = 0u64;
-        let mut t = next;
-        loop {
-            match cron.find_next_occurrence(&t, false) {
-                Ok(n) if n <= now => {
-                    skipped += 1;
-                    t = n;
-                }
-                Ok(n) => {
-                    next = n;
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "The cron expression has no next occurrence; the schedule stops.");
-                    return runs;
-                }
-            }
-        }
-        if skipped > 0 {
-            tracing::warn!(
-                skipped,
-                "Ticks came while a run was still going; they were skipped, not queued."
-            );
+        match after_run(cron, next, clock.now()) {
+            Some(n) => next = n,
+            None => return runs,
         }
         tracing::info!(next_run = %next, "Next run at {next}.");
+    }
+}
+
+/// The first tick after `now`, past `tick` (the one that started the run): ticks that came
+/// while the run went on are skipped, not queued, and said so. `None` when the cron has no
+/// next occurrence (the schedule stops).
+fn after_run(cron: &Cron, tick: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let mut skipped = 0u64;
+    let mut t = tick;
+    loop {
+        match cron.find_next_occurrence(&t, false) {
+            Ok(n) if n <= now => {
+                skipped += 1;
+                t = n;
+            }
+            Ok(n) => {
+                if skipped > 0 {
+                    tracing::warn!(
+                        skipped,
+                        "Ticks came while a run was still going; they were skipped, not queued."
+                    );
+                }
+                return Some(n);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "The cron expression has no next occurrence; the schedule stops.");
+                return None;
+            }
+        }
     }
 }
 

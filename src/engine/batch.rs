@@ -160,8 +160,27 @@ impl Engine {
         } else {
             Vec::new()
         };
+        let stale = self.count_outcomes(acc, plan, &outcomes);
+        self.count_refused(
+            acc,
+            RefuseReason::backwards,
+            plan.refused_backwards.len() as u64,
+        );
+        // A webhook delivery whose payment was not credited for a race stays in the inbox: the
+        // next run applies it again (a run's records are read again by the next run).
+        if stale > 0 && ctx.source == Source::Webhook {
+            acc.fail(format!(
+                "{stale} payment(s) not credited: their orders changed while they were planned"
+            ));
+        }
+        Ok(outcomes)
+    }
+
+    /// Counts and logs each outcome of the plan's transitions; how many were stale.
+    fn count_outcomes(&self, acc: &mut PartTally, plan: &Plan, outcomes: &[ApplyOutcome]) -> usize {
+        let provider = acc.report.provider.clone();
         let mut stale = 0usize;
-        for (t, o) in plan.transitions.iter().zip(&outcomes) {
+        for (t, o) in plan.transitions.iter().zip(outcomes) {
             match o {
                 ApplyOutcome::Applied { from } => {
                     acc.report.applied += 1;
@@ -187,19 +206,7 @@ impl Engine {
                 ApplyOutcome::Duplicate => self.count_refused(acc, RefuseReason::duplicate, 1),
             }
         }
-        self.count_refused(
-            acc,
-            RefuseReason::backwards,
-            plan.refused_backwards.len() as u64,
-        );
-        // A webhook delivery whose payment was not credited for a race stays in the inbox: the
-        // next run applies it again (a run's records are read again by the next run).
-        if stale > 0 && ctx.source == Source::Webhook {
-            acc.fail(format!(
-                "{stale} payment(s) not credited: their orders changed while they were planned"
-            ));
-        }
-        Ok(outcomes)
+        stale
     }
 
     /// The exceptions of a webhook delivery's findings (no finding rows, no gaps), when it

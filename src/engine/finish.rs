@@ -5,7 +5,7 @@ use jiff::Timestamp;
 
 use super::{Engine, EngineError, PartTally, RunCtx, RunOptions};
 use crate::metrics::{ProviderL, RunL, RunOutcome};
-use crate::report::{FindingOut, Report, Totals, MAX_FINDINGS};
+use crate::report::{FindingOut, ProviderReport, Report, Totals, MAX_FINDINGS};
 use crate::store::RunTotals;
 
 /// What a run tracks for its exceptions (README.md, "Exceptions").
@@ -90,29 +90,8 @@ impl Engine {
             .collect();
         let failed = !errors.is_empty();
         if !opts.dry_run {
-            let run_totals = RunTotals {
-                status: if failed { "failed" } else { "ok" }.into(),
-                checked: totals.checked as i64,
-                gaps: totals.gaps as i64,
-                applied: totals.applied as i64,
-                resends_requested: totals.resends_requested as i64,
-                error: failed.then(|| errors.join("; ")),
-                // The run's own steps ran (not a dry run): `run` is named whether or not it
-                // failed, so that `status` shows its last outcome.
-                providers: Some(format!(
-                    ",{},",
-                    providers
-                        .iter()
-                        .map(|p| p.provider.as_str())
-                        .filter(|p| *p != super::Part::Run.name())
-                        .chain([super::Part::Run.name()])
-                        .collect::<Vec<_>>()
-                        .join(",")
-                )),
-            };
-            self.store
-                .finish_run(&ctx.run_id, finished, &run_totals)
-                .await?;
+            let row = run_row(&totals, &providers, &errors);
+            self.store.finish_run(&ctx.run_id, finished, &row).await?;
         }
         tracing::info!(
             run_id = %ctx.run_id, checked = totals.checked, gaps = totals.gaps,
@@ -237,5 +216,30 @@ impl Engine {
             acc.report.gaps.total() as f64 / acc.report.checked as f64
         };
         self.metrics.gap_ratio.get_or_create(&pl).set(ratio);
+    }
+}
+
+/// The run's row at its end: its totals, its errors, and the parts it ran. The run's own steps
+/// ran (not a dry run): `run` is named whether or not it failed, so that `status` shows its
+/// last outcome.
+fn run_row(totals: &Totals, providers: &[ProviderReport], errors: &[String]) -> RunTotals {
+    let failed = !errors.is_empty();
+    RunTotals {
+        status: if failed { "failed" } else { "ok" }.into(),
+        checked: totals.checked as i64,
+        gaps: totals.gaps as i64,
+        applied: totals.applied as i64,
+        resends_requested: totals.resends_requested as i64,
+        error: failed.then(|| errors.join("; ")),
+        providers: Some(format!(
+            ",{},",
+            providers
+                .iter()
+                .map(|p| p.provider.as_str())
+                .filter(|p| *p != super::Part::Run.name())
+                .chain([super::Part::Run.name()])
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
     }
 }

@@ -169,19 +169,7 @@ impl Engine {
     async fn run_with_id(&self, opts: &RunOptions, run_id: String) -> Result<Report, EngineError> {
         let started = Timestamp::now();
         if !opts.dry_run {
-            let trigger = match opts.trigger {
-                Trigger::Schedule => "schedule",
-                Trigger::Cli => "cli",
-            };
-            self.store
-                .start_run(&RunRow {
-                    id: run_id.clone(),
-                    trigger: trigger.into(),
-                    started_at: started,
-                    since: opts.since,
-                    until: opts.until,
-                })
-                .await?;
+            self.record_start(opts, &run_id, started).await?;
         }
         let selected: Vec<&ProviderEntry> = self
             .providers
@@ -221,20 +209,7 @@ impl Engine {
         // Deliveries stored but not applied (a process stopped in between, a chain that could
         // not be read) go first, through the same apply path.
         if !opts.dry_run {
-            match self.drain_webhook_inbox().await {
-                Err(e) => self.fail(&mut steps, format!("webhook inbox: {e}")),
-                // A delivery left for later (its chain or the database could not be read) is
-                // work this run could not do: it fails here, and the next run tries it first.
-                Ok(t) if t.deferred > 0 => self.fail(
-                    &mut steps,
-                    format!(
-                        "webhook inbox: {} stored deliveries could not be applied (the log names \
-                         why); they wait for the next run",
-                        t.deferred
-                    ),
-                ),
-                Ok(_) => {}
-            }
+            self.inbox_step(&mut steps).await;
         }
 
         // Scheduled runs take a lease per provider (several instances on one database).
@@ -264,6 +239,47 @@ impl Engine {
             .finish(&ctx, opts, accs, steps, started, finished)
             .await?;
         Ok(report)
+    }
+
+    /// The run's row in `payrecon_runs`, before any work.
+    async fn record_start(
+        &self,
+        opts: &RunOptions,
+        run_id: &str,
+        started: Timestamp,
+    ) -> Result<(), EngineError> {
+        let trigger = match opts.trigger {
+            Trigger::Schedule => "schedule",
+            Trigger::Cli => "cli",
+        };
+        self.store
+            .start_run(&RunRow {
+                id: run_id.to_string(),
+                trigger: trigger.into(),
+                started_at: started,
+                since: opts.since,
+                until: opts.until,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// The webhook inbox's deliveries stored but not applied, as a step of the run's own.
+    async fn inbox_step(&self, steps: &mut PartTally) {
+        match self.drain_webhook_inbox().await {
+            Err(e) => self.fail(steps, format!("webhook inbox: {e}")),
+            // A delivery left for later (its chain or the database could not be read) is
+            // work this run could not do: it fails here, and the next run tries it first.
+            Ok(t) if t.deferred > 0 => self.fail(
+                steps,
+                format!(
+                    "webhook inbox: {} stored deliveries could not be applied (the log names \
+                     why); they wait for the next run",
+                    t.deferred
+                ),
+            ),
+            Ok(_) => {}
+        }
     }
 
     async fn timed(&self, ctx: &RunCtx, e: &ProviderEntry, fence: Option<Fence>) -> PartTally {

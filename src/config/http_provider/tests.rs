@@ -135,91 +135,93 @@ fn a_generic_provider_without_preset() {
     );
 }
 
+/// A change to `GENERIC` (this text, by that), and what its error must say.
+const ERRORS: &[(&str, &str, &str)] = &[
+    (
+        "tx_hash = \"/tx\"",
+        "tx_hsh = \"/tx\"",
+        "providers.q.fields.tx_hsh: unknown field",
+    ),
+    (
+        "status = \"/status\"\n",
+        "",
+        "providers.q.fields.status: required",
+    ),
+    (
+        "pagination = \"page\"",
+        "pagination = \"pages\"",
+        "providers.q.payments.pagination",
+    ),
+    (
+        "pagination = \"page\"",
+        "",
+        "providers.q.payments.pagination: required",
+    ),
+    (
+        "tx_hash = \"/tx\"",
+        "tx_hash = \"tx\"",
+        "providers.q.fields.tx_hash: \"tx\" is not a JSON pointer",
+    ),
+    (
+        "chain = \"/chain\"\n",
+        "",
+        "providers.q.fields.chain: required",
+    ),
+    (
+        "tx_hash = \"/tx\"\n",
+        "",
+        "providers.q.fields.order_ref: required",
+    ),
+    (
+        "\"polygon\"]",
+        "\"tron\"]",
+        "providers.q.chains: chain \"tron\"",
+    ),
+    (
+        "paid = \"final\"",
+        "paid = \"done\"",
+        "providers.q.status_map.paid",
+    ),
+    (
+        "base_url = \"http://127.0.0.1:1\"\n",
+        "",
+        "providers.q.base_url: required",
+    ),
+    (
+        "kind = \"http\"\n",
+        "kind = \"http\"\ntimeout = \"10 seconds\"\n",
+        "providers.q.timeout",
+    ),
+    (
+        "kind = \"http\"\n",
+        "kind = \"http\"\nnetwork = \"x\"\n",
+        "providers.q.network: unknown field",
+    ),
+    (
+        "pagination = \"page\"",
+        "pagination = \"cursor\"",
+        "providers.q.payments.cursor: required",
+    ),
+    (
+        "pagination = \"page\"",
+        "pagination = \"offset\"",
+        "providers.q.payments.limit: required",
+    ),
+    (
+        "kind = \"http\"\n",
+        "kind = \"http\"\npreset = \"stripe\"\n",
+        "providers.q.preset: unknown preset",
+    ),
+    (
+        "[payments]",
+        "[paymens]",
+        "providers.q.paymens: unknown field",
+    ),
+];
+
 #[test]
 fn errors_name_the_key() {
-    let cases: &[(&str, &str, &str)] = &[
-        (
-            "tx_hash = \"/tx\"",
-            "tx_hsh = \"/tx\"",
-            "providers.q.fields.tx_hsh: unknown field",
-        ),
-        (
-            "status = \"/status\"\n",
-            "",
-            "providers.q.fields.status: required",
-        ),
-        (
-            "pagination = \"page\"",
-            "pagination = \"pages\"",
-            "providers.q.payments.pagination",
-        ),
-        (
-            "pagination = \"page\"",
-            "",
-            "providers.q.payments.pagination: required",
-        ),
-        (
-            "tx_hash = \"/tx\"",
-            "tx_hash = \"tx\"",
-            "providers.q.fields.tx_hash: \"tx\" is not a JSON pointer",
-        ),
-        (
-            "chain = \"/chain\"\n",
-            "",
-            "providers.q.fields.chain: required",
-        ),
-        (
-            "tx_hash = \"/tx\"\n",
-            "",
-            "providers.q.fields.order_ref: required",
-        ),
-        (
-            "\"polygon\"]",
-            "\"tron\"]",
-            "providers.q.chains: chain \"tron\"",
-        ),
-        (
-            "paid = \"final\"",
-            "paid = \"done\"",
-            "providers.q.status_map.paid",
-        ),
-        (
-            "base_url = \"http://127.0.0.1:1\"\n",
-            "",
-            "providers.q.base_url: required",
-        ),
-        (
-            "kind = \"http\"\n",
-            "kind = \"http\"\ntimeout = \"10 seconds\"\n",
-            "providers.q.timeout",
-        ),
-        (
-            "kind = \"http\"\n",
-            "kind = \"http\"\nnetwork = \"x\"\n",
-            "providers.q.network: unknown field",
-        ),
-        (
-            "pagination = \"page\"",
-            "pagination = \"cursor\"",
-            "providers.q.payments.cursor: required",
-        ),
-        (
-            "pagination = \"page\"",
-            "pagination = \"offset\"",
-            "providers.q.payments.limit: required",
-        ),
-        (
-            "kind = \"http\"\n",
-            "kind = \"http\"\npreset = \"stripe\"\n",
-            "providers.q.preset: unknown preset",
-        ),
-        (
-            "[payments]",
-            "[paymens]",
-            "providers.q.paymens: unknown field",
-        ),
-    ];
-    for (from, to, want) in cases {
+    for (from, to, want) in ERRORS {
         assert!(GENERIC.contains(from), "{from}");
         let e = error_of(&GENERIC.replacen(from, to, 1));
         assert!(e.contains(want), "{from} -> {to}: {e}");

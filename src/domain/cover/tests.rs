@@ -81,7 +81,7 @@ type Case = (
 );
 
 #[test]
-fn the_cover_rule_by_table() {
+fn the_cover_rule_for_one_payment_by_table() {
     let none = Tolerance::None;
     let cases: Vec<Case> = vec![
         ("nothing paid", 25, none, vec![], Unpaid, None),
@@ -143,6 +143,14 @@ fn the_cover_rule_by_table() {
             Unpaid,
             None,
         ),
+    ];
+    check(cases);
+}
+
+#[test]
+fn the_cover_rule_for_split_payments_by_table() {
+    let none = Tolerance::None;
+    let cases: Vec<Case> = vec![
         (
             "split, both final",
             100,
@@ -209,6 +217,11 @@ fn the_cover_rule_by_table() {
             Some(0),
         ),
     ];
+    check(cases);
+}
+
+/// Each case's state, completing index and paid sum.
+fn check(cases: Vec<Case>) {
     for (name, due, tol, credits, state, completing) in cases {
         let got = cover(u(due), tol, &credits).unwrap();
         assert_eq!((got.state, got.completing), (state, completing), "{name}");

@@ -1,0 +1,119 @@
+//! The statements the backends' `ApplySql` share, as macros over the backend's type (a
+//! generic function would need sqlx's executor, encode and decode bounds spelled for every
+//! type it binds or reads: docs/design/backends.md, "The write path, decided once").
+
+/// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
+/// amount paid, block number, block hash, chain (both dialects number them in this order).
+macro_rules! bind_attach {
+    ($q:expr, $a:expr) => {
+        $q.bind($a.key.tx_hash.as_str())
+            .bind($a.key.log_index)
+            .bind($a.amount.to_string())
+            .bind(i64::try_from($a.block.number).unwrap_or(i64::MAX))
+            .bind(&$a.block.hash)
+            .bind(&$a.key.chain)
+    };
+}
+
+/// `ApplySql::advance` given a dialect's two UPDATEs: `$plain` (1 order id, 2 state, 3 now,
+/// 4 rank) and `$attach` (the same, then the attach's columns from 5, `bind_attach`).
+macro_rules! advance {
+    ($sp:expr, $t:expr, $now:expr, $plain:expr, $attach:expr) => {{
+        let sql: String = if $t.attach.is_some() { $attach } else { $plain };
+        let q = sqlx::query_as::<_, $crate::store::outbox::EventOrder>(&sql)
+            .bind($t.order_id)
+            .bind($t.to.as_str())
+            .bind($now)
+            .bind($t.to.rank());
+        let q = match &$t.attach {
+            None => q,
+            Some(a) => $crate::store::apply::bind_attach!(q, a),
+        };
+        q.fetch_optional($crate::store::rows::counted(&mut **$sp))
+            .await
+    }};
+}
+
+/// `ApplySql::record_transition` given a dialect's INSERT (1 order id, 2 from, 3 to,
+/// 4 source, 5 provider, 6 run id, 7 now; `RETURNING id`, nothing on conflict).
+macro_rules! record_transition {
+    ($sp:expr, $t:expr, $from:expr, $ctx:expr, $now:expr, $sql:expr) => {
+        sqlx::query_scalar($sql)
+            .bind($t.order_id)
+            .bind($from.as_str())
+            .bind($t.to.as_str())
+            .bind($ctx.source.as_str())
+            .bind(&$ctx.provider)
+            .bind($ctx.run_id_or_null())
+            .bind($now)
+            .fetch_optional($crate::store::rows::counted(&mut **$sp))
+            .await
+    };
+}
+
+/// `ApplySql::key_taken` for backend `$db`: is the payment key attached anywhere yet (the
+/// ledger or an order)?
+macro_rules! key_taken {
+    ($db:ty, $sp:expr, $key:expr) => {{
+        let p = <$db as $crate::store::dialect::Dialect>::p;
+        let sql = format!(
+            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = {} \
+             AND tx_hash = {} AND log_index = {} UNION ALL SELECT 1 FROM orders \
+             WHERE chain = {} AND tx_hash = {} AND log_index = {}) k",
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5),
+            p(6)
+        );
+        // Each placeholder once, in order (MariaDB/MySQL's `?` are positional).
+        sqlx::query_scalar::<_, i64>(&sql)
+            .bind(&$key.chain)
+            .bind($key.tx_hash.as_str())
+            .bind($key.log_index)
+            .bind(&$key.chain)
+            .bind($key.tx_hash.as_str())
+            .bind($key.log_index)
+            .fetch_one($crate::store::rows::counted(&mut **$sp))
+            .await
+            .map(|n| n > 0)
+    }};
+}
+
+/// `ApplySql::state_of` for backend `$db`: the order's state as stored.
+macro_rules! state_of {
+    ($db:ty, $tx:expr, $order_id:expr) => {{
+        let sql = format!(
+            "SELECT state FROM orders WHERE id = {}",
+            <$db as $crate::store::dialect::Dialect>::p(1)
+        );
+        sqlx::query_scalar(&sql)
+            .bind($order_id)
+            .fetch_optional($crate::store::rows::counted(&mut **$tx))
+            .await
+    }};
+}
+
+/// Runs a set-wise attempt in a savepoint of `$tx`: `$write` (with the savepoint as `$sp`)
+/// answers whether every step went through. Kept when it did; rolled back when it did not,
+/// or when a unique key refused a row (two steps attaching one key, a key another row holds,
+/// an audited step again), and the caller goes row by row. True when kept.
+macro_rules! in_savepoint {
+    ($tx:expr, |$sp:ident| $write:expr) => {{
+        let mut $sp = sqlx::Acquire::begin($crate::store::rows::counted(&mut *$tx)).await?;
+        let kept = match $write.await {
+            Ok(all) => all,
+            Err(e) if $crate::store::is_unique_violation(&e) => false,
+            Err(e) => return Err(e),
+        };
+        if kept {
+            $crate::store::rows::counted($sp).commit().await?;
+        } else {
+            $crate::store::rows::counted($sp).rollback().await?;
+        }
+        kept
+    }};
+}
+
+pub(crate) use {advance, bind_attach, in_savepoint, key_taken, record_transition, state_of};
