@@ -312,6 +312,7 @@ async fn apply(store: &Store, ids: &[i64]) -> anyhow::Result<()> {
         provider: "bench".into(),
         run_id: "bench".into(),
         events: true,
+        retries: Default::default(),
     };
     store.apply(&batch, &ctx).await?;
     Ok(())

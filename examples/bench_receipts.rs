@@ -200,6 +200,7 @@ async fn sweep_requests(args: &Args) -> anyhow::Result<()> {
         provider: "bench".into(),
         run_id: String::new(),
         events: false,
+        retries: Default::default(),
     };
     for chunk in planned.chunks(5_000) {
         store.apply(chunk, &ctx).await?;

@@ -302,6 +302,7 @@ async fn seed_ledger(
         provider: "bench-handler".into(),
         run_id: String::new(),
         events: false,
+        retries: Default::default(),
     };
     let batch: Vec<PlannedTransition> = pays
         .iter()

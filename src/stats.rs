@@ -19,13 +19,6 @@ pub fn statements_issued() -> u64 {
     STATEMENTS.load(Ordering::Relaxed)
 }
 
-/// Write batches this process has run again so far after a deadlock, a serialization
-/// failure, a lock wait timeout or a busy database (the metric
-/// `payrecon_database_retries_total`).
-pub fn batches_retried() -> u64 {
-    crate::metrics::database_retries()
-}
-
 /// `PAYRECON_RUN_STATS=<file>`: after a `run`, the process's own figures as one JSON object:
 /// SQL statements issued, CPU seconds (user, system) and peak RSS, read from `/proc/self`
 /// (Linux; absent fields elsewhere). Failing to write it is only a warning.

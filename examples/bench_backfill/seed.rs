@@ -193,6 +193,7 @@ pub async fn seed_ledger(store: &Store, ds: &Dataset) -> anyhow::Result<Seeded> 
         provider: "bench-handler".into(),
         run_id: String::new(),
         events: false,
+        retries: Default::default(),
     };
     let mut batch = Vec::with_capacity(SEED_BATCH);
     for (i, (tx, log_index, block)) in ds.payments.iter().enumerate() {

@@ -209,7 +209,10 @@ async fn register(api: &Api, headers: &HeaderMap, body: Body) -> Response {
     };
     let outcome = match api
         .store
-        .register_orders(std::slice::from_ref(&order))
+        .register_orders(
+            std::slice::from_ref(&order),
+            &crate::store::Retries::to(&api.metrics.database_retries),
+        )
         .await
     {
         Ok(mut v) if v.len() == 1 => v.remove(0),

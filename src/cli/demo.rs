@@ -244,6 +244,7 @@ async fn seed_handler(
         provider: "demo-handler".into(),
         run_id: String::new(),
         events: false,
+        retries: Default::default(),
     };
     for (order_ref, paid, amount, state) in seeded {
         let snap = store

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::domain::{
     amount_within, expected_order, Catalog, ExpectedOrder, FieldError, OrderInput,
 };
-use crate::store::{OrderView, Registered, Store, REGISTER_BATCH};
+use crate::store::{OrderView, Registered, Retries, Store, REGISTER_BATCH};
 
 /// The import file's columns; `expires_at` may be left out.
 pub const COLUMNS: [&str; 6] = [
@@ -69,7 +69,9 @@ async fn add(config: &Config, a: OrderAddArgs) -> Outcome {
         store.close().await;
         return Err(field_errors(&[e]));
     }
-    let outcome = store.register_orders(std::slice::from_ref(&order)).await;
+    let outcome = store
+        .register_orders(std::slice::from_ref(&order), &Retries::default())
+        .await;
     store.close().await;
     let (word, view, code) = match outcome {
         Ok(mut v) if !v.is_empty() => match v.remove(0) {
@@ -308,7 +310,9 @@ async fn register(
     if batch.orders.is_empty() {
         return Ok(());
     }
-    let outcomes = store.register_orders(&batch.orders).await?;
+    let outcomes = store
+        .register_orders(&batch.orders, &Retries::default())
+        .await?;
     for (at, outcome) in batch.lines.iter().zip(outcomes) {
         match outcome {
             Registered::Created(_) => tally.created += 1,

@@ -14,7 +14,7 @@ use crate::domain::{
 };
 use crate::metrics::{GapL, ProviderChainL, ProviderL, RefuseReason, RefusedL, TransitionL};
 use crate::report::MAX_FINDINGS;
-use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Opening, Source, StoreError};
+use crate::store::{ApplyContext, ApplyOutcome, FindingRow, Opening, Retries, Source, StoreError};
 
 /// What a batch observed: chain-verified records, and status-only claims.
 pub(crate) struct BatchInput<'a> {
@@ -130,6 +130,7 @@ impl Engine {
                 provider: provider.clone(),
                 run_id: ctx.run_id.clone(),
                 events: self.events_wake.is_some(),
+                retries: Retries::to(&self.metrics.database_retries),
             };
             let fence = acc.shared.fence.as_ref();
             let outcomes = if ctx.source == Source::Webhook && !plan.findings.is_empty() {

@@ -316,6 +316,7 @@ impl Engine {
             provider: OPERATOR.into(),
             run_id: String::new(),
             events: self.events_wake.is_some(),
+            retries: crate::store::Retries::to(&self.metrics.database_retries),
         };
         match self.store.apply_resolving(batch, &ctx, &r).await {
             Ok(outcomes) => {

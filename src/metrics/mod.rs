@@ -31,21 +31,6 @@ impl MetricConstructor<Histogram> for DurationHistogram {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-/// Write transactions the database rolled back (a deadlock, a serialization failure, a lock
-/// wait timeout, a busy SQLite, a racing registration) and the store ran again: one count per
-/// run again, process-wide (the store counts, every `Metrics` exports it).
-static DATABASE_RETRIES: std::sync::LazyLock<Counter> = std::sync::LazyLock::new(Counter::default);
-
-/// One write transaction about to run again (`Store::apply`, a registration on MariaDB).
-pub(crate) fn count_database_retry() {
-    DATABASE_RETRIES.inc();
-}
-
-/// Write transactions run again so far in this process (`payrecon_database_retries_total`).
-pub fn database_retries() -> u64 {
-    DATABASE_RETRIES.get()
-}
-
 pub struct Metrics {
     registry: Registry,
     pub runs: Family<RunL, Counter>,
@@ -75,6 +60,9 @@ pub struct Metrics {
     pub events_oldest_pending: FloatGauge,
     /// Dead events in the database (every retry failed; kept until replayed).
     pub events_dead: Gauge,
+    /// Write transactions the database rolled back and the store ran again (passed to the
+    /// store as `store::Retries`).
+    pub database_retries: Counter,
     /// Lists read whole because their pages contradicted the boundary search
     /// (docs/configuration.md, "Long notification lists").
     pub list_full_scans: Family<ProviderL, Counter>,

@@ -1,5 +1,6 @@
 //! Registration of every metric, and the series known from the start created at 0.
 
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -36,6 +37,7 @@ impl Metrics {
             events_pending: Gauge::default(),
             events_oldest_pending: FloatGauge::default(),
             events_dead: Gauge::default(),
+            database_retries: Counter::default(),
             list_full_scans: Family::default(),
             orders_held: Family::default(),
             exceptions_open: Family::default(),
@@ -198,7 +200,7 @@ impl Metrics {
             "Write transactions the database rolled back (a deadlock, a serialization failure, \
              a lock wait timeout, a busy database) and payrecon ran again: a batch of transitions \
              at most six times in all, a registration five",
-            super::DATABASE_RETRIES.clone(),
+            self.database_retries.clone(),
         );
         for kind in crate::store::EXCEPTION_KINDS {
             let l = ExceptionL { kind: kind.into() };

@@ -234,6 +234,7 @@ pub(crate) trait Backend: Dialect {
     async fn register_batch(
         pool: &sqlx::Pool<Self>,
         batch: &[crate::domain::ExpectedOrder],
+        retries: &crate::store::Retries,
     ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error>;
     /// Orders as the merchant inserts them (demo, tests, benchmarks).
     #[cfg(feature = "demo")]

@@ -50,7 +50,7 @@ pub use types::NewOrder;
 pub use types::{
     ApplyContext, ApplyOutcome, Attempt, ClaimedEvent, EventCounts, EventFilter, EventRow,
     ExceptionFilter, ExceptionRow, Fence, FinalSeen, FindingRow, ListRead, ListReadRow,
-    OpenExceptions, Opening, Rekey, RekeyOutcome, Resolve, RunRow, RunTotals, Source,
+    OpenExceptions, Opening, Rekey, RekeyOutcome, Resolve, Retries, RunRow, RunTotals, Source,
     StoredDelivery, EXCEPTION_KINDS,
 };
 
@@ -272,7 +272,7 @@ impl Store {
             let res = dispatch!(self, p => apply::apply_batch(p, &sorted, ctx, guard, opens.as_ref()).await);
             match res {
                 Err(WriteError::Db(e)) if attempt < APPLY_ATTEMPTS && is_retryable(&e) => {
-                    crate::metrics::count_database_retry();
+                    ctx.retries.count();
                     tracing::info!(attempt, error = %e, "Retrying a batch of transitions.");
                     let jitter = rand::random::<u64>() % (25 << attempt);
                     tokio::time::sleep(std::time::Duration::from_millis(10 + jitter)).await;

@@ -197,10 +197,11 @@ impl Store {
     pub async fn register_orders(
         &self,
         orders: &[ExpectedOrder],
+        retries: &super::Retries,
     ) -> Result<Vec<Registered>, StoreError> {
         let mut out = Vec::with_capacity(orders.len());
         for batch in orders.chunks(REGISTER_BATCH) {
-            let (inserted, rows) = dispatch!(self, p => D::register_batch(p, batch).await)
+            let (inserted, rows) = dispatch!(self, p => D::register_batch(p, batch, retries).await)
                 .map_err(|e| db_error("register orders", e))?;
             let mut new: HashSet<String> = inserted.into_iter().collect();
             let stored: HashMap<String, OrderView> = rows

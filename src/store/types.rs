@@ -43,6 +43,27 @@ impl Source {
     }
 }
 
+/// Where the write path counts a transaction it runs again (a deadlock, a serialization
+/// failure, a lock wait timeout, a busy database, a racing registration): the caller's
+/// counter, shared by clones (the engine passes `payrecon_database_retries_total`), or none
+/// (`Retries::default()`: a one-shot command, whose log says it all the same).
+#[derive(Debug, Clone, Default)]
+pub struct Retries(Option<prometheus_client::metrics::counter::Counter>);
+
+impl Retries {
+    /// Counts into `counter`.
+    pub fn to(counter: &prometheus_client::metrics::counter::Counter) -> Retries {
+        Retries(Some(counter.clone()))
+    }
+
+    /// One transaction about to run again.
+    pub(crate) fn count(&self) {
+        if let Some(c) = &self.0 {
+            c.inc();
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ApplyContext {
     pub source: Source,
@@ -52,6 +73,8 @@ pub struct ApplyContext {
     /// Write each applied transition's event (`payrecon_events`) in its transaction:
     /// `[events] url` is set. The merchant's own writes (demo, tests) pass false.
     pub events: bool,
+    /// Where a batch run again is counted.
+    pub retries: Retries,
 }
 
 impl ApplyContext {

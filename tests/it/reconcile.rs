@@ -227,6 +227,7 @@ impl World {
             provider: "merchant".into(),
             run_id: String::new(),
             events: false,
+            retries: Default::default(),
         };
         self.store().apply(&[t], &ctx).await.expect("seed");
     }

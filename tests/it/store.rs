@@ -57,6 +57,7 @@ pub fn ctx() -> ApplyContext {
         provider: "cg".into(),
         run_id: "run-1".into(),
         events: false,
+        retries: Default::default(),
     }
 }
 

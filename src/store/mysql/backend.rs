@@ -344,6 +344,7 @@ impl Backend for MySql {
     async fn register_batch(
         pool: &MySqlPool,
         batch: &[ExpectedOrder],
+        retries: &crate::store::Retries,
     ) -> Result<(Vec<String>, Vec<ViewRow>), sqlx::Error> {
         let mut attempt = 0;
         loop {
@@ -353,7 +354,7 @@ impl Backend for MySql {
                     if attempt < REGISTER_ATTEMPTS
                         && (is_unique_violation(&e) || is_retryable(&e)) =>
                 {
-                    crate::metrics::count_database_retry();
+                    retries.count();
                     tracing::debug!(attempt, "registration raced another: the batch runs again");
                 }
                 done => return done,

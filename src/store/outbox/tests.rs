@@ -19,6 +19,7 @@ fn the_body_names_the_transition_and_the_payment() {
         provider: "cg".into(),
         run_id: String::new(),
         events: true,
+        retries: Default::default(),
     };
     let e = new_event(
         17,

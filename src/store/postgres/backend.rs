@@ -166,6 +166,8 @@ impl Backend for Postgres {
     async fn register_batch(
         pool: &sqlx::Pool<Self>,
         batch: &[crate::domain::ExpectedOrder],
+        // One statement, nothing to run again.
+        _retries: &crate::store::Retries,
     ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
         crate::store::registry::register_in_one!(Postgres, pool, batch)
     }

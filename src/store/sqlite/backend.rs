@@ -159,6 +159,8 @@ impl Backend for Sqlite {
     async fn register_batch(
         pool: &sqlx::Pool<Self>,
         batch: &[crate::domain::ExpectedOrder],
+        // One statement, nothing to run again.
+        _retries: &crate::store::Retries,
     ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
         crate::store::registry::register_in_one!(Sqlite, pool, batch)
     }

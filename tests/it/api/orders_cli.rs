@@ -152,7 +152,10 @@ async fn registration_is_four_statements_per_thousand_orders() {
             .collect();
         let per_batch = if url.starts_with("mysql") { 5 } else { 4 };
         let before = payrecon::stats::statements_issued();
-        let outcomes = store.register_orders(&orders).await.unwrap();
+        let outcomes = store
+            .register_orders(&orders, &Default::default())
+            .await
+            .unwrap();
         assert_eq!(
             payrecon::stats::statements_issued() - before,
             3 * per_batch,
@@ -162,7 +165,10 @@ async fn registration_is_four_statements_per_thousand_orders() {
             .iter()
             .all(|o| matches!(o, payrecon::store::Registered::Created(_))));
         let before = payrecon::stats::statements_issued();
-        let again = store.register_orders(&orders).await.unwrap();
+        let again = store
+            .register_orders(&orders, &Default::default())
+            .await
+            .unwrap();
         assert_eq!(
             payrecon::stats::statements_issued() - before,
             3 * 4,

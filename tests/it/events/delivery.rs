@@ -78,6 +78,7 @@ pub(super) async fn advance(store: &Store, ids: &[i64], from: State, to: State) 
         provider: "cg".into(),
         run_id: "run-1".into(),
         events: true,
+        retries: Default::default(),
     };
     store.apply(&batch, &ctx).await.unwrap();
 }

@@ -25,6 +25,7 @@ fn ctx() -> ApplyContext {
         provider: "merchant".into(),
         run_id: String::new(),
         events: false,
+        retries: Default::default(),
     }
 }
 

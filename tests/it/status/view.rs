@@ -90,6 +90,7 @@ async fn lost_payment(w: &World, i: u32) {
         provider: "merchant".into(),
         run_id: String::new(),
         events: false,
+        retries: Default::default(),
     };
     w.store.apply(&[t], &ctx).await.unwrap();
 }

@@ -82,6 +82,7 @@ async fn a_transition_without_attach_leaves_the_payment_columns_alone() {
             provider: "qvard".into(),
             run_id: String::new(),
             events: false,
+            retries: Default::default(),
         };
         let t = plan(&store, "A-1", State::Confirmed, None).await;
         let out = store.apply(&[t], &webhook).await.unwrap();

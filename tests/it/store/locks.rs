@@ -1,6 +1,6 @@
 //! Locking where the server has row locks (PostgreSQL, MariaDB/MySQL): a deadlock between a
 //! batch of transitions and the merchant's own transaction costs the batch one retry (counted
-//! by `stats::batches_retried`, bounded by the store's attempts) and it then lands once; on
+//! by the `store::Retries` it is given, bounded by the store's attempts) and it then lands once; on
 //! MariaDB/MySQL payrecon's sessions run READ COMMITTED whatever the server's default, and a
 //! gap lock the merchant's REPEATABLE READ takes on the payment key's unique index holds a
 //! batch until the merchant commits.
@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use payrecon::domain::State;
-use payrecon::store::ApplyOutcome;
+use payrecon::store::{ApplyContext, ApplyOutcome, Retries};
 use sqlx::{Connection, Executor};
 
 use super::{ctx, id_of, new_order, open, plan};
@@ -72,10 +72,15 @@ async fn a_deadlock_with_the_merchants_transaction_is_retried_once_and_the_batch
         merchant
             .exec(&format!("SELECT id FROM orders WHERE id = {b} FOR UPDATE"))
             .await;
-        let before = payrecon::stats::batches_retried();
+        // The engine passes its `payrecon_database_retries_total` in; so does this test.
+        let metrics = payrecon::metrics::Metrics::new(&[], &[]);
+        let counted = ApplyContext {
+            retries: Retries::to(&metrics.database_retries),
+            ..ctx()
+        };
         let applying = {
             let store = store.clone();
-            tokio::spawn(async move { store.apply(&batch, &ctx()).await })
+            tokio::spawn(async move { store.apply(&batch, &counted).await })
         };
         // payrecon locks A (its orders in id order), then waits for B.
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -100,17 +105,10 @@ async fn a_deadlock_with_the_merchants_transaction_is_retried_once_and_the_batch
             ],
             "{url}"
         );
-        assert_eq!(
-            payrecon::stats::batches_retried() - before,
-            1,
-            "{url}: one retry"
-        );
-        // And the operator sees it: every `Metrics` exports the process's count.
-        let text = payrecon::metrics::Metrics::new(&[], &[]).encode();
-        let line = format!(
-            "payrecon_database_retries_total {}",
-            payrecon::stats::batches_retried()
-        );
+        assert_eq!(metrics.database_retries.get(), 1, "{url}: one retry");
+        // And the operator sees it.
+        let text = metrics.encode();
+        let line = "payrecon_database_retries_total 1".to_string();
         assert!(
             text.lines().any(|l| l == line),
             "{url}: no {line:?} in\n{text}"
@@ -148,10 +146,14 @@ async fn a_gap_lock_of_the_merchants_repeatable_read_holds_a_batch_until_it_comm
                 super::hash(77)
             ))
             .await;
-        let before = payrecon::stats::batches_retried();
+        let metrics = payrecon::metrics::Metrics::new(&[], &[]);
+        let counted = ApplyContext {
+            retries: Retries::to(&metrics.database_retries),
+            ..ctx()
+        };
         let applying = {
             let store = store.clone();
-            tokio::spawn(async move { store.apply(&batch, &ctx()).await })
+            tokio::spawn(async move { store.apply(&batch, &counted).await })
         };
         let gap_locked = url.starts_with("mysql");
         if gap_locked {
@@ -178,7 +180,7 @@ async fn a_gap_lock_of_the_merchants_repeatable_read_holds_a_batch_until_it_comm
             "{url}"
         );
         assert_eq!(
-            payrecon::stats::batches_retried() - before,
+            metrics.database_retries.get(),
             0,
             "{url}: a wait, not a retry"
         );
