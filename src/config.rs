@@ -32,6 +32,32 @@ pub use webhook::WebhookSettings;
 #[error("config: {0}")]
 pub struct ConfigError(pub String);
 
+/// Why one value (a duration, a time, a secret, a cron expression) does not parse; whoever
+/// read it names the key or the flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValueError(String);
+
+impl From<String> for ValueError {
+    fn from(s: String) -> ValueError {
+        ValueError(s)
+    }
+}
+
+impl From<&str> for ValueError {
+    fn from(s: &str) -> ValueError {
+        ValueError(s.to_string())
+    }
+}
+
+/// `schedule.cron`: six fields, seconds first (croner).
+pub fn parse_cron(expr: &str) -> Result<croner::Cron, ConfigError> {
+    croner::Cron::new(expr)
+        .with_seconds_required()
+        .parse()
+        .map_err(|e| err(format!("schedule.cron: {e}")))
+}
+
 fn err(msg: impl Into<String>) -> ConfigError {
     ConfigError(msg.into())
 }

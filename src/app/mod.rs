@@ -170,8 +170,13 @@ impl App {
     /// `payrecon check`: database, each chain RPC, each provider on each of its chains.
     /// Returns one line per item and whether all passed.
     pub async fn check(&self) -> (Vec<String>, bool) {
-        let db = self.engine.store.ping().await.map_err(|e| e.to_string());
-        let (mut lines, ok) = check_items(&self.engine, db).await;
+        let reached = self
+            .engine
+            .store
+            .ping()
+            .await
+            .map_err(|e| AppError(e.to_string()));
+        let (mut lines, ok) = check_items(&self.engine, reached).await;
         let events_ok = check_events(&self.config, &mut lines).await;
         (lines, ok && events_ok)
     }
@@ -183,7 +188,7 @@ impl App {
         // `check` only reads: it never creates a database.
         let (store, reached) = match db::connect(&config, Access::Read).await {
             Ok(store) => {
-                let ping = store.ping().await.map_err(|e| e.to_string());
+                let ping = store.ping().await.map_err(|e| AppError(e.to_string()));
                 (store, ping)
             }
             // A placeholder store so that the clients can be assembled; never queried.
@@ -191,7 +196,7 @@ impl App {
                 Store::connect("sqlite::memory:", 1)
                     .await
                     .map_err(|e| AppError(e.to_string()))?,
-                Err(e.0),
+                Err(e),
             ),
         };
         let app = Self::with_store(config, store)?;
@@ -249,7 +254,7 @@ async fn check_events(config: &Config, lines: &mut Vec<String>) -> bool {
     }
 }
 
-async fn check_items(e: &Engine, db: Result<(), String>) -> (Vec<String>, bool) {
+async fn check_items(e: &Engine, db: Result<(), AppError>) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     let mut line = |good: bool, what: String| {

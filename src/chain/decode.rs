@@ -134,7 +134,7 @@ fn resolve_token(
 ) -> Lookup {
     let want_contract = match wanted_contract(contract) {
         Ok(w) => w,
-        Err(why) => return no_transfer(why),
+        Err(no) => return no,
     };
     let contract = contract.map_or_else(|| "any token".to_string(), |c| c.to_string());
     let mut scan = Scan::default();
@@ -164,14 +164,15 @@ fn resolve_token(
     })
 }
 
-/// The contract whose logs count (`None`: any), or why the named one is not an address.
-fn wanted_contract(contract: Option<&Address>) -> Result<Option<EvmAddress>, String> {
+/// The contract whose logs count (`None`: any), or no transfer: the named one is not an
+/// address.
+fn wanted_contract(contract: Option<&Address>) -> Result<Option<EvmAddress>, Lookup> {
     match contract.map(|c| c.as_str().parse::<EvmAddress>()) {
         Some(Ok(a)) => Ok(Some(a)),
-        Some(Err(_)) => Err(format!(
+        Some(Err(_)) => Err(no_transfer(format!(
             "token contract {} is not an address",
             contract.map(|c| c.to_string()).unwrap_or_default()
-        )),
+        ))),
         None => Ok(None),
     }
 }

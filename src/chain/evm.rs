@@ -76,6 +76,7 @@ impl EvmClient {
     /// The number of the block a tag names; an error reply or `null` means the node does not
     /// know the tag.
     async fn tagged_block(&self, tag: &'static str) -> Result<u64, ChainError> {
+        // The node's own error message (a `String`: whatever it says, the tag is unknown).
         let reply: Result<Option<BlockNumber>, String> = self
             .rpc
             .call_or_reply_error("eth_getBlockByNumber", "eth_getBlockByNumber", (tag, false))

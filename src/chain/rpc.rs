@@ -222,7 +222,8 @@ impl Rpc {
     }
 
     /// A call whose JSON-RPC error response is returned as `Ok(Err(message))` (not retried),
-    /// for callers that give such errors a meaning (an unknown block tag).
+    /// for callers that give such errors a meaning (an unknown block tag). The message is the
+    /// node's text as it sent it (a `String`): no caller tells one message from another.
     pub(crate) async fn call_or_reply_error<P, R>(
         &self,
         what: &'static str,

@@ -73,7 +73,7 @@ impl TronClient {
                     tokens.push(evm);
                     token_at.push(i);
                 }
-                Err(why) => out[i] = Some(Lookup::NoTransfer(why)),
+                Err(no) => out[i] = Some(no),
             }
         }
         if !tokens.is_empty() {
@@ -126,15 +126,22 @@ fn tron_form(a: &Address) -> Option<Address> {
         .map(|t| tron_address(&t))
 }
 
-fn to_evm_query(q: &TransferQuery) -> Result<TransferQuery, String> {
+/// `q` in the EVM form the node's JSON-RPC answers, or no transfer: an address in it is not
+/// a Tron address.
+fn to_evm_query(q: &TransferQuery) -> Result<TransferQuery, Lookup> {
     let asset = match &q.asset {
-        Some(Asset::Token(t)) => Some(Asset::Token(
-            evm_address(t).ok_or_else(|| format!("token {t} is not a Tron address"))?,
-        )),
+        Some(Asset::Token(t)) => {
+            Some(Asset::Token(evm_address(t).ok_or_else(|| {
+                Lookup::NoTransfer(format!("token {t} is not a Tron address"))
+            })?))
+        }
         other => other.clone(),
     };
     let to = match &q.to {
-        Some(a) => Some(evm_address(a).ok_or_else(|| format!("{a} is not a Tron address"))?),
+        Some(a) => Some(
+            evm_address(a)
+                .ok_or_else(|| Lookup::NoTransfer(format!("{a} is not a Tron address")))?,
+        ),
         None => None,
     };
     Ok(TransferQuery {

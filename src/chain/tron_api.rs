@@ -109,9 +109,8 @@ impl TronApi {
             },
         };
         let (to, amount) = match transfer_of(&tx, q) {
-            Ok(Some(x)) => x,
-            Ok(None) => return Ok(Lookup::Reverted),
-            Err(why) => return Ok(Lookup::NoTransfer(why)),
+            Ok(x) => x,
+            Err(answer) => return Ok(answer),
         };
         let info = self
             .post("/wallet/gettransactioninfobyid", json!({ "value": txid }))
@@ -154,21 +153,18 @@ impl TronApi {
     }
 }
 
-/// The recipient and amount of a TRX transfer; `Ok(None)` when it failed on chain, `Err`
-/// when it is no payment (the reason says why).
-fn transfer_of(
-    tx: &Tx,
-    q: &TransferQuery,
-) -> Result<Option<(crate::domain::Address, U256)>, String> {
+/// The recipient and amount of a TRX transfer; else the lookup's answer: `Reverted` when it
+/// failed on chain, `NoTransfer` when it is no payment (the reason says why).
+fn transfer_of(tx: &Tx, q: &TransferQuery) -> Result<(crate::domain::Address, U256), Lookup> {
     let Some(contract) = tx.raw_data.as_ref().and_then(|r| r.contract.first()) else {
-        return Err("the transaction has no contract".into());
+        return Err(no("the transaction has no contract"));
     };
     if contract.kind != "TransferContract" {
-        return Err(format!(
+        return Err(no(format!(
             "the transaction is a {}, not a TRX transfer (freezes, votes, TRC-10 transfers \
              and contract calls are never payments)",
             contract.kind
-        ));
+        )));
     }
     let value = contract.parameter.as_ref().map(|p| &p.value);
     let to = value
@@ -176,26 +172,31 @@ fn transfer_of(
         .and_then(Value::as_str)
         .and_then(|s| TronAddress::parse("to_address", s).ok())
         .map(|t| tron_address(&t))
-        .ok_or("the transfer has no readable to_address")?;
+        .ok_or_else(|| no("the transfer has no readable to_address"))?;
     let amount = value
         .and_then(|v| v.get("amount"))
         .and_then(Value::as_u64)
-        .ok_or("the transfer has no readable amount")?;
+        .ok_or_else(|| no("the transfer has no readable amount"))?;
     if let Some(want) = &q.to {
         if *want != to {
-            return Err(format!("the transaction pays {to}, not {want}"));
+            return Err(no(format!("the transaction pays {to}, not {want}")));
         }
     }
     if amount == 0 {
-        return Err("the transaction carries no TRX".into());
+        return Err(no("the transaction carries no TRX"));
     }
     if q.log_index.is_some_and(|i| i != -1) {
-        return Err("a native transfer has log index -1".into());
+        return Err(no("a native transfer has log index -1"));
     }
     match tx.ret.first().and_then(|r| r.contract_ret.as_deref()) {
-        Some("SUCCESS") => Ok(Some((to, U256::from(amount)))),
-        _ => Ok(None),
+        Some("SUCCESS") => Ok((to, U256::from(amount))),
+        _ => Err(Lookup::Reverted),
     }
+}
+
+/// No payment, and why.
+fn no(reason: impl Into<String>) -> Lookup {
+    Lookup::NoTransfer(reason.into())
 }
 
 fn malformed(what: &str, e: serde_json::Error) -> Lookup {

@@ -124,14 +124,13 @@ pub async fn write_export<W: Write>(
     until: Timestamp,
     format: ExportFormat,
     out: W,
-) -> Result<u64, String> {
-    let mut sink = Sink::new(out, format).map_err(|e| format!("write the export: {e}"))?;
+) -> Result<u64, CliError> {
+    let written = |e: std::io::Error| CliError::failed(format!("write the export: {e}"));
+    let mut sink = Sink::new(out, format).map_err(written)?;
     let n = store
         .export_payments(since, until, |r| sink.row(fields(&r, assets)))
-        .await
-        .map_err(|e| e.to_string())?;
-    sink.finish()
-        .map_err(|e| format!("write the export: {e}"))?;
+        .await?;
+    sink.finish().map_err(written)?;
     Ok(n)
 }
 
@@ -198,7 +197,7 @@ pub async fn command(config: Config, args: ExportArgs) -> Outcome {
     let assets = Assets::of(&config);
     let done = write_export(&store, &assets, since, until, args.format, out).await;
     store.close().await;
-    let n = done.map_err(CliError::failed)?;
+    let n = done?;
     if let (Some(temp), Some(path)) = (temp, &args.output) {
         temp.persist(path).map_err(|e| {
             CliError::failed(format!("cannot write {}: {}", path.display(), e.error))

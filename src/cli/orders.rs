@@ -126,7 +126,7 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> Outcome {
     let mut csv = csv::ReaderBuilder::new()
         .flexible(false)
         .from_reader(NoCr::new(reader));
-    let index = header(&mut csv).map_err(CliError::usage)?;
+    let index = header(&mut csv)?;
     let store = db::open(config, Access::Write).await?;
     let catalog = config.catalog().with_max_amount(store.max_amount());
     let mut tally = Tally::default();
@@ -239,30 +239,32 @@ fn one_line(s: &str) -> String {
 
 /// The position of each of `COLUMNS` in the header (`expires_at` may be missing); an unknown,
 /// repeated or missing column is an error.
-fn header<R: Read>(csv: &mut csv::Reader<NoCr<R>>) -> Result<[Option<usize>; 6], String> {
+fn header<R: Read>(csv: &mut csv::Reader<NoCr<R>>) -> Result<[Option<usize>; 6], CliError> {
     let h = csv
         .headers()
-        .map_err(|e| format!("line 1: {}", one_line(&e.to_string())))?
+        .map_err(|e| CliError::usage(format!("line 1: {}", one_line(&e.to_string()))))?
         .clone();
     let mut index = [None; 6];
     for (i, name) in h.iter().enumerate() {
         let name = name.trim();
         let Some(c) = COLUMNS.iter().position(|c| *c == name) else {
-            return Err(format!(
+            return Err(CliError::usage(format!(
                 "line 1: unknown column {name:?} (the header is {})",
                 COLUMNS.join(",")
-            ));
+            )));
         };
         if index[c].replace(i).is_some() {
-            return Err(format!("line 1: column {name:?} appears twice"));
+            return Err(CliError::usage(format!(
+                "line 1: column {name:?} appears twice"
+            )));
         }
     }
     if let Some(c) = (0..5).find(|&c| index[c].is_none()) {
-        return Err(format!(
+        return Err(CliError::usage(format!(
             "line 1: column {:?} is missing (the header is {})",
             COLUMNS[c],
             COLUMNS.join(",")
-        ));
+        )));
     }
     Ok(index)
 }

@@ -86,7 +86,7 @@ pub const DEFAULT_RETRY_SCHEDULE: [&str; 9] =
     ["5s", "5m", "30m", "2h", "5h", "10h", "14h", "20h", "24h"];
 
 /// The HMAC key of a `whsec_` secret, or why it is not one.
-pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
+pub fn decode_secret(secret: &str) -> Result<Vec<u8>, super::ValueError> {
     let Some(b64) = secret.strip_prefix("whsec_") else {
         return Err("must start with whsec_ (a Standard Webhooks secret)".into());
     };
@@ -97,7 +97,8 @@ pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
         return Err(format!(
             "the key after whsec_ is {} bytes; it must be 24 to 64",
             key.len()
-        ));
+        )
+        .into());
     }
     Ok(key)
 }

@@ -16,8 +16,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::app::{App, AppError};
+use crate::config::parse_cron;
 use crate::engine::{RunOptions, Trigger};
-use schedule::{parse_cron, run_loop_fed, SystemClock};
+use schedule::{run_loop_fed, SystemClock};
 use sdnotify::{Notifier, Watchdog};
 
 /// A scheduled run that has not finished after this long is considered stuck: the loop
@@ -36,7 +37,7 @@ pub async fn serve(
         .await
         .map_err(|e| AppError(format!("http.listen {}: {e}", app.config.listen)))?;
     let addr = listener.local_addr().map_err(|e| AppError(e.to_string()))?;
-    let cron = parse_cron(&app.config.schedule.cron).map_err(AppError)?;
+    let cron = parse_cron(&app.config.schedule.cron).map_err(|e| AppError(e.to_string()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     // The gauges of what the database holds, before anyone scrapes: a restart never shows 0

@@ -37,13 +37,6 @@ impl Clock for TokioClock {
     }
 }
 
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
-    Cron::new(expr)
-        .with_seconds_required()
-        .parse()
-        .map_err(|e| format!("schedule.cron: {e}"))
-}
-
 /// Runs `job` at every tick of `cron` until `shutdown` turns true. A shutdown during a
 /// sleep returns at once; during a run, after the run. Returns the number of runs started.
 pub async fn run_loop<C, F, Fut>(

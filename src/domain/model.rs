@@ -269,24 +269,4 @@ impl ChainHead {
 }
 
 #[cfg(test)]
-mod head_tests {
-    use super::*;
-
-    #[test]
-    fn state_follows_confirmations_and_finality() {
-        let h = ChainHead {
-            number: 100,
-            final_block: 80,
-            confirmations: 12,
-        };
-        assert_eq!(h.state_of(80), State::Final);
-        assert_eq!(h.state_of(81), State::Confirmed);
-        assert_eq!(h.state_of(89), State::Confirmed); // 100 - 89 + 1 = 12
-        assert_eq!(h.state_of(90), State::Pending);
-        assert_eq!(h.state_of(100), State::Pending);
-        assert_eq!(h.state_of(101), State::Pending);
-    }
-}
-
-#[cfg(test)]
 mod tests;

@@ -38,7 +38,8 @@ pub struct Contradiction {
 }
 
 /// The direction a page's times are sorted in: `Ok(None)` when they cannot tell (fewer than
-/// two distinct times), `Err` when they go both ways.
+/// two distinct times), `Err` when they go both ways: its text (a `String`) is the finding's
+/// detail, and the one outcome a caller acts on is that it is an `Err`.
 pub fn page_direction(times: &[i64]) -> Result<Option<Direction>, String> {
     let (mut up, mut down) = (false, false);
     for w in times.windows(2) {

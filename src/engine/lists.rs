@@ -112,7 +112,7 @@ impl Engine {
             Some(Ok(_)) if self.chains.contains_key(chain) => Ok(()),
             Some(Err(err)) => Err(PartError::ChainDown {
                 chain: chain.to_string(),
-                reason: err.clone(),
+                reason: err.0.clone(),
             }),
             _ => Err(PartError::NotConfigured(chain.to_string())),
         }

@@ -114,6 +114,12 @@ pub struct Engine {
     pub events_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
+/// Why a chain's head could not be read this run (the client's error, secrets masked):
+/// every part that needs the chain fails with it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct HeadUnread(pub String);
+
 /// Per-run context shared by the stages.
 pub(crate) struct RunCtx {
     pub run_id: String,
@@ -126,7 +132,7 @@ pub(crate) struct RunCtx {
     pub apply: bool,
     /// Request resends (not a dry run, no `--no-resend`, `reconcile.resend`).
     pub resend: bool,
-    pub heads: BTreeMap<String, Result<ChainHead, String>>,
+    pub heads: BTreeMap<String, Result<ChainHead, HeadUnread>>,
     pub progress: Option<indicatif::ProgressBar>,
     /// `reconcile` for runs, `webhook` for deliveries (audit rows; no findings are recorded
     /// for deliveries: they are the webhook path working, not gaps).
@@ -290,9 +296,9 @@ impl Engine {
         acc
     }
 
-    async fn read_heads(&self) -> BTreeMap<String, Result<ChainHead, String>> {
+    async fn read_heads(&self) -> BTreeMap<String, Result<ChainHead, HeadUnread>> {
         let reads = self.chains.iter().map(|(name, c)| async move {
-            let r = c.head().await.map_err(|e| self.redact(&e));
+            let r = c.head().await.map_err(|e| HeadUnread(self.redact(&e)));
             (name.clone(), r)
         });
         let heads: BTreeMap<_, _> = join_all(reads).await.into_iter().collect();

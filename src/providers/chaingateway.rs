@@ -16,15 +16,15 @@ pub mod fuzz_api {
     use serde_json::Value;
 
     use super::record;
-    use crate::providers::Page;
+    use crate::providers::{Page, Reason};
 
     /// The `data` array of a page body.
-    pub fn page_data(body: &Value) -> Result<&Vec<Value>, String> {
+    pub fn page_data(body: &Value) -> Result<&Vec<Value>, Reason> {
         record::page_data(body)
     }
 
     /// `last_page` of a page body.
-    pub fn last_page(body: &Value) -> Result<u64, String> {
+    pub fn last_page(body: &Value) -> Result<u64, Reason> {
         record::last_page(body)
     }
 
@@ -55,6 +55,7 @@ use super::{
     StatusClass,
 };
 use crate::domain::ChainKind;
+use crate::providers::Reason;
 use crate::secret::Secret;
 
 #[derive(Clone)]
@@ -301,7 +302,7 @@ impl ChaingatewayClient {
                 Value::String(s) => s.trim().parse().ok(),
                 _ => None,
             }
-            .ok_or_else(|| format!("`data` is not a block number: {data}"))
+            .ok_or_else(|| Reason(format!("`data` is not a block number: {data}")))
         })
         .await
     }
@@ -312,7 +313,7 @@ impl ChaingatewayClient {
         &self,
         what: &str,
         url: &reqwest::Url,
-        extract: impl Fn(&Value) -> Result<T, String>,
+        extract: impl Fn(&Value) -> Result<T, Reason>,
     ) -> Result<T, ProviderError> {
         let key = &self.settings.api_key;
         let extract = &extract;
@@ -376,11 +377,11 @@ impl ChaingatewayClient {
         url
     }
 
-    fn error(&self, what: String, reason: String) -> ProviderError {
+    fn error(&self, what: String, reason: Reason) -> ProviderError {
         ProviderError::Request {
             provider: self.settings.name.clone(),
             what,
-            reason: crate::secret::redact(&reason, &[&self.settings.api_key]),
+            reason: crate::secret::redact(&reason.0, &[&self.settings.api_key]),
         }
     }
 }

@@ -30,6 +30,7 @@ use super::retry::{
 use super::{
     ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
 };
+use crate::providers::Reason;
 use crate::secret::Secret;
 
 pub struct HttpClient {
@@ -169,7 +170,9 @@ impl HttpClient {
                 let items = body
                     .pointer(&spec.items)
                     .and_then(Value::as_array)
-                    .ok_or_else(|| format!("the body has no array at `items` ({})", spec.items))?;
+                    .ok_or_else(|| {
+                        Reason(format!("the body has no array at `items` ({})", spec.items))
+                    })?;
                 let link =
                     paging::link_next(headers.get_all(LINK).iter().filter_map(|v| v.to_str().ok()));
                 let hint = paging::read_hint(&spec.pagination, body, link)?;
@@ -227,7 +230,12 @@ impl HttpClient {
             return Err(self.error(what, "no resend call is configured".into()));
         };
         let method = Method::from_bytes(spec.method.trim().to_ascii_uppercase().as_bytes())
-            .map_err(|_| self.error(what.clone(), format!("bad method {:?}", spec.method)))?;
+            .map_err(|_| {
+                self.error(
+                    what.clone(),
+                    Reason(format!("bad method {:?}", spec.method)),
+                )
+            })?;
         let path = paging::fill(&spec.path, &[("id", id.to_string())]);
         let url = paging::join(&self.settings.base_url, &path)
             .map_err(|reason| self.error(what.clone(), reason))?;
@@ -248,7 +256,7 @@ impl HttpClient {
         &self,
         what: &str,
         url: &Url,
-        extract: impl Fn(&Value, &HeaderMap) -> Result<T, String>,
+        extract: impl Fn(&Value, &HeaderMap) -> Result<T, Reason>,
     ) -> Result<T, ProviderError> {
         let key = &self.key;
         let extract = &extract;
@@ -300,11 +308,11 @@ impl HttpClient {
         result.map_err(|reason| self.error(what.to_string(), reason))
     }
 
-    fn error(&self, what: String, reason: String) -> ProviderError {
+    fn error(&self, what: String, reason: Reason) -> ProviderError {
         ProviderError::Request {
             provider: self.settings.name.clone(),
             what,
-            reason: crate::secret::redact(&reason, &[&self.key]),
+            reason: crate::secret::redact(&reason.0, &[&self.key]),
         }
     }
 }

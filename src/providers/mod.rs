@@ -87,6 +87,31 @@ pub enum ProviderError {
     },
 }
 
+/// Why a provider's answer, a page or one of its records cannot be used, or an exchange
+/// failed after its retries: a reason for a person (a rejection in the report, a part's
+/// error), which never carries the API key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Reason(pub String);
+
+impl From<String> for Reason {
+    fn from(s: String) -> Reason {
+        Reason(s)
+    }
+}
+
+impl From<Reason> for String {
+    fn from(r: Reason) -> String {
+        r.0
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(s: &str) -> Reason {
+        Reason(s.to_string())
+    }
+}
+
 /// HTTP status class of a provider response, for `payrecon_provider_requests_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StatusClass {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use rand::Rng;
 use reqwest::{Response, StatusCode};
 
+use crate::providers::Reason;
 use crate::providers::StatusClass;
 use crate::secret::{redact, Secret};
 
@@ -42,7 +43,7 @@ pub(super) async fn with_retries<T, F, Fut>(
     attempts: u32,
     backoff: Duration,
     mut attempt: F,
-) -> Result<T, String>
+) -> Result<T, Reason>
 where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Verdict<T>>,
@@ -52,7 +53,7 @@ where
     for n in 1..=attempts {
         match attempt(n).await {
             Verdict::Done(v) => return Ok(v),
-            Verdict::Fail(reason) => return Err(reason),
+            Verdict::Fail(reason) => return Err(Reason(reason)),
             Verdict::Retry { reason, after } => {
                 if n < attempts {
                     let wait = after.unwrap_or_else(|| backoff_delay(backoff, n));
@@ -63,7 +64,7 @@ where
             }
         }
     }
-    Err(format!("gave up after {attempts} attempts: {last}"))
+    Err(Reason(format!("gave up after {attempts} attempts: {last}")))
 }
 
 /// `backoff * 2^(n-1)`, capped, with "equal jitter": uniformly between half and all of it.
@@ -138,7 +139,7 @@ pub(super) async fn send_unrepeated(
     key: &Secret,
     observer: &(dyn Fn(StatusClass) + Send + Sync),
     request: impl Fn() -> reqwest::RequestBuilder,
-) -> Result<(), String> {
+) -> Result<(), Reason> {
     with_retries(attempts, backoff, |_| {
         let sent = request().send();
         async move {

@@ -197,7 +197,7 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
     store.close().await;
     let mut status = build(data?, &names, backend, now, since, cooldown);
     status.events.enabled = config.events.is_some();
-    status.next_scheduled_run = crate::daemon::schedule::parse_cron(&config.schedule.cron)
+    status.next_scheduled_run = crate::config::parse_cron(&config.schedule.cron)
         .ok()
         .and_then(|c| c.find_next_occurrence(&chrono::Utc::now(), false).ok())
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));

@@ -12,6 +12,7 @@ mod events;
 mod evm;
 mod exceptions;
 mod grafana;
+mod house;
 mod http_provider;
 mod ingest;
 mod lease;

@@ -20,3 +20,19 @@ fn durations_parse_or_explain() {
     assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
     assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
 }
+
+mod time_arg {
+    use super::*;
+
+    #[test]
+    fn since_and_until_accept_three_forms() {
+        let now: jiff::Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let p = |s| parse_time_arg(s, now).map(|t| t.to_string());
+        assert_eq!(p("2026-11-01T00:00:00Z").unwrap(), "2026-11-01T00:00:00Z");
+        assert_eq!(p("2026-11-01").unwrap(), "2026-11-01T00:00:00Z");
+        assert_eq!(p("36h").unwrap(), "2026-11-28T00:00:00Z");
+        assert_eq!(p("90m").unwrap(), "2026-11-29T10:30:00Z");
+        assert!(p("yesterday").is_err());
+        assert!(p("2026-13-01").is_err());
+    }
+}

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
+use crate::config::parse_cron;
 
 fn clock() -> TokioClock {
     TokioClock {

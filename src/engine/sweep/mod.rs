@@ -67,7 +67,7 @@ impl Sweep<'_> {
                 self.failed.insert(chain.clone());
                 let err = PartError::ChainDown {
                     chain: chain.clone(),
-                    reason: reason.clone(),
+                    reason: reason.0.clone(),
                 };
                 self.engine.fail(&mut self.acc, err);
             }

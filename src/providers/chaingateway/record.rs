@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::amount::decimal_to_base_units;
 use crate::domain::{Asset, ChainKind, U256};
+use crate::providers::Reason;
 use crate::providers::{Page, ProviderRecord, Rejected};
 
 /// `type` values that mean the chain's native coin (whatever `contractaddress` says).
@@ -18,17 +19,17 @@ const NATIVE_TYPES: &[&str] = &[
 const NATIVE_DECIMALS: u8 = 18;
 
 /// The `data` array of a page body; `Err` when the body is not a page at all.
-pub(super) fn page_data(body: &Value) -> Result<&Vec<Value>, String> {
+pub(super) fn page_data(body: &Value) -> Result<&Vec<Value>, Reason> {
     body.get("data")
         .and_then(Value::as_array)
-        .ok_or_else(|| "the body has no `data` array".to_string())
+        .ok_or_else(|| Reason::from("the body has no `data` array"))
 }
 
 /// More pages than this in one list is taken for a broken body, not a list to walk.
 const MAX_PAGES: u64 = 1_000_000;
 
 /// `last_page` of a page body (Laravel answers 1 for an empty list; 0 is accepted too).
-pub(super) fn last_page(body: &Value) -> Result<u64, String> {
+pub(super) fn last_page(body: &Value) -> Result<u64, Reason> {
     let last = match body.get("last_page") {
         Some(Value::Number(n)) => n.as_u64(),
         Some(Value::String(s)) => s.trim().parse().ok(),
@@ -36,9 +37,9 @@ pub(super) fn last_page(body: &Value) -> Result<u64, String> {
     }
     .ok_or_else(|| "the body has no numeric `last_page`".to_string())?;
     if last > MAX_PAGES {
-        return Err(format!(
+        return Err(Reason(format!(
             "implausible `last_page` {last} (more than {MAX_PAGES})"
-        ));
+        )));
     }
     Ok(last)
 }
@@ -97,24 +98,28 @@ pub(super) fn read_record(
             })
         }
     };
-    let reject = |reason: String| Rejected {
+    let reject = |reason: Reason| Rejected {
         id: Some(id.clone()),
-        reason,
+        reason: reason.0,
     };
     // Each chain kind's spellings (a Tron record: base58 addresses, a txid without 0x; its
     // EVM hex form is accepted too).
     let tx_hash = chain_kind
         .tx_hash(string_field(obj, "txid").map_err(&reject)?)
-        .map_err(|e| reject(format!("txid: {}", e.reason)))?;
+        .map_err(|e| reject(Reason(format!("txid: {}", e.reason))))?;
     let to = chain_kind
         .address("to", string_field(obj, "to").map_err(&reject)?)
-        .map_err(|e| reject(format!("to: {}", e.reason)))?;
+        .map_err(|e| reject(Reason(format!("to: {}", e.reason))))?;
     let asset = read_asset(obj, chain_kind).map_err(&reject)?;
     let created_at = match obj.get("created_at") {
-        Some(Value::String(s)) => {
-            parse_time(s).ok_or_else(|| reject(format!("created_at: not a timestamp: {s:?}")))?
+        Some(Value::String(s)) => parse_time(s)
+            .ok_or_else(|| reject(Reason(format!("created_at: not a timestamp: {s:?}"))))?,
+        other => {
+            return Err(reject(Reason(format!(
+                "created_at: missing ({})",
+                opt_kind(other)
+            ))))
         }
-        other => return Err(reject(format!("created_at: missing ({})", opt_kind(other)))),
     };
     check_block_number(obj.get("blocknumber")).map_err(&reject)?;
     let amount_hint = amount_hint(obj.get("amount"), chain, &asset, decimals);
@@ -133,18 +138,18 @@ pub(super) fn read_record(
     })
 }
 
-fn string_field<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<&'a str, String> {
+fn string_field<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<&'a str, Reason> {
     match obj.get(field) {
         Some(Value::String(s)) => Ok(s),
-        other => Err(format!(
+        other => Err(Reason(format!(
             "{field}: missing or not a string ({})",
             opt_kind(other)
-        )),
+        ))),
     }
 }
 
 /// Native for a native coin `type` or an absent contract; otherwise the contract address.
-fn read_asset(obj: &Map<String, Value>, chain_kind: ChainKind) -> Result<Asset, String> {
+fn read_asset(obj: &Map<String, Value>, chain_kind: ChainKind) -> Result<Asset, Reason> {
     let native_type = obj.get("type").and_then(Value::as_str).is_some_and(|t| {
         NATIVE_TYPES
             .iter()
@@ -157,13 +162,16 @@ fn read_asset(obj: &Map<String, Value>, chain_kind: ChainKind) -> Result<Asset, 
         Some(Value::String(s)) => chain_kind
             .address("contractaddress", s)
             .map(Asset::Token)
-            .map_err(|e| format!("contractaddress: {}", e.reason)),
-        Some(other) => Err(format!("contractaddress: not a string ({})", kind(other))),
+            .map_err(|e| Reason(format!("contractaddress: {}", e.reason))),
+        Some(other) => Err(Reason(format!(
+            "contractaddress: not a string ({})",
+            kind(other)
+        ))),
     }
 }
 
 /// `blocknumber` may be absent, null or empty; when given it must be a non-negative integer.
-fn check_block_number(value: Option<&Value>) -> Result<(), String> {
+fn check_block_number(value: Option<&Value>) -> Result<(), Reason> {
     let ok = match value {
         None | Some(Value::Null) => true,
         Some(Value::Number(n)) => n.is_u64(),
@@ -176,10 +184,10 @@ fn check_block_number(value: Option<&Value>) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(Reason(format!(
             "blocknumber: not a block number: {}",
             value.unwrap_or(&Value::Null)
-        ))
+        )))
     }
 }
 

@@ -8,6 +8,7 @@ use reqwest::Url;
 use serde_json::Value;
 
 use super::settings::{ListSpec, Pagination, TimeFormat};
+use crate::providers::Reason;
 
 /// More pages than this in one list is taken for a provider that loops, not a list to walk.
 pub(super) const MAX_PAGES: u64 = 100_000;
@@ -36,13 +37,13 @@ pub(super) fn fill(template: &str, vars: &[(&str, String)]) -> String {
 }
 
 /// `base` + `path` (`path` relative to it, with or without a leading `/`).
-pub(super) fn join(base: &str, path: &str) -> Result<Url, String> {
+pub(super) fn join(base: &str, path: &str) -> Result<Url, Reason> {
     let url = format!(
         "{}/{}",
         base.trim_end_matches('/'),
         path.trim_start_matches('/')
     );
-    Url::parse(&url).map_err(|e| format!("{url:?} is not a URL: {e}"))
+    Url::parse(&url).map_err(|e| Reason(format!("{url:?} is not a URL: {e}")))
 }
 
 /// The target of the first `rel="next"` link among `Link` header values, if any.
@@ -95,16 +96,16 @@ pub(super) fn read_hint(
     pagination: &Pagination,
     body: &Value,
     link: Option<String>,
-) -> Result<Hint, String> {
+) -> Result<Hint, Reason> {
     Ok(match pagination {
         Pagination::Page { has_more, .. } => match has_more.as_deref().map(|p| body.pointer(p)) {
             None | Some(None) | Some(Some(Value::Null)) => Hint::HasMore(None),
             Some(Some(Value::Bool(b))) => Hint::HasMore(Some(*b)),
             Some(Some(other)) => {
-                return Err(format!(
+                return Err(Reason(format!(
                     "has_more ({}) is not a boolean: {other}",
                     has_more.as_deref().unwrap_or_default()
-                ))
+                )))
             }
         },
         Pagination::Cursor { next } => match body.pointer(next) {
@@ -112,7 +113,7 @@ pub(super) fn read_hint(
             Some(Value::String(s)) if s.is_empty() => Hint::Cursor(None),
             Some(Value::String(s)) => Hint::Cursor(Some(s.clone())),
             Some(Value::Number(n)) => Hint::Cursor(Some(n.to_string())),
-            Some(other) => return Err(format!("cursor ({next}) is not a string: {other}")),
+            Some(other) => return Err(Reason(format!("cursor ({next}) is not a string: {other}"))),
         },
         Pagination::Link => Hint::Link(link),
         Pagination::Offset { .. } => Hint::None,
@@ -182,7 +183,7 @@ impl<'a> Walker<'a> {
     }
 
     /// The next page's URL; `Ok(None)` when the list is done.
-    pub(super) fn url(&self) -> Result<Option<Url>, String> {
+    pub(super) fn url(&self) -> Result<Option<Url>, Reason> {
         let Some(position) = &self.position else {
             return Ok(None);
         };
@@ -213,7 +214,7 @@ impl<'a> Walker<'a> {
         current: &Url,
         items: usize,
         hint: Hint,
-    ) -> Result<(), String> {
+    ) -> Result<(), Reason> {
         self.pages += 1;
         let next = match (self.position.take(), hint, &self.spec.pagination) {
             (Some(Position::Page(n)), Hint::HasMore(more), _) => {
@@ -239,15 +240,15 @@ impl<'a> Walker<'a> {
             _ => None,
         };
         if next.is_some() && self.pages >= MAX_PAGES {
-            return Err(format!(
+            return Err(Reason(format!(
                 "more than {MAX_PAGES} pages: the provider seems to page in a circle"
-            ));
+            )));
         }
         if let Some(key) = key {
             if !self.seen.insert(key.clone()) {
-                return Err(format!(
+                return Err(Reason(format!(
                     "the provider sent {key} twice: it pages in a circle"
-                ));
+                )));
             }
         }
         self.position = next;

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::settings::{AmountUnit, HttpSettings, StatusAction};
 use crate::domain::amount::decimal_to_base_units;
 use crate::domain::{parse_base_units, Asset, ChainKind, TxHash, U256};
+use crate::providers::Reason;
 use crate::providers::{ProviderRecord, Rejected};
 
 /// Native coins' decimals when `decimals` has no `"chain:native"` entry.
@@ -22,9 +23,9 @@ pub(super) fn read_item(
     fallback_time: Option<jiff::Timestamp>,
 ) -> Result<Option<ProviderRecord>, Rejected> {
     let id = read_event_id(settings, item)?;
-    let reject = |reason: String| Rejected {
+    let reject = |reason: Reason| Rejected {
         id: Some(id.clone()),
-        reason,
+        reason: reason.0,
     };
     let status = read_status(settings, item).map_err(&reject)?;
     let Some(status) = status.state() else {
@@ -45,7 +46,7 @@ pub(super) fn read_item(
     let amount_hint = match opt(item, f.amount.as_deref()) {
         None => None,
         Some(v) => read_amount(settings, v, &chain, asset.as_ref())
-            .map_err(|e| reject(format!("amount ({}): {e}", ptr(&f.amount))))?,
+            .map_err(|e| reject(Reason(format!("amount ({}): {e}", ptr(&f.amount)))))?,
     };
     let created_at = read_updated_at(settings, item, fallback_time).map_err(&reject)?;
     Ok(Some(ProviderRecord {
@@ -80,7 +81,7 @@ fn read_event_id(settings: &HttpSettings, item: &Value) -> Result<String, Reject
 }
 
 /// The item's `order_ref`, if any: a non-blank string or an integer.
-fn read_order_ref(settings: &HttpSettings, item: &Value) -> Result<Option<String>, String> {
+fn read_order_ref(settings: &HttpSettings, item: &Value) -> Result<Option<String>, Reason> {
     let p = settings.fields.order_ref.as_deref();
     match opt(item, p) {
         None => Ok(None),
@@ -96,21 +97,25 @@ fn read_tx_hash(
     settings: &HttpSettings,
     item: &Value,
     chain_kind: ChainKind,
-) -> Result<Option<TxHash>, String> {
+) -> Result<Option<TxHash>, Reason> {
     let f = &settings.fields;
     match opt(item, f.tx_hash.as_deref()) {
         None => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => match chain_kind.tx_hash(s.trim()) {
             Ok(h) => Ok(Some(h)),
-            Err(e) => Err(format!("tx_hash ({}): {}", ptr(&f.tx_hash), e.reason)),
+            Err(e) => Err(Reason(format!(
+                "tx_hash ({}): {}",
+                ptr(&f.tx_hash),
+                e.reason
+            ))),
         },
         Some(other) => Err(field_error("tx_hash", f.tx_hash.as_deref(), other)),
     }
 }
 
 /// The item's `log_index`, if any: an integer (or a string holding one) of at least -1.
-fn read_log_index(settings: &HttpSettings, item: &Value) -> Result<Option<i64>, String> {
+fn read_log_index(settings: &HttpSettings, item: &Value) -> Result<Option<i64>, Reason> {
     let p = settings.fields.log_index.as_deref();
     match opt(item, p) {
         None => Ok(None),
@@ -126,14 +131,14 @@ fn read_asset(
     settings: &HttpSettings,
     item: &Value,
     chain_kind: ChainKind,
-) -> Result<Option<Asset>, String> {
+) -> Result<Option<Asset>, Reason> {
     let f = &settings.fields;
     match opt(item, f.asset.as_deref()) {
         None => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => match chain_kind.asset(s.trim()) {
             Ok(a) => Ok(Some(a)),
-            Err(e) => Err(format!("asset ({}): {}", ptr(&f.asset), e.reason)),
+            Err(e) => Err(Reason(format!("asset ({}): {}", ptr(&f.asset), e.reason))),
         },
         Some(other) => Err(field_error("asset", f.asset.as_deref(), other)),
     }
@@ -144,27 +149,27 @@ fn read_updated_at(
     settings: &HttpSettings,
     item: &Value,
     fallback_time: Option<jiff::Timestamp>,
-) -> Result<jiff::Timestamp, String> {
+) -> Result<jiff::Timestamp, Reason> {
     let p = &settings.fields.updated_at;
     match (item.pointer(p), fallback_time) {
         (None | Some(Value::Null), Some(t)) => Ok(t),
         (v, _) => match read_time(v) {
             Some(t) => Ok(t),
-            None => Err(format!("updated_at ({p}): {}", describe_time(v))),
+            None => Err(Reason(format!("updated_at ({p}): {}", describe_time(v)))),
         },
     }
 }
 
-fn read_status(settings: &HttpSettings, item: &Value) -> Result<StatusAction, String> {
+fn read_status(settings: &HttpSettings, item: &Value) -> Result<StatusAction, Reason> {
     let p = &settings.fields.status;
     let text = match item.pointer(p) {
         Some(Value::String(s)) => s.trim().to_string(),
         Some(Value::Number(n)) => n.to_string(),
         other => {
-            return Err(format!(
+            return Err(Reason(format!(
                 "status ({p}): missing or not a string ({})",
                 kind(other)
-            ))
+            )))
         }
     };
     let map = &settings.status_map;
@@ -176,13 +181,15 @@ fn read_status(settings: &HttpSettings, item: &Value) -> Result<StatusAction, St
         })
         .copied()
         .ok_or_else(|| {
-            format!("status {text:?} is not in status_map; the record is ignored and counted")
+            Reason(format!(
+                "status {text:?} is not in status_map; the record is ignored and counted"
+            ))
         })
 }
 
 /// The configured chain the item names (case-insensitively), or the provider's only chain
 /// when the item names none.
-fn read_chain(settings: &HttpSettings, item: &Value) -> Result<String, String> {
+fn read_chain(settings: &HttpSettings, item: &Value) -> Result<String, Reason> {
     let only = || match settings.chains.as_slice() {
         [one] => Some(one.clone()),
         _ => None,
@@ -190,17 +197,21 @@ fn read_chain(settings: &HttpSettings, item: &Value) -> Result<String, String> {
     let p = settings.fields.chain.as_deref();
     match opt(item, p) {
         None => only().ok_or_else(|| {
-            format!(
+            Reason(format!(
                 "chain ({}): missing, and the provider has several chains",
                 ptr(&settings.fields.chain)
-            )
+            ))
         }),
         Some(Value::String(s)) => settings
             .chains
             .iter()
             .find(|c| c.eq_ignore_ascii_case(s.trim()))
             .cloned()
-            .ok_or_else(|| format!("unknown chain {s:?} (not among this provider's chains)")),
+            .ok_or_else(|| {
+                Reason(format!(
+                    "unknown chain {s:?} (not among this provider's chains)"
+                ))
+            }),
         Some(other) => Err(field_error("chain", p, other)),
     }
 }
@@ -212,19 +223,21 @@ fn read_amount(
     v: &Value,
     chain: &str,
     asset: Option<&Asset>,
-) -> Result<Option<U256>, String> {
+) -> Result<Option<U256>, Reason> {
     let text = match v {
         Value::String(s) => s.trim().to_string(),
         Value::Number(n) => n.to_string(),
         other => {
-            return Err(format!(
+            return Err(Reason(format!(
                 "not a number or numeric string ({})",
                 kind(Some(other))
-            ))
+            )))
         }
     };
     match settings.amount_unit {
-        AmountUnit::Base => parse_base_units(&text).map(Some).map_err(|e| e.reason),
+        AmountUnit::Base => parse_base_units(&text)
+            .map(Some)
+            .map_err(|e| Reason(e.reason)),
         AmountUnit::Decimal => {
             let places = asset.and_then(|a| {
                 let key = format!("{chain}:{}", a.as_str());
@@ -237,7 +250,7 @@ fn read_amount(
             match places {
                 Some(d) => decimal_to_base_units(&text, d)
                     .map(Some)
-                    .map_err(|e| e.reason),
+                    .map_err(|e| Reason(e.reason)),
                 None => check_decimal(&text).map(|()| None),
             }
         }
@@ -245,13 +258,13 @@ fn read_amount(
 }
 
 /// A non-negative decimal number, whatever its scale.
-fn check_decimal(text: &str) -> Result<(), String> {
+fn check_decimal(text: &str) -> Result<(), Reason> {
     let d = rust_decimal::Decimal::from_str_exact(text)
         .or_else(|_| rust_decimal::Decimal::from_scientific(text))
         .or_else(|_| rust_decimal::Decimal::from_str(text))
-        .map_err(|e| format!("not a decimal amount {text:?}: {e}"))?;
+        .map_err(|e| Reason(format!("not a decimal amount {text:?}: {e}")))?;
     if d.is_sign_negative() && !d.is_zero() {
-        return Err(format!("negative amount {text:?}"));
+        return Err(Reason(format!("negative amount {text:?}")));
     }
     Ok(())
 }
@@ -299,12 +312,12 @@ fn ptr(p: &Option<String>) -> &str {
     p.as_deref().unwrap_or("-")
 }
 
-fn field_error(field: &str, pointer: Option<&str>, v: &Value) -> String {
-    format!(
+fn field_error(field: &str, pointer: Option<&str>, v: &Value) -> Reason {
+    Reason(format!(
         "{field} ({}): malformed value {}",
         pointer.unwrap_or("-"),
         snippet(v)
-    )
+    ))
 }
 
 fn snippet(v: &Value) -> String {

@@ -175,7 +175,8 @@ impl Node {
         self.chain_id
     }
 
-    /// Block number for a tag or hex number; `None` when there is no such block.
+    /// Block number for a tag or hex number; `None` when there is no such block. The error
+    /// (a `String`) is the JSON-RPC error message this stand-in node answers with.
     pub(super) fn resolve_block(&self, tag: &str) -> Result<Option<u64>, String> {
         let head = self.head();
         let n = match tag {

@@ -43,6 +43,7 @@ fn assets_from_type_and_contract() {
         json!({"type": "TRC20", "contractaddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"})
     )
     .unwrap_err()
+    .0
     .starts_with("contractaddress:"));
 }
 

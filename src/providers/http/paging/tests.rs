@@ -77,7 +77,7 @@ fn a_repeated_cursor_fails_the_walk() {
     let e = w
         .advance(&u, 1, Hint::Cursor(Some("a".into())))
         .unwrap_err();
-    assert!(e.contains("twice"), "{e}");
+    assert!(e.0.contains("twice"), "{e}");
 }
 
 #[test]
