@@ -20,7 +20,7 @@ mod macros;
 mod set;
 
 pub(super) use macros::{
-    advance, bind_attach, in_savepoint, key_taken, record_transition, state_of,
+    advance, bind_attach, in_savepoint, key_taken, record_transition, shared_apply_sql, state_of,
 };
 pub(super) use set::*;
 

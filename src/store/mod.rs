@@ -16,6 +16,7 @@ mod lease;
 mod list_reads;
 mod migrate;
 mod mysql;
+mod one_statement;
 mod outbox;
 mod payments;
 mod postgres;

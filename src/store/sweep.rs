@@ -123,3 +123,39 @@ fn miss(taken: Option<i64>) -> RekeyOutcome {
         None => RekeyOutcome::Changed,
     }
 }
+
+/// A sweep page as `Backend::sweep_page` returns it: the rows that read well (a bad one is
+/// logged and skipped), the last id read, and how many rows came (bad ones included).
+pub(super) fn sweep_rows<R>(rows: &[R]) -> (Vec<crate::domain::LedgerRow>, Option<i64>, usize)
+where
+    R: sqlx::Row,
+    for<'r> super::rows::RawRow: sqlx::FromRow<'r, R>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database>,
+    String: sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database>,
+    i64: sqlx::Type<R::Database>,
+{
+    let last = rows.last().and_then(|r| r.try_get("id").ok());
+    let valid = super::rows::valid_rows(rows.iter().map(super::rows::decode_row));
+    (valid, last, rows.len())
+}
+
+/// Rekeyed rows as one JSON array of `[order id, tx hash, log index, block number, block
+/// hash]`, for the backends that read a list as JSON (SQLite's `json_each`, MariaDB/MySQL's
+/// `JSON_TABLE`).
+pub(super) fn rekey_json(rows: &[Rekey]) -> String {
+    let values: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!([
+                r.order_id,
+                r.tx_hash.as_str(),
+                r.new_log_index,
+                block_number(&r.new_block),
+                r.new_block.hash
+            ])
+        })
+        .collect();
+    serde_json::Value::Array(values).to_string()
+}

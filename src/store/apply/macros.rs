@@ -116,4 +116,61 @@ macro_rules! in_savepoint {
     }};
 }
 
-pub(crate) use {advance, bind_attach, in_savepoint, key_taken, record_transition, state_of};
+/// The `ApplySql` methods every backend spells alike (their statements differ only in the
+/// `Dialect`'s spellings: the operator's checks, attaching a key, crediting the order's
+/// amount, reading a state), written once and expanded inside each backend's
+/// `impl ApplySql` as `shared_apply_sql!(Backend);`. A default method of the trait would be
+/// generic over the backend, and sqlx's bounds would have to be spelled for each type bound
+/// or read (docs/design/backends.md, "The write path, decided once").
+macro_rules! shared_apply_sql {
+    ($db:ty) => {
+        async fn check_paid(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            r: &$crate::store::Resolve,
+        ) -> Result<(), $crate::store::WriteError> {
+            $crate::store::exceptions::check_paid!($db, *tx, r)
+        }
+
+        async fn claim(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            r: &$crate::store::Resolve,
+            out: &[$crate::store::ApplyOutcome],
+        ) -> Result<(), $crate::store::WriteError> {
+            $crate::store::exceptions::claim!($db, *tx, r, out)
+        }
+
+        async fn attach_only(
+            sp: &mut sqlx::Transaction<'_, $db>,
+            order_id: i64,
+            a: &$crate::domain::Attach,
+        ) -> Result<$crate::store::ApplyOutcome, sqlx::Error> {
+            $crate::store::attach::attach_only!($db, sp, order_id, a)
+        }
+
+        async fn key_taken(
+            sp: &mut sqlx::Transaction<'_, $db>,
+            key: &$crate::domain::PaymentKey,
+        ) -> Result<bool, sqlx::Error> {
+            $crate::store::apply::key_taken!($db, sp, key)
+        }
+
+        async fn set_paid(
+            sp: &mut sqlx::Transaction<'_, $db>,
+            order_id: i64,
+            p: &$crate::domain::NewPayment,
+        ) -> Result<bool, sqlx::Error> {
+            $crate::store::payments::set_paid!($db, sp, order_id, p)
+        }
+
+        async fn state_of(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            order_id: i64,
+        ) -> Result<Option<String>, sqlx::Error> {
+            $crate::store::apply::state_of!($db, tx, order_id)
+        }
+    };
+}
+
+pub(crate) use {
+    advance, bind_attach, in_savepoint, key_taken, record_transition, shared_apply_sql, state_of,
+};

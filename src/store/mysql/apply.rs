@@ -8,13 +8,13 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::{MySql, Transaction};
 
-use crate::domain::{Attach, NewPayment, PlannedTransition, State};
-use crate::store::apply::{key_taken, state_of, ApplySql};
+use crate::domain::{NewPayment, PlannedTransition, State};
+use crate::store::apply::ApplySql;
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
 use crate::store::{
-    is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve, WriteError,
+    is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, WriteError,
 };
 
 use super::TS;
@@ -34,6 +34,8 @@ fn inserted_id(
 }
 
 impl ApplySql for MySql {
+    crate::store::apply::shared_apply_sql!(MySql);
+
     /// The lease row is read with a shared lock against the server's clock, as PostgreSQL's
     /// `now() … FOR SHARE`: a taker must wait for this batch to commit.
     async fn check_fence(
@@ -64,21 +66,6 @@ impl ApplySql for MySql {
         .bind(<MySql as Dialect>::ints(ids))
         .fetch_all(counted(&mut **tx))
         .await
-    }
-
-    async fn check_paid(
-        tx: &mut Transaction<'static, MySql>,
-        r: &Resolve,
-    ) -> Result<(), WriteError> {
-        crate::store::exceptions::check_paid!(MySql, *tx, r)
-    }
-
-    async fn claim(
-        tx: &mut Transaction<'static, MySql>,
-        r: &Resolve,
-        out: &[ApplyOutcome],
-    ) -> Result<(), WriteError> {
-        crate::store::exceptions::claim!(MySql, *tx, r, out)
     }
 
     async fn open_exceptions(
@@ -122,14 +109,6 @@ impl ApplySql for MySql {
         Ok(out)
     }
 
-    async fn attach_only(
-        sp: &mut Transaction<'_, MySql>,
-        order_id: i64,
-        a: &Attach,
-    ) -> Result<ApplyOutcome, sqlx::Error> {
-        crate::store::attach::attach_only!(MySql, sp, order_id, a)
-    }
-
     async fn credit(
         sp: &mut Transaction<'_, MySql>,
         order_id: i64,
@@ -149,21 +128,6 @@ impl ApplySql for MySql {
         .execute(counted(&mut **sp))
         .await;
         inserted_id(res)
-    }
-
-    async fn key_taken(
-        sp: &mut Transaction<'_, MySql>,
-        key: &crate::domain::PaymentKey,
-    ) -> Result<bool, sqlx::Error> {
-        key_taken!(MySql, sp, key)
-    }
-
-    async fn set_paid(
-        sp: &mut Transaction<'_, MySql>,
-        order_id: i64,
-        p: &NewPayment,
-    ) -> Result<bool, sqlx::Error> {
-        crate::store::payments::set_paid!(MySql, sp, order_id, p)
     }
 
     async fn follow(
@@ -232,13 +196,6 @@ impl ApplySql for MySql {
             .bind(t.order_id)
             .fetch_optional(counted(&mut **sp))
             .await
-    }
-
-    async fn state_of(
-        tx: &mut Transaction<'static, MySql>,
-        order_id: i64,
-    ) -> Result<Option<String>, sqlx::Error> {
-        state_of!(MySql, tx, order_id)
     }
 
     async fn record_transition(

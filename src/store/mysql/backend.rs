@@ -122,9 +122,7 @@ impl Backend for MySql {
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("read a sweep page", e))?;
-        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, "id").ok());
-        let fetched = rows.len();
-        Ok((valid_rows(rows.iter().map(decode_row)), last, fetched))
+        Ok(crate::store::sweep::sweep_rows(&rows))
     }
 
     /// One multi-table UPDATE for the batch; a row that changed key or gained a block since
@@ -133,18 +131,7 @@ impl Backend for MySql {
         if rows.is_empty() {
             return Ok(0);
         }
-        let values: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!([
-                    r.order_id,
-                    r.tx_hash.as_str(),
-                    r.new_log_index,
-                    crate::store::sweep::block_number(&r.new_block),
-                    r.new_block.hash
-                ])
-            })
-            .collect();
+        let values = crate::store::sweep::rekey_json(rows);
         let done = sqlx::query(
             "UPDATE orders o JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', \
              tx_hash VARCHAR(128) CHARACTER SET ascii PATH '$[1]', log_index BIGINT PATH '$[2]', \
@@ -153,7 +140,7 @@ impl Backend for MySql {
              SET o.block_number = v.bn, o.block_hash = v.bh \
              WHERE o.block_hash IS NULL OR o.block_hash = ''",
         )
-        .bind(serde_json::Value::Array(values).to_string())
+        .bind(values)
         .execute(counted(pool))
         .await
         .map_err(|e| db_error("record the blocks of payments", e))?;

@@ -4,17 +4,19 @@ use std::collections::HashMap;
 
 use sqlx::{Postgres, Transaction};
 
-use crate::domain::{Attach, NewPayment, PlannedTransition, State};
-use crate::store::apply::{advance, key_taken, record_transition, state_of, ApplySql};
+use crate::domain::{NewPayment, PlannedTransition, State};
+use crate::store::apply::{advance, record_transition, ApplySql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
 use crate::store::WriteError;
-use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
+use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow};
 
 const RETURNING: &str = <Postgres as Dialect>::RETURNING;
 
 impl ApplySql for Postgres {
+    crate::store::apply::shared_apply_sql!(Postgres);
+
     async fn check_fence(
         tx: &mut Transaction<'static, Postgres>,
         fence: &Fence,
@@ -39,21 +41,6 @@ impl ApplySql for Postgres {
             .bind(ids)
             .fetch_all(counted(&mut **tx))
             .await
-    }
-
-    async fn check_paid(
-        tx: &mut Transaction<'static, Postgres>,
-        r: &Resolve,
-    ) -> Result<(), WriteError> {
-        crate::store::exceptions::check_paid!(Postgres, *tx, r)
-    }
-
-    async fn claim(
-        tx: &mut Transaction<'static, Postgres>,
-        r: &Resolve,
-        out: &[ApplyOutcome],
-    ) -> Result<(), WriteError> {
-        crate::store::exceptions::claim!(Postgres, *tx, r, out)
     }
 
     async fn open_exceptions(
@@ -88,14 +75,6 @@ impl ApplySql for Postgres {
         )
     }
 
-    async fn attach_only(
-        sp: &mut Transaction<'_, Postgres>,
-        order_id: i64,
-        a: &Attach,
-    ) -> Result<ApplyOutcome, sqlx::Error> {
-        crate::store::attach::attach_only!(Postgres, sp, order_id, a)
-    }
-
     async fn credit(
         sp: &mut Transaction<'_, Postgres>,
         order_id: i64,
@@ -104,21 +83,6 @@ impl ApplySql for Postgres {
         now: &str,
     ) -> Result<Option<i64>, sqlx::Error> {
         crate::store::payments::credit!(Postgres, sp, order_id, p, ctx, now)
-    }
-
-    async fn key_taken(
-        sp: &mut Transaction<'_, Postgres>,
-        key: &crate::domain::PaymentKey,
-    ) -> Result<bool, sqlx::Error> {
-        key_taken!(Postgres, sp, key)
-    }
-
-    async fn set_paid(
-        sp: &mut Transaction<'_, Postgres>,
-        order_id: i64,
-        p: &NewPayment,
-    ) -> Result<bool, sqlx::Error> {
-        crate::store::payments::set_paid!(Postgres, sp, order_id, p)
     }
 
     async fn follow(
@@ -155,13 +119,6 @@ impl ApplySql for Postgres {
                  AND o2.tx_hash = $5 AND o2.log_index = $6 AND o2.id <> $1) RETURNING {cols}"
             )
         )
-    }
-
-    async fn state_of(
-        tx: &mut Transaction<'static, Postgres>,
-        order_id: i64,
-    ) -> Result<Option<String>, sqlx::Error> {
-        state_of!(Postgres, tx, order_id)
     }
 
     async fn record_transition(

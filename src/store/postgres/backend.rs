@@ -36,6 +36,8 @@ const KEYS_JOIN: &str =
      JOIN orders o ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index";
 
 impl Backend for Postgres {
+    crate::store::one_statement::one_statement_ops!(Postgres);
+
     async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
         crate::store::migrate::run(&sqlx::migrate!("migrations/postgres"), pool, "PostgreSQL").await
     }
@@ -135,41 +137,6 @@ impl Backend for Postgres {
             found.extend(rows);
         }
         Ok(found)
-    }
-    async fn claim_events(
-        pool: &sqlx::Pool<Self>,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: i64,
-    ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error> {
-        crate::store::events::claim_in_one!(Postgres, pool, holder, now, until, limit)
-    }
-    async fn claim_resend(
-        pool: &sqlx::Pool<Self>,
-        provider: &str,
-        notification_id: &str,
-        now: Timestamp,
-        cutoff: Timestamp,
-    ) -> Result<bool, sqlx::Error> {
-        crate::store::runs::upsert_resend!(Postgres, pool, provider, notification_id, now, cutoff)
-    }
-    async fn take_lease(
-        pool: &sqlx::Pool<Self>,
-        provider: &str,
-        holder: &str,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<i64>, sqlx::Error> {
-        crate::store::lease::upsert_lease!(Postgres, pool, provider, holder, until, now)
-    }
-    async fn register_batch(
-        pool: &sqlx::Pool<Self>,
-        batch: &[crate::domain::ExpectedOrder],
-        // One statement, nothing to run again.
-        _retries: &crate::store::Retries,
-    ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
-        crate::store::registry::register_in_one!(Postgres, pool, batch)
     }
     #[cfg(feature = "demo")]
     async fn insert_orders(
@@ -283,9 +250,7 @@ impl Backend for Postgres {
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("read a sweep page", e))?;
-        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, "id").ok());
-        let fetched = rows.len();
-        Ok((valid_rows(rows.iter().map(decode_row)), last, fetched))
+        Ok(crate::store::sweep::sweep_rows(&rows))
     }
 
     async fn record_blocks(pool: &PgPool, rows: &[Rekey]) -> Result<u64, StoreError> {

@@ -6,17 +6,19 @@ use jiff::Timestamp;
 use serde_json::json;
 use sqlx::{Sqlite, Transaction};
 
-use crate::domain::{Attach, NewPayment, PlannedTransition, State};
-use crate::store::apply::{advance, key_taken, record_transition, state_of, ApplySql};
+use crate::domain::{NewPayment, PlannedTransition, State};
+use crate::store::apply::{advance, record_transition, ApplySql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql, sqlite_ts};
 use crate::store::WriteError;
-use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow, Resolve};
+use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow};
 
 const RETURNING: &str = <Sqlite as Dialect>::RETURNING;
 
 impl ApplySql for Sqlite {
+    crate::store::apply::shared_apply_sql!(Sqlite);
+
     async fn check_fence(
         tx: &mut Transaction<'static, Sqlite>,
         fence: &Fence,
@@ -44,21 +46,6 @@ impl ApplySql for Sqlite {
             .await
     }
 
-    async fn check_paid(
-        tx: &mut Transaction<'static, Sqlite>,
-        r: &Resolve,
-    ) -> Result<(), WriteError> {
-        crate::store::exceptions::check_paid!(Sqlite, *tx, r)
-    }
-
-    async fn claim(
-        tx: &mut Transaction<'static, Sqlite>,
-        r: &Resolve,
-        out: &[ApplyOutcome],
-    ) -> Result<(), WriteError> {
-        crate::store::exceptions::claim!(Sqlite, *tx, r, out)
-    }
-
     async fn open_exceptions(
         tx: &mut Transaction<'static, Sqlite>,
         by: &str,
@@ -82,14 +69,6 @@ impl ApplySql for Sqlite {
         Ok(crate::store::apply::adopted_outcomes(batch, &adopted))
     }
 
-    async fn attach_only(
-        sp: &mut Transaction<'_, Sqlite>,
-        order_id: i64,
-        a: &Attach,
-    ) -> Result<ApplyOutcome, sqlx::Error> {
-        crate::store::attach::attach_only!(Sqlite, sp, order_id, a)
-    }
-
     async fn credit(
         sp: &mut Transaction<'_, Sqlite>,
         order_id: i64,
@@ -98,21 +77,6 @@ impl ApplySql for Sqlite {
         now: &str,
     ) -> Result<Option<i64>, sqlx::Error> {
         crate::store::payments::credit!(Sqlite, sp, order_id, p, ctx, now)
-    }
-
-    async fn key_taken(
-        sp: &mut Transaction<'_, Sqlite>,
-        key: &crate::domain::PaymentKey,
-    ) -> Result<bool, sqlx::Error> {
-        key_taken!(Sqlite, sp, key)
-    }
-
-    async fn set_paid(
-        sp: &mut Transaction<'_, Sqlite>,
-        order_id: i64,
-        p: &NewPayment,
-    ) -> Result<bool, sqlx::Error> {
-        crate::store::payments::set_paid!(Sqlite, sp, order_id, p)
     }
 
     async fn follow(
@@ -160,13 +124,6 @@ impl ApplySql for Sqlite {
                  AND o2.tx_hash = ?5 AND o2.log_index = ?6 AND o2.id <> ?1) RETURNING {cols}"
             )
         )
-    }
-
-    async fn state_of(
-        tx: &mut Transaction<'static, Sqlite>,
-        order_id: i64,
-    ) -> Result<Option<String>, sqlx::Error> {
-        state_of!(Sqlite, tx, order_id)
     }
 
     async fn record_transition(

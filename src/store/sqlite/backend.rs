@@ -66,6 +66,8 @@ async fn unpaid_by_slot(
 }
 
 impl Backend for Sqlite {
+    crate::store::one_statement::one_statement_ops!(Sqlite);
+
     async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
         crate::store::migrate::run(&sqlx::migrate!("migrations/sqlite"), pool, "SQLite").await
     }
@@ -128,41 +130,6 @@ impl Backend for Sqlite {
             found.extend(rows);
         }
         Ok(found)
-    }
-    async fn claim_events(
-        pool: &sqlx::Pool<Self>,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: i64,
-    ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error> {
-        crate::store::events::claim_in_one!(Sqlite, pool, holder, now, until, limit)
-    }
-    async fn claim_resend(
-        pool: &sqlx::Pool<Self>,
-        provider: &str,
-        notification_id: &str,
-        now: Timestamp,
-        cutoff: Timestamp,
-    ) -> Result<bool, sqlx::Error> {
-        crate::store::runs::upsert_resend!(Sqlite, pool, provider, notification_id, now, cutoff)
-    }
-    async fn take_lease(
-        pool: &sqlx::Pool<Self>,
-        provider: &str,
-        holder: &str,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<i64>, sqlx::Error> {
-        crate::store::lease::upsert_lease!(Sqlite, pool, provider, holder, until, now)
-    }
-    async fn register_batch(
-        pool: &sqlx::Pool<Self>,
-        batch: &[crate::domain::ExpectedOrder],
-        // One statement, nothing to run again.
-        _retries: &crate::store::Retries,
-    ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
-        crate::store::registry::register_in_one!(Sqlite, pool, batch)
     }
     #[cfg(feature = "demo")]
     async fn insert_orders(
@@ -285,9 +252,7 @@ impl Backend for Sqlite {
             .fetch_all(counted(pool))
             .await
             .map_err(|e| db_error("read a sweep page", e))?;
-        let last = rows.last().and_then(|r| sqlx::Row::try_get(r, "id").ok());
-        let fetched = rows.len();
-        Ok((valid_rows(rows.iter().map(decode_row)), last, fetched))
+        Ok(crate::store::sweep::sweep_rows(&rows))
     }
 
     /// Records the block of payments whose rows hold none (NULL or empty `block_hash`), in one
@@ -297,18 +262,7 @@ impl Backend for Sqlite {
         if rows.is_empty() {
             return Ok(0);
         }
-        let values: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!([
-                    r.order_id,
-                    r.tx_hash.as_str(),
-                    r.new_log_index,
-                    crate::store::sweep::block_number(&r.new_block),
-                    r.new_block.hash
-                ])
-            })
-            .collect();
+        let values = crate::store::sweep::rekey_json(rows);
         let done = sqlx::query(
             "UPDATE orders SET block_number = json_extract(v.value, '$[3]'), \
              block_hash = json_extract(v.value, '$[4]') FROM json_each(?1) v \
@@ -317,7 +271,7 @@ impl Backend for Sqlite {
              AND orders.log_index = json_extract(v.value, '$[2]') \
              AND (orders.block_hash IS NULL OR orders.block_hash = '')",
         )
-        .bind(serde_json::Value::Array(values).to_string())
+        .bind(values)
         .execute(counted(pool))
         .await
         .map_err(|e| db_error("record the blocks of payments", e))?;
