@@ -1,7 +1,7 @@
-//! What differs between the backends' SQL, spelled once per backend: placeholders, how a
-//! timestamp is bound and read, how a write transaction begins, the ledger row's columns.
-//! Each backend implements `Dialect` in its own folder (`sqlite/`, `postgres/`); `dispatch!`
-//! is the one place that matches the pool a `Store` holds.
+//! What differs between the backends' SQL, spelled once per backend: placeholders, how a timestamp
+//! is bound and read, how a write transaction begins, the ledger row's columns. Each backend
+//! implements `Dialect` in its own folder (`sqlite/`, `postgres/`, `mysql/`); `dispatch!` is the
+//! one place that matches the pool a `Store` holds.
 //!
 //! A statement whose text differs only in these spellings is written once, in the module of
 //! its topic, with `D::p(n)`, `D::ts(n)` and the like; a statement that differs in shape (a
@@ -17,7 +17,7 @@ use crate::domain::{LedgerRow, LedgerView, PaymentKey, TxHash};
 
 /// The spellings of one backend's SQL. Implemented on sqlx's database types.
 pub(crate) trait Dialect: sqlx::Database {
-    /// `"sqlite"` or `"postgres"` (`payrecon check`, logs, metrics' `backend`).
+    /// `"sqlite"`, `"postgres"` or `"mysql"` (`payrecon check`, logs, metrics' `backend`).
     const NAME: &'static str;
     /// The statement that opens a write transaction. SQLite's `BEGIN IMMEDIATE` takes the
     /// write lock at once, so that two writers queue instead of failing on upgrade.

@@ -1,7 +1,7 @@
 //! The webhook inbox (`payrecon_webhook_events`): each authentic delivery stored once per
 //! `(provider, event_id)` before it is answered, then listed oldest first until it is marked
-//! processed. SQLite and PostgreSQL side by side, one statement per call (SQLite's insert
-//! adds two PRAGMAs around it, see `Backend::insert_webhook_delivery`).
+//! processed. Every backend, one statement per call (SQLite's insert adds two PRAGMAs around it,
+//! see `Backend::insert_webhook_delivery`).
 
 use jiff::Timestamp;
 

@@ -1,4 +1,4 @@
-//! The only module that knows SQL: SQLite and PostgreSQL side by side behind one `Store`.
+//! The only module that knows SQL: SQLite, PostgreSQL and MariaDB/MySQL behind one `Store`.
 //! Lookups are batched (one query per page of records); a transition is one conditional
 //! UPDATE plus its audit row in the same transaction.
 

@@ -1,4 +1,4 @@
-//! The chain sweep's statements, both backends: keyset pages of rows to check on chain, and
+//! The chain sweep's statements, every backend: keyset pages of rows to check on chain, and
 //! the guarded re-key of a payment that a reorg moved to another block.
 
 use super::dialect::dispatch;
