@@ -1,5 +1,6 @@
-//! serve's listener (axum): `/metrics`, `/healthz`, `/readyz`, and the webhook ingest
-//! routes (`crate::webhook::router`) when given.
+//! serve's listener (axum) and every route it serves: `/metrics`, `/healthz`, `/readyz`, the
+//! webhook ingest routes (`crate::webhook::router`, with the consumer that applies what they
+//! store) and, with `[api] token`, the API (`crate::api::router`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +11,9 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
+use tokio::task::JoinHandle;
+
+use crate::app::App;
 use crate::engine::Engine;
 
 /// The listener's routes; `webhooks` (`POST /webhooks/{provider}`) is merged in when given.
@@ -23,6 +27,36 @@ pub fn router(engine: Arc<Engine>, webhooks: Option<Router>) -> Router {
         Some(w) => router.merge(w),
         None => router,
     }
+}
+
+/// The routes (webhooks, the listener's own, the API if set) and the spawned delivery consumer.
+pub(super) fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
+    // Webhook deliveries: stored by the route, applied by one consumer task in batches.
+    let (sink, deliveries) = tokio::sync::mpsc::channel(super::DELIVERY_QUEUE);
+    let ingest = crate::webhook::Ingest {
+        endpoints: app.webhooks.clone(),
+        store: app.engine.store.clone(),
+        sink,
+        secrets: app.engine.secrets.clone(),
+        metrics: app.engine.metrics.clone(),
+    };
+    let webhooks = crate::webhook::router(Arc::new(ingest));
+    let consumer = tokio::spawn(super::apply_deliveries(app.engine.clone(), deliveries));
+    let mut router = router(app.engine.clone(), Some(webhooks));
+    if let Some(api) = &app.config.api {
+        let secrets = app.engine.secrets.clone();
+        let api = crate::api::Api::new(
+            app.engine.store.clone(),
+            app.config
+                .catalog()
+                .with_max_amount(app.engine.store.max_amount()),
+            &api.token,
+            secrets,
+            app.engine.metrics.clone(),
+        );
+        router = router.merge(crate::api::router(Arc::new(api)));
+    }
+    (router, consumer)
 }
 
 async fn metrics(State(engine): State<Arc<Engine>>) -> impl IntoResponse {

@@ -45,7 +45,7 @@ pub async fn serve(
     if let Err(e) = app.engine.refresh_gauges().await {
         tracing::error!(error = %app.engine.redact(&e), "Reading the held orders and open exceptions for the gauges failed; the first run sets them.");
     }
-    let (router, consumer) = routes(&app);
+    let (router, consumer) = listener::routes(&app);
     let http = spawn_http(listener, router, stop_rx.clone());
     // Events to the merchant: delivered continuously, woken by every committed batch.
     let deliverer = app
@@ -79,36 +79,6 @@ pub async fn serve(
     }
     tracing::info!("payrecon stopped.");
     Ok(())
-}
-
-/// The routes (webhooks, the listener's own, the API if set) and the spawned delivery consumer.
-fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
-    // Webhook deliveries: stored by the route, applied by one consumer task in batches.
-    let (sink, deliveries) = tokio::sync::mpsc::channel(DELIVERY_QUEUE);
-    let ingest = crate::webhook::Ingest {
-        endpoints: app.webhooks.clone(),
-        store: app.engine.store.clone(),
-        sink,
-        secrets: app.engine.secrets.clone(),
-        metrics: app.engine.metrics.clone(),
-    };
-    let webhooks = crate::webhook::router(Arc::new(ingest));
-    let consumer = tokio::spawn(apply_deliveries(app.engine.clone(), deliveries));
-    let mut router = listener::router(app.engine.clone(), Some(webhooks));
-    if let Some(api) = &app.config.api {
-        let secrets = app.engine.secrets.clone();
-        let api = crate::api::Api::new(
-            app.engine.store.clone(),
-            app.config
-                .catalog()
-                .with_max_amount(app.engine.store.max_amount()),
-            &api.token,
-            secrets,
-            app.engine.metrics.clone(),
-        );
-        router = router.merge(crate::api::router(Arc::new(api)));
-    }
-    (router, consumer)
 }
 
 /// Spawns the HTTP listener, which shuts down gracefully once `stop` turns true.
