@@ -18,10 +18,9 @@ use crate::domain::{Attach, NewPayment, PlannedTransition, State};
 
 mod macros;
 mod set;
+mod shared;
 
-pub(super) use macros::{
-    advance, bind_attach, in_savepoint, key_taken, record_transition, shared_apply_sql, state_of,
-};
+pub(super) use macros::{advance, bind_attach, in_savepoint, record_transition, shared_apply_sql};
 pub(super) use set::*;
 
 /// One write batch, the same on every backend: begin (`Dialect::BEGIN_WRITE`), check the
@@ -70,7 +69,7 @@ pub(super) async fn apply_batch<DB: ApplySql>(
 
 /// The statements a write batch needs, in a backend's dialect. Each sends one statement,
 /// except `apply_set`.
-pub(super) trait ApplySql: Dialect {
+pub(super) trait ApplySql: shared::SharedSql {
     /// Fails the batch with `WriteError::Fenced` unless `fence` still holds (and, on PostgreSQL,
     /// keeps the lease row locked until the commit).
     async fn check_fence(
@@ -126,12 +125,6 @@ pub(super) trait ApplySql: Dialect {
         ctx: &ApplyContext,
         now: &str,
     ) -> Result<Option<i64>, sqlx::Error>;
-    /// Whether a payment row, or an order, holds this key already (read after a credit that
-    /// wrote nothing, to tell a duplicate from an order that changed since it was planned).
-    async fn key_taken(
-        sp: &mut Transaction<'_, Self>,
-        key: &crate::domain::PaymentKey,
-    ) -> Result<bool, sqlx::Error>;
     /// Writes `amount_paid` of an order a credit leaves short (held).
     async fn set_paid(
         sp: &mut Transaction<'_, Self>,
@@ -152,11 +145,6 @@ pub(super) trait ApplySql: Dialect {
         t: &PlannedTransition,
         now: &str,
     ) -> Result<Option<EventOrder>, sqlx::Error>;
-    /// The order's stored state, read after a miss.
-    async fn state_of(
-        tx: &mut Transaction<'static, Self>,
-        order_id: i64,
-    ) -> Result<Option<String>, sqlx::Error>;
     /// The audit row; `None` when `(order, to_state)` exists already.
     async fn record_transition(
         sp: &mut Transaction<'_, Self>,

@@ -1,6 +1,6 @@
-//! The statements the backends' `ApplySql` share, as macros over the backend's type (a
-//! generic function would need sqlx's executor, encode and decode bounds spelled for every
-//! type it binds or reads: docs/design/backends.md, "The write path, decided once").
+//! The statements the backends' `ApplySql` share that are still macros over the backend's type
+//! (`apply/shared.rs` holds those that are generic functions: docs/design/backends.md, "What
+//! the backends share, written once").
 
 /// Binds an attach's columns after whatever the statement bound before: tx hash, log index,
 /// amount paid, block number, block hash, chain (both dialects number them in this order).
@@ -51,50 +51,6 @@ macro_rules! record_transition {
     };
 }
 
-/// `ApplySql::key_taken` for backend `$db`: is the payment key attached anywhere yet (the
-/// ledger or an order)?
-macro_rules! key_taken {
-    ($db:ty, $sp:expr, $key:expr) => {{
-        let p = <$db as $crate::store::dialect::Dialect>::p;
-        let sql = format!(
-            "SELECT COUNT(*) FROM (SELECT 1 AS x FROM payrecon_payments WHERE chain = {} \
-             AND tx_hash = {} AND log_index = {} UNION ALL SELECT 1 FROM orders \
-             WHERE chain = {} AND tx_hash = {} AND log_index = {}) k",
-            p(1),
-            p(2),
-            p(3),
-            p(4),
-            p(5),
-            p(6)
-        );
-        // Each placeholder once, in order (MariaDB/MySQL's `?` are positional).
-        sqlx::query_scalar::<_, i64>(&sql)
-            .bind(&$key.chain)
-            .bind($key.tx_hash.as_str())
-            .bind($key.log_index)
-            .bind(&$key.chain)
-            .bind($key.tx_hash.as_str())
-            .bind($key.log_index)
-            .fetch_one($crate::store::rows::counted(&mut **$sp))
-            .await
-            .map(|n| n > 0)
-    }};
-}
-
-/// `ApplySql::state_of` for backend `$db`: the order's state as stored.
-macro_rules! state_of {
-    ($db:ty, $tx:expr, $order_id:expr) => {{
-        let sql = format!(
-            "SELECT state FROM orders WHERE id = {}",
-            <$db as $crate::store::dialect::Dialect>::p(1)
-        );
-        sqlx::query_scalar(&sql)
-            .bind($order_id)
-            .fetch_optional($crate::store::rows::counted(&mut **$tx))
-            .await
-    }};
-}
-
 /// Runs a set-wise attempt in a savepoint of `$tx`: `$write` (with the savepoint as `$sp`)
 /// answers whether every step went through. Kept when it did; rolled back when it did not,
 /// or when a unique key refused a row (two steps attaching one key, a key another row holds,
@@ -117,11 +73,11 @@ macro_rules! in_savepoint {
 }
 
 /// The `ApplySql` methods every backend spells alike (their statements differ only in the
-/// `Dialect`'s spellings: the operator's checks, attaching a key, crediting the order's
-/// amount, reading a state), written once and expanded inside each backend's
-/// `impl ApplySql` as `shared_apply_sql!(Backend);`. A default method of the trait would be
-/// generic over the backend, and sqlx's bounds would have to be spelled for each type bound
-/// or read (docs/design/backends.md, "The write path, decided once").
+/// `Dialect`'s spellings: the operator's checks and claim, attaching a key, an amount held),
+/// written once and expanded inside each backend's `impl ApplySql` as
+/// `shared_apply_sql!(Backend);`. They build on statement macros of their own topics; the
+/// statements that have moved to generic functions are in `apply/shared.rs`
+/// (docs/design/backends.md, "What the backends share, written once").
 macro_rules! shared_apply_sql {
     ($db:ty) => {
         async fn check_paid(
@@ -147,13 +103,6 @@ macro_rules! shared_apply_sql {
             $crate::store::attach::attach_only!($db, sp, order_id, a)
         }
 
-        async fn key_taken(
-            sp: &mut sqlx::Transaction<'_, $db>,
-            key: &$crate::domain::PaymentKey,
-        ) -> Result<bool, sqlx::Error> {
-            $crate::store::apply::key_taken!($db, sp, key)
-        }
-
         async fn set_paid(
             sp: &mut sqlx::Transaction<'_, $db>,
             order_id: i64,
@@ -161,16 +110,7 @@ macro_rules! shared_apply_sql {
         ) -> Result<bool, sqlx::Error> {
             $crate::store::payments::set_paid!($db, sp, order_id, p)
         }
-
-        async fn state_of(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            order_id: i64,
-        ) -> Result<Option<String>, sqlx::Error> {
-            $crate::store::apply::state_of!($db, tx, order_id)
-        }
     };
 }
 
-pub(crate) use {
-    advance, bind_attach, in_savepoint, key_taken, record_transition, shared_apply_sql, state_of,
-};
+pub(crate) use {advance, bind_attach, in_savepoint, record_transition, shared_apply_sql};
