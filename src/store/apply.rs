@@ -11,17 +11,16 @@ use sqlx::{Acquire, Transaction};
 use super::dialect::Dialect;
 use super::outbox::{self, EventOrder, NewEvent};
 use super::rows::{counted, sqlite_ts};
-use super::{
-    is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, Guard, Resolve, WriteError,
-};
-use crate::domain::{Attach, NewPayment, PlannedTransition, State};
+use super::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Guard, WriteError};
+use crate::domain::{NewPayment, PlannedTransition, State};
 
 mod macros;
 mod set;
 mod shared;
 
-pub(super) use macros::{advance, bind_attach, in_savepoint, record_transition, shared_apply_sql};
+pub(super) use macros::in_savepoint;
 pub(super) use set::*;
+pub(super) use shared::SharedSql;
 
 /// One write batch, the same on every backend: begin (`Dialect::BEGIN_WRITE`), check the
 /// lease, read (and on PostgreSQL lock) the orders' states, check an operator's decision
@@ -57,19 +56,22 @@ pub(super) async fn apply_batch<DB: ApplySql>(
         DB::claim(&mut tx, r, &out).await?;
     }
     if let Some(o) = opens {
-        let ids = batch
+        let ids: HashMap<&str, i64> = batch
             .iter()
             .map(|t| (t.order_ref.as_str(), t.order_id))
             .collect();
-        DB::open_exceptions(&mut tx, o.by, &(o.rows)(&out), &ids).await?;
+        let id_of = |r: &str| ids.get(r).copied();
+        DB::upsert_exceptions(&mut tx, o.by, &(o.rows)(&out), &id_of).await?;
     }
     counted(tx).commit().await?;
     Ok(out)
 }
 
-/// The statements a write batch needs, in a backend's dialect. Each sends one statement,
-/// except `apply_set`.
-pub(super) trait ApplySql: shared::SharedSql {
+/// The statements of a write batch that a backend spells its own way. Each sends one
+/// statement, except `apply_set`. What every backend sends alike is `SharedSql`'s (a
+/// supertrait, so `DB::claim` and the like are called the same way); `credit`, `advance` and
+/// `record_transition` default to its `RETURNING` statements, which MariaDB/MySQL overrides.
+pub(super) trait ApplySql: shared::SharedSql + super::exceptions::ExceptionSql {
     /// Fails the batch with `WriteError::Fenced` unless `fence` still holds (and, on PostgreSQL,
     /// keeps the lease row locked until the commit).
     async fn check_fence(
@@ -82,24 +84,6 @@ pub(super) trait ApplySql: shared::SharedSql {
         tx: &mut Transaction<'static, Self>,
         ids: &[i64],
     ) -> Result<Vec<(i64, String)>, sqlx::Error>;
-    /// Fails with `WriteError::Unchanged` when the decision's order no longer has the
-    /// `amount_paid` it was decided on.
-    async fn check_paid(tx: &mut Transaction<'static, Self>, r: &Resolve)
-        -> Result<(), WriteError>;
-    /// Claims the decision's exception after its steps (`exceptions::claim!`).
-    async fn claim(
-        tx: &mut Transaction<'static, Self>,
-        r: &Resolve,
-        out: &[ApplyOutcome],
-    ) -> Result<(), WriteError>;
-    /// Opens or touches the exceptions of `rows` (`exceptions::upsert!`); `ids` are the
-    /// batch's orders by `order_ref`, locked already (not read again by `order_ref`).
-    async fn open_exceptions(
-        tx: &mut Transaction<'static, Self>,
-        by: &str,
-        rows: &[FindingRow],
-        ids: &HashMap<&str, i64>,
-    ) -> Result<(), sqlx::Error>;
     /// What the backend applies set-wise, one entry per step: `Some` outcome when done here,
     /// `None` for a step to apply on its own (PostgreSQL: the whole batch when it can;
     /// SQLite: the keys the merchant's code wrote).
@@ -110,12 +94,6 @@ pub(super) trait ApplySql: shared::SharedSql {
         now: &str,
         current: &HashMap<i64, String>,
     ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error>;
-    /// Writes the payment columns of an order that has none (its state stays).
-    async fn attach_only(
-        sp: &mut Transaction<'_, Self>,
-        order_id: i64,
-        a: &Attach,
-    ) -> Result<ApplyOutcome, sqlx::Error>;
     /// Credits a payment to an order with no key whose `amount_paid` is still the one the
     /// plan read (`payrecon_payments`): the payment's id, `None` when nothing was written.
     async fn credit(
@@ -124,13 +102,9 @@ pub(super) trait ApplySql: shared::SharedSql {
         p: &NewPayment,
         ctx: &ApplyContext,
         now: &str,
-    ) -> Result<Option<i64>, sqlx::Error>;
-    /// Writes `amount_paid` of an order a credit leaves short (held).
-    async fn set_paid(
-        sp: &mut Transaction<'_, Self>,
-        order_id: i64,
-        p: &NewPayment,
-    ) -> Result<bool, sqlx::Error>;
+    ) -> Result<Option<i64>, sqlx::Error> {
+        Self::credit_returning(sp, order_id, p, ctx, now).await
+    }
     /// Moves the order's payments up to the block its key names to at least `to`.
     async fn follow(
         sp: &mut Transaction<'_, Self>,
@@ -144,7 +118,9 @@ pub(super) trait ApplySql: shared::SharedSql {
         sp: &mut Transaction<'_, Self>,
         t: &PlannedTransition,
         now: &str,
-    ) -> Result<Option<EventOrder>, sqlx::Error>;
+    ) -> Result<Option<EventOrder>, sqlx::Error> {
+        Self::advance_returning(sp, t, now).await
+    }
     /// The audit row; `None` when `(order, to_state)` exists already.
     async fn record_transition(
         sp: &mut Transaction<'_, Self>,
@@ -152,7 +128,9 @@ pub(super) trait ApplySql: shared::SharedSql {
         from: State,
         ctx: &ApplyContext,
         now: &str,
-    ) -> Result<Option<i64>, sqlx::Error>;
+    ) -> Result<Option<i64>, sqlx::Error> {
+        Self::record_transition_returning(sp, t, from, ctx, now).await
+    }
     /// The transition's event in the outbox.
     async fn insert_event(
         sp: &mut Transaction<'_, Self>,

@@ -2,7 +2,8 @@
 //! key to an order whose state is already where the chain puts it (an order advanced from a
 //! provider's status before its transaction was known): no transition, no audit row.
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::dialect::Dialect;
 use super::rows::{counted, db_error, decode_row, valid_rows, LOOKUP_CHUNK};
 use super::{is_unique_violation, ApplyOutcome, Store, StoreError};
 use crate::domain::LedgerRow;
@@ -32,33 +33,7 @@ impl Store {
     }
 }
 
-/// Writes the payment columns of an order that has none (or its own key again, with the
-/// chain's amount and block), when no other order holds the key: `ApplySql::attach_only`
-/// for a backend `$db`.
-macro_rules! attach_only {
-    ($db:ty, $tx:expr, $order_id:expr, $a:expr) => {{
-        let sql = $crate::store::attach::attach_only_sql::<$db>();
-        let q = sqlx::query(&sql)
-            .bind($a.key.tx_hash.as_str())
-            .bind($a.key.log_index)
-            .bind($a.amount.to_string())
-            .bind(i64::try_from($a.block.number).unwrap_or(i64::MAX))
-            .bind(&$a.block.hash)
-            .bind($order_id)
-            .bind(&$a.key.chain)
-            .bind($a.key.tx_hash.as_str())
-            .bind($a.key.log_index)
-            .bind(&$a.key.chain)
-            .bind($a.key.tx_hash.as_str())
-            .bind($a.key.log_index)
-            .bind($order_id);
-        let res = q.execute($crate::store::rows::counted(&mut **$tx)).await;
-        $crate::store::attach::attach_outcome(res.map(|r| r.rows_affected()))
-    }};
-}
-pub(super) use attach_only;
-
-/// `attach_only!`'s UPDATE: the payment's columns (1 tx hash, 2 log index, 3 amount, 4 block
+/// `SharedSql::attach_only`'s UPDATE: the payment's columns (1 tx hash, 2 log index, 3 amount, 4 block
 /// number, 5 block hash), then the guards (6 order id, 7 chain, 8 tx hash, 9 log index, 10
 /// chain, 11 tx hash, 12 log index, 13 order id): each placeholder once, in the order of the
 /// text (MariaDB/MySQL's `?` are positional).

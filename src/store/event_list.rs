@@ -4,8 +4,9 @@
 
 use jiff::Timestamp;
 
-use super::dialect::{dispatch, Dialect};
-use super::events::PENDING;
+use super::backend::dispatch;
+use super::dialect::Dialect;
+use super::due::PENDING;
 use super::rows::{db_error, sqlite_ts};
 use super::types::{EventCounts, EventFilter, EventRow};
 use super::{Store, StoreError};

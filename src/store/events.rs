@@ -10,44 +10,11 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
+use super::due::waiting_sql;
 use super::rows::{db_error, sqlite_ts};
 use super::types::{Attempt, ClaimedEvent};
 use super::{Store, StoreError};
-
-pub(super) const PENDING: &str = "e.delivered_at IS NULL AND e.dead_at IS NULL";
-
-/// `WHERE` of the due rule, binding `now` as parameter `now`.
-pub(crate) fn due_sql(now: &str) -> String {
-    format!("e.next_attempt_at <= {now} AND {}", waiting_sql(now))
-}
-
-/// Pending, not claimed by a live claim, and first undelivered of its order: due once its
-/// `next_attempt_at` comes.
-fn waiting_sql(now: &str) -> String {
-    format!(
-        "{PENDING} AND (e.claimed_until IS NULL OR e.claimed_until < {now}) \
-         AND NOT EXISTS (SELECT 1 FROM payrecon_events p WHERE p.order_id = e.order_id \
-         AND p.seq < e.seq AND p.delivered_at IS NULL)"
-    )
-}
-
-/// `Backend::claim_events` in one statement (`Dialect::claim_events_sql`: SQLite and
-/// PostgreSQL), backend `$db`: 1 now, 2 holder, 3 claimed until, 4 limit.
-macro_rules! claim_in_one {
-    ($db:ty, $pool:expr, $holder:expr, $now:expr, $until:expr, $limit:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        let due = $crate::store::events::due_sql(&<$db>::ts(1));
-        sqlx::query_as(&<$db>::claim_events_sql(&due))
-            .bind($crate::store::rows::sqlite_ts($now))
-            .bind($holder)
-            .bind($crate::store::rows::sqlite_ts($until))
-            .bind($limit)
-            .fetch_all($pool)
-            .await
-    }};
-}
-pub(crate) use claim_in_one;
 
 impl Store {
     /// Claims up to `limit` due events for `holder` until `now + lease`, oldest due first.

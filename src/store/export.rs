@@ -7,7 +7,8 @@
 use futures::TryStreamExt;
 use jiff::Timestamp;
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::dialect::Dialect;
 use super::rows::{db_error, ms_time, sqlite_ts};
 use super::{Store, StoreError};
 

@@ -2,7 +2,8 @@
 //! short, and the earlier parts of paid orders while they can still change; and the guarded
 //! move of one the chain re-included elsewhere (`rekey_held`).
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::dialect::Dialect;
 use super::rows::{counted, db_error, valid_rows};
 use super::StoreError;
 use crate::domain::{LedgerRow, State};

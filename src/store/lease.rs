@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
 use super::rows::{counted, db_error};
 use super::types::Fence;
 use super::{Store, StoreError};
@@ -19,35 +19,6 @@ fn expiry(now: Timestamp, ttl: Duration) -> Timestamp {
         .and_then(|d| now.checked_add(d).ok())
         .unwrap_or(Timestamp::MAX)
 }
-
-/// `Backend::take_lease` for SQLite and PostgreSQL, backend `$db`: one upsert that takes the
-/// row when it is free, expired or already `holder`'s, and returns the new token.
-macro_rules! upsert_lease {
-    ($db:ty, $pool:expr, $provider:expr, $holder:expr, $until:expr, $now:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        let sql = format!(
-            "INSERT INTO payrecon_leases (provider, holder, token, expires_at) \
-             VALUES ({}, {}, 1, {}) ON CONFLICT (provider) DO UPDATE \
-             SET holder = excluded.holder, token = payrecon_leases.token + 1, \
-             expires_at = excluded.expires_at \
-             WHERE payrecon_leases.holder = excluded.holder \
-             OR {} <= {} RETURNING token",
-            <$db>::p(1),
-            <$db>::p(2),
-            <$db>::ts(3),
-            <$db>::cmp_time("payrecon_leases.expires_at"),
-            <$db>::cmp_ts(4)
-        );
-        sqlx::query_scalar(&sql)
-            .bind($provider)
-            .bind($holder)
-            .bind(<$db>::ts_bind($until))
-            .bind(<$db>::ts_bind($now))
-            .fetch_optional($crate::store::rows::counted($pool))
-            .await
-    }};
-}
-pub(super) use upsert_lease;
 
 impl Store {
     /// Takes the lease of `provider` for `holder` when it is free, expired or already

@@ -5,7 +5,7 @@
 
 use jiff::Timestamp;
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
 use super::rows::{counted, db_error};
 use super::types::{ListRead, ListReadRow};
 use super::{Store, StoreError};

@@ -4,7 +4,9 @@
 
 mod apply;
 mod attach;
+mod backend;
 mod dialect;
+mod due;
 mod error;
 mod event_list;
 mod events;
@@ -16,9 +18,9 @@ mod lease;
 mod list_reads;
 mod migrate;
 mod mysql;
-mod one_statement;
 mod outbox;
 mod payments;
+mod pool_sql;
 mod postgres;
 mod readonly;
 mod registry;
@@ -36,7 +38,7 @@ use jiff::Timestamp;
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
-use dialect::dispatch;
+use backend::dispatch;
 pub use error::StoreError;
 pub(crate) use error::WriteError;
 use error::{is_retryable, is_unique_violation};

@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::dialect::Dialect;
 use super::rows::{counted, db_error, ms_time, valid_rows, LOOKUP_CHUNK};
 use super::{ApplyContext, StoreError};
 use crate::domain::{
@@ -169,41 +170,6 @@ pub(super) fn insert_matched(
     }
 }
 
-/// Binds a credit's values in the order `credit_sql` numbers them, each placeholder once in
-/// the order of the text (MariaDB/MySQL's `?` are positional): the row (1 order id, 2 chain,
-/// 3 tx hash, 4 log index, 5 amount, 6 block number, 7 block hash, 8 state, 9 source,
-/// 10 provider, 11 run id, 12 and 13 now, 14 block time as `$bt`), then the guards (15 order
-/// id, 16 amount before, 17–19 the key, 20–22 the key, 23 order id).
-macro_rules! bind_credit {
-    ($q:expr, $order_id:expr, $p:expr, $ctx:expr, $now:expr, $bt:expr) => {
-        $q.bind($order_id)
-            .bind(&$p.key.chain)
-            .bind($p.key.tx_hash.as_str())
-            .bind($p.key.log_index)
-            .bind($p.amount.to_string())
-            .bind(i64::try_from($p.block.number).unwrap_or(i64::MAX))
-            .bind(&$p.block.hash)
-            .bind($p.state.as_str())
-            .bind($crate::store::payments::payment_source($p, $ctx))
-            .bind(&$ctx.provider)
-            .bind($ctx.run_id_or_null())
-            .bind($now)
-            .bind($now)
-            .bind($bt)
-            .bind($order_id)
-            .bind($p.paid_before.map(|a| a.to_string()))
-            .bind(&$p.key.chain)
-            .bind($p.key.tx_hash.as_str())
-            .bind($p.key.log_index)
-            .bind(&$p.key.chain)
-            .bind($p.key.tx_hash.as_str())
-            .bind($p.key.log_index)
-            .bind($order_id)
-    };
-}
-
-pub(crate) use bind_credit;
-
 /// The `source` of a payment row: `merchant` for a key the merchant's own code wrote into
 /// its order, else the step's (`reconcile`, `webhook`).
 pub(super) fn payment_source<'a>(p: &NewPayment, ctx: &'a ApplyContext) -> &'a str {
@@ -214,30 +180,10 @@ pub(super) fn payment_source<'a>(p: &NewPayment, ctx: &'a ApplyContext) -> &'a s
     }
 }
 
-/// Credits `p` to order `order_id` when the order has no payment key and its `amount_paid`
-/// is still `p.paid_before`, or when the order's own key is `p`'s (written by the merchant's
-/// code): one INSERT guarded by that (a payment credits one order, ever). The payment's id;
-/// `None` when nothing was written (the key is credited already, or the order moved).
-/// `ApplySql::credit` for a backend `$db`.
-macro_rules! credit {
-    ($db:ty, $sp:expr, $order_id:expr, $p:expr, $ctx:expr, $now:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        let sql = $crate::store::payments::credit_sql::<$db>();
-        $crate::store::payments::bind_credit!(
-            sqlx::query_scalar(&sql),
-            $order_id,
-            $p,
-            $ctx,
-            $now,
-            $p.block_time.map(<$db>::ts_bind)
-        )
-        .fetch_optional($crate::store::rows::counted(&mut **$sp))
-        .await
-    }};
-}
-pub(super) use credit;
-
-/// `credit!`'s INSERT, binds as `bind_credit!` numbers them.
+/// A credit of `p` to its order when the order has no payment key and its `amount_paid` is
+/// still `p.paid_before`, or when the order's own key is `p`'s (written by the merchant's
+/// code): one INSERT guarded by that (a payment credits one order, ever), `RETURNING id`.
+/// Binds as `SharedSql::credit_query` numbers them.
 pub(super) fn credit_sql<D: Dialect>() -> String {
     format!(
         "{} ON CONFLICT (chain, tx_hash, log_index) DO NOTHING RETURNING id",
@@ -245,7 +191,7 @@ pub(super) fn credit_sql<D: Dialect>() -> String {
     )
 }
 
-/// The guarded `INSERT … SELECT` of a credit, binds as `bind_credit!` numbers them; `from`
+/// The guarded `INSERT … SELECT` of a credit, binds as `SharedSql::credit_query` numbers them; `from`
 /// is what the SELECT of constants needs before its WHERE (MySQL: ` FROM DUAL`).
 pub(crate) fn credit_insert_sql<D: Dialect>(from: &str) -> String {
     let p = D::p;
@@ -283,28 +229,6 @@ pub(crate) fn credit_insert_sql<D: Dialect>(from: &str) -> String {
         p(23),
     )
 }
-
-/// The held case: the order's `amount_paid` after a credit that leaves it short
-/// (`ApplySql::set_paid` for a backend `$db`); true when written.
-macro_rules! set_paid {
-    ($db:ty, $sp:expr, $order_id:expr, $p:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        let sql = format!(
-            "UPDATE orders SET amount_paid = {} WHERE id = {} AND (tx_hash IS NULL OR tx_hash = {})",
-            <$db>::amount(1),
-            <$db>::p(2),
-            <$db>::p(3)
-        );
-        sqlx::query(&sql)
-            .bind($p.paid_after.to_string())
-            .bind($order_id)
-            .bind($p.key.tx_hash.as_str())
-            .execute($crate::store::rows::counted(&mut **$sp))
-            .await
-            .map(|r| r.rows_affected() == 1)
-    }};
-}
-pub(super) use set_paid;
 
 mod chain_states;
 pub(super) use chain_states::{advance_states, set_gone, settled};

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use jiff::Timestamp;
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
 use super::rows::{counted, db_error, sqlite_ts};
 use super::status::{LeaseRow, EVENTS, EXCEPTIONS, LEASES, LIST_READS, REQUIRED};
 use super::{Store, StoreError};

@@ -12,7 +12,8 @@ use std::collections::{HashMap, HashSet};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::pool_sql::view_columns;
 use super::rows::ViewRow;
 use super::rows::{counted, db_error, ms_text, sqlite_ts};
 use super::{Store, StoreError};
@@ -124,72 +125,6 @@ impl ViewRow {
         }
     }
 }
-
-/// The view's columns.
-pub(crate) fn view_columns<D: Dialect>() -> String {
-    format!(
-        "o.id, {order_ref} AS order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
-         {paid} AS amount_paid, o.state, o.tx_hash, o.log_index, o.block_number, o.block_hash, \
-         {exp} AS expires_ms, {created} AS created_ms, {changed} AS changed_ms, \
-         {updated} AS updated_ms",
-        order_ref = D::exact_text("o.order_ref"),
-        due = D::amount_text("o.amount_due"),
-        paid = D::amount_text("o.amount_paid"),
-        exp = D::ms("o.expires_at"),
-        created = D::ms("o.created_at"),
-        changed = D::ms("o.state_changed_at"),
-        updated = D::ms("o.payrecon_updated_at"),
-    )
-}
-
-/// The view of every ref of `$batch` (`$conn` a connection in the batch's transaction).
-macro_rules! read_views {
-    ($db:ty, $conn:expr, $batch:expr) => {{
-        let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
-            "SELECT {} FROM orders o WHERE o.order_ref IN (",
-            $crate::store::registry::view_columns::<$db>()
-        ));
-        let mut refs = qb.separated(", ");
-        for o in $batch {
-            refs.push_bind(o.order_ref.as_str());
-        }
-        qb.push(")");
-        qb.build_query_as::<$crate::store::rows::ViewRow>()
-            .fetch_all($conn)
-            .await
-    }};
-}
-pub(crate) use read_views;
-
-/// One batch in one transaction of two statements (SQLite, PostgreSQL): the INSERT that skips
-/// taken refs and returns the refs it inserted, then `read_views!`.
-macro_rules! register_in_one {
-    ($db:ty, $pool:expr, $batch:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        use $crate::store::rows::counted;
-        let batch: &[$crate::domain::ExpectedOrder] = $batch;
-        let mut tx = counted($pool).begin_with(<$db>::BEGIN_WRITE).await?;
-        let mut qb = sqlx::QueryBuilder::<$db>::new(
-            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) ",
-        );
-        qb.push_values(batch, |mut b, o| {
-            b.push_bind(o.order_ref.as_str())
-                .push_bind(o.chain.as_str())
-                .push_bind(o.pay_to.as_str())
-                .push_bind(o.asset.as_str())
-                .push_bind(o.amount_due.to_string())
-                .push_unseparated(<$db>::AMOUNT_CAST)
-                .push_bind(o.expires_at.map($crate::store::rows::sqlite_ts))
-                .push_unseparated(<$db>::TS_CAST);
-        });
-        qb.push(" ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref");
-        let inserted: Vec<String> = qb.build_query_scalar().fetch_all(counted(&mut *tx)).await?;
-        let rows = $crate::store::registry::read_views!($db, counted(&mut *tx), batch)?;
-        counted(tx).commit().await?;
-        Ok((inserted, rows))
-    }};
-}
-pub(crate) use register_in_one;
 
 impl Store {
     /// Registers `orders`, `REGISTER_BATCH` per transaction; one outcome per order, in order.

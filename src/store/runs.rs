@@ -3,36 +3,9 @@
 
 use jiff::Timestamp;
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
 use super::rows;
 use super::{FindingRow, RunRow, RunTotals, Store, StoreError};
-
-/// `Backend::claim_resend` for SQLite and PostgreSQL, backend `$db`: one upsert that writes
-/// `now` unless a request after `cutoff` is recorded (one row written: claimed).
-macro_rules! upsert_resend {
-    ($db:ty, $pool:expr, $provider:expr, $id:expr, $now:expr, $cutoff:expr) => {{
-        use $crate::store::dialect::Dialect as _;
-        let sql = format!(
-            "INSERT INTO payrecon_resends (provider, notification_id, requested_at) \
-             VALUES ({}, {}, {}) ON CONFLICT (provider, notification_id) \
-             DO UPDATE SET requested_at = excluded.requested_at \
-             WHERE payrecon_resends.requested_at <= {}",
-            <$db>::p(1),
-            <$db>::p(2),
-            <$db>::ts(3),
-            <$db>::ts(4)
-        );
-        sqlx::query(&sql)
-            .bind($provider)
-            .bind($id)
-            .bind(<$db>::ts_bind($now))
-            .bind(<$db>::ts_bind($cutoff))
-            .execute($crate::store::rows::counted($pool))
-            .await
-            .map(|r| r.rows_affected() == 1)
-    }};
-}
-pub(super) use upsert_resend;
 
 /// Records a run's findings in one transaction, `Dialect::INSERT_ROWS` rows per multi-row
 /// INSERT, and opens or touches their exceptions in the same transaction (README.md,
@@ -68,8 +41,14 @@ macro_rules! insert_findings {
                 .await
                 .map_err(|e| db_error("record findings", e))?;
         }
-        $crate::store::exceptions::upsert!($db, tx, $run_id, $findings, <$db>::NOW)
-            .map_err(|e| db_error("open or touch exceptions", e))?;
+        <$db as $crate::store::exceptions::ExceptionSql>::upsert_exceptions(
+            &mut tx,
+            $run_id,
+            $findings,
+            &|_| None,
+        )
+        .await
+        .map_err(|e| db_error("open or touch exceptions", e))?;
         counted(tx)
             .commit()
             .await

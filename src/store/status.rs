@@ -5,7 +5,8 @@
 
 use jiff::Timestamp;
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::dialect::Dialect;
 use super::rows::{counted, cutoff, db_error};
 use super::{Store, StoreError};
 

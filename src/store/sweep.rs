@@ -1,7 +1,7 @@
 //! The chain sweep's statements, every backend: keyset pages of rows to check on chain, and
 //! the guarded re-key of a payment that a reorg moved to another block.
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
 use super::rows::{counted, db_error};
 use super::types::{Rekey, RekeyOutcome};
 use super::{is_unique_violation, Store, StoreError};

@@ -1,6 +1,6 @@
 //! Keyset pages of one chain's unpaid orders without a payment key (the deposit scan).
 
-use super::dialect::dispatch;
+use super::backend::dispatch;
 use super::rows::{counted, db_error, decode_row, valid_rows};
 use super::{Store, StoreError};
 use crate::domain::LedgerRow;

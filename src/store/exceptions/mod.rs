@@ -9,12 +9,14 @@
 mod claims;
 mod upsert;
 
-pub(crate) use claims::{check_paid, claim, claim_sql};
-pub(crate) use upsert::{exception_findings, upsert};
+pub(crate) use claims::claim_sql;
+pub(crate) use upsert::exception_findings;
+pub(in crate::store) use upsert::ExceptionSql;
 
 use jiff::Timestamp;
 
-use super::dialect::{dispatch, Dialect};
+use super::backend::dispatch;
+use super::dialect::Dialect;
 use super::rows::{db_error, ms_text, ms_time, sqlite_ts};
 use super::types::{
     ExceptionFilter, ExceptionRow, FinalSeen, OpenExceptions, Resolve, EXCEPTION_KINDS,
@@ -176,7 +178,8 @@ impl Store {
                 .begin_with(D::BEGIN_WRITE)
                 .await
                 .map_err(|e| db_error("open or touch exceptions", e))?;
-            upsert!(D, tx, by, findings, D::NOW)
+            D::upsert_exceptions(&mut tx, by, findings, &|_| None)
+                .await
                 .map_err(|e| db_error("open or touch exceptions", e))?;
             super::rows::counted(tx)
                 .commit()

@@ -1,6 +1,11 @@
 //! Findings into exceptions: one exception per problem (`problem_of`), opened or touched
-//! in the findings' transaction, or a webhook delivery's apply's (`upsert!`).
+//! in the findings' transaction, or a webhook delivery's apply's
+//! (`ExceptionSql::upsert_exceptions`).
 
+use sqlx::{Database, Decode, Encode, Executor, IntoArguments, Transaction, Type};
+
+use crate::store::dialect::Dialect;
+use crate::store::rows::counted;
 use crate::store::types::FindingRow;
 
 /// What names one problem across runs (at most one open row each), or `None` for a finding
@@ -54,118 +59,144 @@ pub(crate) fn exception_findings(findings: &[FindingRow]) -> Vec<(String, &Findi
     out
 }
 
-/// Opens or touches the exceptions of `$findings` inside `$tx` (the findings' transaction, or
-/// the apply's of a webhook delivery: `ApplySql::open_exceptions`):
-/// one multi-row upsert on the partial unique index of open problems. `$now` is the dialect's
-/// current time; `seen_count` counts runs (a second batch of the same run touches only).
-macro_rules! upsert {
-    ($db:ty, $tx:expr, $run_id:expr, $findings:expr, $now:expr) => {
-        $crate::store::exceptions::upsert!(
-            $db,
-            $tx,
-            $run_id,
-            $findings,
-            $now,
-            |_: &str| None::<i64>
-        )
+/// The order an exception names: none for an unknown payment (its `order_ref` is a guess).
+fn order_of(f: &FindingRow) -> Option<&str> {
+    f.order_ref
+        .as_deref()
+        .filter(|_| f.kind != "unknown_payment")
+}
+
+/// The upsert of a chunk of exceptions, its placeholders numbered in the order of the text
+/// (MariaDB/MySQL's `?` are positional) and bound in that order by `upsert_exceptions`:
+/// problem, kind, [the order's id, or its `order_ref` to look up], chain, tx hash, log index,
+/// amount, detail, run id.
+fn upsert_sql<D: Dialect>(
+    chunk: &[(String, &FindingRow)],
+    id_of: &(dyn Fn(&str) -> Option<i64> + Sync),
+) -> String {
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        D::p(n)
     };
-    // `$id_of`: the ids of orders the transaction holds already (a batch's), written as they
-    // are: reading such an order again by `order_ref` after its row lock would take the
-    // `order_ref` key's lock second, the reverse of a shop's `UPDATE … WHERE order_ref = ?`,
-    // and MySQL would find a deadlock between them.
-    ($db:ty, $tx:expr, $run_id:expr, $findings:expr, $now:expr, $id_of:expr) => {{
-        let id_of = $id_of;
-        let mut items = $crate::store::exceptions::exception_findings($findings);
-        let mut res: Result<(), sqlx::Error> = Ok(());
+    let rows: Vec<String> = chunk
+        .iter()
+        .map(|(_, f)| {
+            let (problem, kind) = (next(), next());
+            let order = match order_of(f) {
+                Some(r) if id_of(r).is_some() => next(),
+                Some(_) => format!("(SELECT id FROM orders WHERE order_ref = {})", next()),
+                None => "NULL".into(),
+            };
+            let rest: Vec<String> = (0..5).map(|_| next()).collect();
+            let now = D::NOW;
+            format!(
+                "({problem}, {kind}, {order}, {}, {now}, {now}, 1, {})",
+                rest.join(", "),
+                next()
+            )
+        })
+        .collect();
+    // `seen_count` before `last_run_id`: MySQL's assignments see the ones before.
+    format!(
+        "INSERT INTO payrecon_exceptions (problem, kind, order_id, chain, tx_hash, \
+         log_index, amount, detail, first_seen_at, last_seen_at, seen_count, \
+         last_run_id) VALUES {} {}",
+        rows.join(", "),
+        D::upsert(
+            "(problem) WHERE status = 'open'",
+            "order_id = excluded.order_id, tx_hash = excluded.tx_hash, \
+             log_index = excluded.log_index, amount = excluded.amount, \
+             detail = excluded.detail, last_seen_at = excluded.last_seen_at, \
+             seen_count = payrecon_exceptions.seen_count + CASE WHEN \
+             payrecon_exceptions.last_run_id = excluded.last_run_id THEN 0 ELSE 1 END, \
+             last_run_id = excluded.last_run_id",
+        )
+    )
+}
+
+/// Opening exceptions, the same statements on every backend: one trait with one blanket
+/// impl carrying sqlx's bounds once (as `apply::SharedSql`).
+pub(in crate::store) trait ExceptionSql: Dialect {
+    /// Opens or touches the exceptions of `findings` inside `tx` (the findings'
+    /// transaction, or the apply's of a webhook delivery): one multi-row upsert per 500 on the
+    /// partial unique index of open problems. `seen_count` counts runs (a second batch of the
+    /// same run touches only). `id_of` gives the ids of orders the transaction holds already
+    /// (a batch's), written as they are: reading such an order again by `order_ref` after its
+    /// row lock would take the `order_ref` key's lock second, the reverse of a shop's
+    /// `UPDATE … WHERE order_ref = ?`, and MySQL would find a deadlock between them.
+    async fn upsert_exceptions(
+        tx: &mut Transaction<'_, Self>,
+        run_id: &str,
+        findings: &[FindingRow],
+        id_of: &(dyn Fn(&str) -> Option<i64> + Sync),
+    ) -> Result<(), sqlx::Error>;
+}
+
+impl<DB> ExceptionSql for DB
+where
+    DB: Dialect,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    async fn upsert_exceptions(
+        tx: &mut Transaction<'_, DB>,
+        run_id: &str,
+        findings: &[FindingRow],
+        id_of: &(dyn Fn(&str) -> Option<i64> + Sync),
+    ) -> Result<(), sqlx::Error> {
+        let mut items = exception_findings(findings);
         // A problem a person settled (dismissed, accepted, attached) stays settled: a payment
         // problem for good, an order's until a payment is credited to it after the decision.
         let mut settled: Vec<String> = Vec::new();
         for chunk in items.chunks(500) {
-            let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+            let list: Vec<String> = (1..=chunk.len()).map(DB::p).collect();
+            let sql = format!(
                 "SELECT {} FROM payrecon_exceptions x WHERE x.status = 'resolved' \
                  AND x.resolution <> 'cleared' AND NOT (x.problem LIKE 'order:%' AND EXISTS \
                  (SELECT 1 FROM payrecon_payments p WHERE p.order_id = x.order_id \
-                 AND p.created_at > x.resolved_at)) AND x.problem IN (",
-                <$db as $crate::store::dialect::Dialect>::exact_text("x.problem")
-            ));
-            let mut sep = qb.separated(", ");
+                 AND p.created_at > x.resolved_at)) AND x.problem IN ({})",
+                DB::exact_text("x.problem"),
+                list.join(", ")
+            );
+            let mut q = sqlx::query_scalar::<_, String>(&sql);
             for (p, _) in chunk {
-                sep.push_bind(p.as_str());
+                q = q.bind(p.as_str());
             }
-            qb.push(")");
-            match qb
-                .build_query_scalar::<String>()
-                .fetch_all($crate::store::rows::counted(&mut *$tx))
-                .await
-            {
-                Ok(rows) => settled.extend(rows),
-                Err(e) => {
-                    res = Err(e);
-                    break;
-                }
-            }
+            settled.extend(q.fetch_all(counted(&mut **tx)).await?);
         }
         items.retain(|(p, _)| !settled.contains(p));
         for chunk in items.chunks(500) {
-            if res.is_err() {
-                break;
-            }
-            let mut qb = sqlx::QueryBuilder::<$db>::new(
-                "INSERT INTO payrecon_exceptions (problem, kind, order_id, chain, tx_hash, \
-                 log_index, amount, detail, first_seen_at, last_seen_at, seen_count, \
-                 last_run_id) ",
-            );
-            qb.push_values(chunk, |mut b, (problem, f)| {
-                b.push_bind(problem.as_str()).push_bind(f.kind.as_str());
-                match &f.order_ref {
-                    Some(r) if f.kind != "unknown_payment" => match id_of(r.as_str()) {
-                        Some(id) => {
-                            b.push_bind(id);
-                        }
-                        None => {
-                            b.push("(SELECT id FROM orders WHERE order_ref = ")
-                                .push_bind_unseparated(r.as_str())
-                                .push_unseparated(")");
-                        }
+            let sql = upsert_sql::<DB>(chunk, id_of);
+            let mut q = sqlx::query(&sql);
+            for (problem, f) in chunk {
+                q = q.bind(problem.as_str()).bind(f.kind.as_str());
+                q = match order_of(f) {
+                    Some(r) => match id_of(r) {
+                        Some(id) => q.bind(id),
+                        None => q.bind(r),
                     },
-                    _ => {
-                        b.push("NULL");
-                    }
-                }
-                b.push_bind(f.chain.as_str())
-                    .push_bind(f.tx_hash.as_deref())
-                    .push_bind(f.log_index)
-                    .push_bind(f.amount.as_deref())
-                    .push_bind(f.detail.as_str())
-                    .push($now)
-                    .push($now)
-                    .push("1")
-                    .push_bind($run_id);
-            });
-            // `seen_count` before `last_run_id`: MySQL's assignments see the ones before.
-            qb.push(" ")
-                .push(<$db as $crate::store::dialect::Dialect>::upsert(
-                    "(problem) WHERE status = 'open'",
-                    "order_id = excluded.order_id, tx_hash = excluded.tx_hash, \
-                 log_index = excluded.log_index, amount = excluded.amount, \
-                 detail = excluded.detail, last_seen_at = excluded.last_seen_at, \
-                 seen_count = payrecon_exceptions.seen_count + CASE WHEN \
-                 payrecon_exceptions.last_run_id = excluded.last_run_id THEN 0 ELSE 1 END, \
-                 last_run_id = excluded.last_run_id",
-                ));
-            if let Err(e) = qb
-                .build()
-                .execute($crate::store::rows::counted(&mut *$tx))
-                .await
-            {
-                res = Err(e);
-                break;
+                    None => q,
+                };
+                q = q
+                    .bind(f.chain.as_str())
+                    .bind(f.tx_hash.as_deref())
+                    .bind(f.log_index)
+                    .bind(f.amount.as_deref())
+                    .bind(f.detail.as_str())
+                    .bind(run_id);
             }
+            q.execute(counted(&mut **tx)).await?;
         }
-        res
-    }};
+        Ok(())
+    }
 }
-pub(crate) use upsert;
 
 #[cfg(test)]
 mod tests;

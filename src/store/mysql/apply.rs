@@ -9,13 +9,11 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{MySql, Transaction};
 
 use crate::domain::{NewPayment, PlannedTransition, State};
-use crate::store::apply::ApplySql;
+use crate::store::apply::{ApplySql, SharedSql};
 use crate::store::dialect::Dialect;
 use crate::store::outbox::{EventOrder, NewEvent};
 use crate::store::rows::{counted, rank_sql};
-use crate::store::{
-    is_unique_violation, ApplyContext, ApplyOutcome, Fence, FindingRow, WriteError,
-};
+use crate::store::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, WriteError};
 
 use super::TS;
 
@@ -34,8 +32,6 @@ fn inserted_id(
 }
 
 impl ApplySql for MySql {
-    crate::store::apply::shared_apply_sql!(MySql);
-
     /// The lease row is read with a shared lock against the server's clock, as PostgreSQL's
     /// `now() … FOR SHARE`: a taker must wait for this batch to commit.
     async fn check_fence(
@@ -66,16 +62,6 @@ impl ApplySql for MySql {
         .bind(<MySql as Dialect>::ints(ids))
         .fetch_all(counted(&mut **tx))
         .await
-    }
-
-    async fn open_exceptions(
-        tx: &mut Transaction<'static, MySql>,
-        by: &str,
-        rows: &[FindingRow],
-        ids: &HashMap<&str, i64>,
-    ) -> Result<(), sqlx::Error> {
-        let id_of = |r: &str| ids.get(r).copied();
-        crate::store::exceptions::upsert!(MySql, *tx, by, rows, <MySql as Dialect>::NOW, id_of)
     }
 
     /// The keys the merchant's code wrote, recorded together (`adopt_all`, three
@@ -117,16 +103,9 @@ impl ApplySql for MySql {
         now: &str,
     ) -> Result<Option<i64>, sqlx::Error> {
         let sql = crate::store::payments::credit_insert_sql::<MySql>(" FROM DUAL");
-        let res = crate::store::payments::bind_credit!(
-            sqlx::query(&sql),
-            order_id,
-            p,
-            ctx,
-            now,
-            p.block_time.map(<MySql as Dialect>::ts_bind)
-        )
-        .execute(counted(&mut **sp))
-        .await;
+        let res = MySql::credit_query(&sql, order_id, p, ctx, now)
+            .execute(counted(&mut **sp))
+            .await;
         inserted_id(res)
     }
 

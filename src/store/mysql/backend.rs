@@ -10,7 +10,8 @@ use sqlx::{MySql, MySqlPool};
 use super::mysql_ts;
 use crate::domain::ExpectedOrder;
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
-use crate::store::dialect::{Backend, Dialect};
+use crate::store::backend::Backend;
+use crate::store::dialect::Dialect;
 use crate::store::rows::ViewRow;
 use crate::store::rows::{counted, db_error, decode_row, rank_sql, valid_rows, LOOKUP_CHUNK};
 use crate::store::{is_retryable, is_unique_violation, Rekey, StoreError};
@@ -206,7 +207,7 @@ impl Backend for MySql {
         limit: i64,
     ) -> Result<Vec<crate::store::rows::ClaimedRow>, sqlx::Error> {
         let ts = <MySql as Dialect>::ts(1);
-        let due = crate::store::events::due_sql(&ts);
+        let due = crate::store::due::due_sql(&ts);
         let mut tx = counted(pool).begin().await?;
         let ids: Vec<String> = sqlx::query_scalar(&format!(
             "SELECT e.id FROM payrecon_events e WHERE {due} \

@@ -55,6 +55,9 @@ impl Dialect for MySql {
          CAST(o.amount_paid AS CHAR) AS amount_paid_text";
 
     const NOW: &'static str = "UTC_TIMESTAMP(6)";
+    fn affected(done: &<Self as sqlx::Database>::QueryResult) -> u64 {
+        done.rows_affected()
+    }
     /// At most 65,535 placeholders per prepared statement.
     const INSERT_ROWS: usize = 1_000;
     /// A decimal string converts to `DECIMAL` exactly on insert.

@@ -6,7 +6,8 @@ use jiff::Timestamp;
 use sqlx::{PgPool, Postgres};
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
-use crate::store::dialect::{Backend, Dialect};
+use crate::store::backend::Backend;
+use crate::store::dialect::Dialect;
 use crate::store::rows::{
     counted, db_error, decode_row, rank_sql, valid_rows, RawRow, LOOKUP_CHUNK,
 };
@@ -36,8 +37,6 @@ const KEYS_JOIN: &str =
      JOIN orders o ON o.chain = k.chain AND o.tx_hash = k.tx_hash AND o.log_index = k.log_index";
 
 impl Backend for Postgres {
-    crate::store::one_statement::one_statement_ops!(Postgres);
-
     async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
         crate::store::migrate::run(&sqlx::migrate!("migrations/postgres"), pool, "PostgreSQL").await
     }

@@ -36,6 +36,9 @@ impl Dialect for Postgres {
          o.amount_paid::text AS amount_paid_text";
 
     const NOW: &'static str = "now()";
+    fn affected(done: &<Self as sqlx::Database>::QueryResult) -> u64 {
+        done.rows_affected()
+    }
     /// PostgreSQL allows 65,535 bound values per statement.
     const INSERT_ROWS: usize = 1_000;
     const AMOUNT_CAST: &'static str = "::numeric";

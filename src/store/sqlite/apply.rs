@@ -6,19 +6,15 @@ use jiff::Timestamp;
 use serde_json::json;
 use sqlx::{Sqlite, Transaction};
 
-use crate::domain::{NewPayment, PlannedTransition, State};
-use crate::store::apply::{advance, record_transition, ApplySql};
+use crate::domain::{PlannedTransition, State};
+use crate::store::apply::ApplySql;
 use crate::store::dialect::Dialect;
-use crate::store::outbox::{EventOrder, NewEvent};
+use crate::store::outbox::NewEvent;
 use crate::store::rows::{counted, rank_sql, sqlite_ts};
 use crate::store::WriteError;
-use crate::store::{ApplyContext, ApplyOutcome, Fence, FindingRow};
-
-const RETURNING: &str = <Sqlite as Dialect>::RETURNING;
+use crate::store::{ApplyContext, ApplyOutcome, Fence};
 
 impl ApplySql for Sqlite {
-    crate::store::apply::shared_apply_sql!(Sqlite);
-
     async fn check_fence(
         tx: &mut Transaction<'static, Sqlite>,
         fence: &Fence,
@@ -46,16 +42,6 @@ impl ApplySql for Sqlite {
             .await
     }
 
-    async fn open_exceptions(
-        tx: &mut Transaction<'static, Sqlite>,
-        by: &str,
-        rows: &[FindingRow],
-        ids: &HashMap<&str, i64>,
-    ) -> Result<(), sqlx::Error> {
-        let id_of = |r: &str| ids.get(r).copied();
-        crate::store::exceptions::upsert!(Sqlite, *tx, by, rows, <Sqlite as Dialect>::NOW, id_of)
-    }
-
     async fn apply_set(
         tx: &mut Transaction<'static, Sqlite>,
         batch: &[PlannedTransition],
@@ -67,16 +53,6 @@ impl ApplySql for Sqlite {
         // miss goes row by row like the rest.
         let adopted = adopt_all(tx, batch, ctx, now, current).await?;
         Ok(crate::store::apply::adopted_outcomes(batch, &adopted))
-    }
-
-    async fn credit(
-        sp: &mut Transaction<'_, Sqlite>,
-        order_id: i64,
-        p: &NewPayment,
-        ctx: &ApplyContext,
-        now: &str,
-    ) -> Result<Option<i64>, sqlx::Error> {
-        crate::store::payments::credit!(Sqlite, sp, order_id, p, ctx, now)
     }
 
     async fn follow(
@@ -98,52 +74,6 @@ impl ApplySql for Sqlite {
         .execute(counted(&mut **sp))
         .await?;
         Ok(())
-    }
-
-    async fn advance(
-        sp: &mut Transaction<'_, Sqlite>,
-        t: &PlannedTransition,
-        now: &str,
-    ) -> Result<Option<EventOrder>, sqlx::Error> {
-        let rank = rank_sql("state");
-        let cols = RETURNING;
-        advance!(
-            sp,
-            t,
-            now,
-            format!(
-                "UPDATE orders SET state = ?2, state_changed_at = ?3 \
-                 WHERE id = ?1 AND {rank} < ?4 RETURNING {cols}"
-            ),
-            format!(
-                "UPDATE orders SET state = ?2, state_changed_at = ?3, tx_hash = ?5, \
-                 log_index = ?6, amount_paid = ?7, block_number = ?8, block_hash = ?9 \
-                 WHERE id = ?1 AND {rank} < ?4 AND chain = ?10 \
-                 AND (tx_hash IS NULL OR (tx_hash = ?5 AND log_index = ?6)) \
-                 AND NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.chain = ?10 \
-                 AND o2.tx_hash = ?5 AND o2.log_index = ?6 AND o2.id <> ?1) RETURNING {cols}"
-            )
-        )
-    }
-
-    async fn record_transition(
-        sp: &mut Transaction<'_, Sqlite>,
-        t: &PlannedTransition,
-        from: State,
-        ctx: &ApplyContext,
-        now: &str,
-    ) -> Result<Option<i64>, sqlx::Error> {
-        record_transition!(
-            sp,
-            t,
-            from,
-            ctx,
-            now,
-            "INSERT INTO payrecon_transitions \
-             (order_id, from_state, to_state, source, provider, run_id, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (order_id, to_state) DO NOTHING \
-             RETURNING id"
-        )
     }
 
     async fn insert_event(

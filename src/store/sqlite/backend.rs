@@ -7,7 +7,8 @@ use serde_json::json;
 use sqlx::{Sqlite, SqlitePool};
 
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, State, TxHash};
-use crate::store::dialect::{Backend, Dialect};
+use crate::store::backend::Backend;
+use crate::store::dialect::Dialect;
 use crate::store::rows::{
     counted, db_error, decode_row, rank_sql, sqlite_ts, valid_rows, LOOKUP_CHUNK,
 };
@@ -66,8 +67,6 @@ async fn unpaid_by_slot(
 }
 
 impl Backend for Sqlite {
-    crate::store::one_statement::one_statement_ops!(Sqlite);
-
     async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
         crate::store::migrate::run(&sqlx::migrate!("migrations/sqlite"), pool, "SQLite").await
     }

@@ -30,6 +30,9 @@ impl Dialect for Sqlite {
          CAST(amount_paid AS TEXT) AS amount_paid_text";
 
     const NOW: &'static str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+    fn affected(done: &<Self as sqlx::Database>::QueryResult) -> u64 {
+        done.rows_affected()
+    }
     /// SQLite allows 32,766 bound values per statement.
     const INSERT_ROWS: usize = 500;
     const AMOUNT_CAST: &'static str = "";

@@ -111,7 +111,7 @@ pub(super) async fn register_once(
         });
         qb.build().execute(counted(&mut *tx)).await?;
     }
-    let rows = crate::store::registry::read_views!(MySql, counted(&mut *tx), batch)?;
+    let rows = <MySql as crate::store::pool_sql::PoolSql>::read_views(&mut tx, batch).await?;
     counted(tx).commit().await?;
     Ok((new.iter().map(|o| o.order_ref.clone()).collect(), rows))
 }
