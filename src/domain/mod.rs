@@ -2,6 +2,7 @@
 //! the diff that turns observations and a ledger view into a plan.
 
 pub mod amount;
+mod balance;
 mod bitcoin;
 mod by_ref;
 mod cover;
@@ -24,6 +25,7 @@ mod tests;
 // One path for each public item: `domain::X`. The modules above the line are private;
 // `amount`, `list_cover` and `page_search` are reached by their own paths and re-exported
 // nowhere.
+pub use balance::{classify, settle, Checkpoint, Delta, FlowKind, Verdict};
 pub use bitcoin::BtcNetwork;
 pub use by_ref::{reconcile_claims, Claim};
 pub use cover::{cover, Cover, Credit, SumOverflow, Tolerance};

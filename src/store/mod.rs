@@ -5,6 +5,7 @@
 mod apply;
 mod attach;
 mod backend;
+mod balances;
 mod dialect;
 mod due;
 mod error;
@@ -39,6 +40,7 @@ use jiff::Timestamp;
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
 use backend::dispatch;
+pub use balances::{BalanceRow, BalanceScope};
 pub use error::StoreError;
 pub(crate) use error::WriteError;
 use error::{is_retryable, is_unique_violation};

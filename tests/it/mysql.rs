@@ -8,8 +8,9 @@ use sqlx::{Connection, MySqlConnection, Row};
 use crate::support::mysql_url;
 
 /// Every table PostgreSQL's and SQLite's migrations create, in the order listed here.
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "orders",
+    "payrecon_balances",
     "payrecon_events",
     "payrecon_exceptions",
     "payrecon_findings",
@@ -70,7 +71,7 @@ async fn the_schema_applies_to_a_fresh_database_and_a_second_time_changes_nothin
             .fetch_all(&mut conn)
             .await
             .expect("read _sqlx_migrations");
-    assert_eq!(applied, [(1, true)]);
+    assert_eq!(applied, [(1, true), (2, true)]);
     insert_order(&mut conn, "A-1", "25000000", "unpaid")
         .await
         .expect("an order");

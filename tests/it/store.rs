@@ -3,6 +3,7 @@
 //! `store/apply.rs`.
 
 mod apply;
+mod balances;
 mod batches;
 mod blocks;
 mod locks;

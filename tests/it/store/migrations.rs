@@ -21,6 +21,7 @@ const LANDED: &[(&str, i64, &str)] = &[
     ("sqlite", 11, "59d1d9f2ca60d692"),
     ("sqlite", 12, "de30c179a25e5d9c"),
     ("sqlite", 13, "ef29bbadc8ec26e7"),
+    ("sqlite", 14, "d270ce887aea1b49"),
     ("postgres", 1, "1caff73826f9b85f"),
     ("postgres", 2, "51f1712715b9953f"),
     ("postgres", 3, "cd89ab917d7d6380"),
@@ -34,7 +35,9 @@ const LANDED: &[(&str, i64, &str)] = &[
     ("postgres", 11, "331f3522dfe2d033"),
     ("postgres", 12, "b0e907f48df8f01b"),
     ("postgres", 13, "4ec85c88c50252b5"),
+    ("postgres", 14, "af6bc8a53013097d"),
     ("mysql", 1, "b95207b2a7dc4642"),
+    ("mysql", 2, "5b201db01a68f537"),
 ];
 
 #[tokio::test]
