@@ -25,7 +25,9 @@ mod sections;
 mod webhook;
 pub use duration::{format_duration, parse_duration, parse_time_arg};
 use sections::RawConfig;
-pub use sections::{AssetConfig, DatabaseConfig, HttpConfig, ReconcileConfig, ScheduleConfig};
+pub use sections::{
+    AssetConfig, BalancesConfig, DatabaseConfig, HttpConfig, ReconcileConfig, ScheduleConfig,
+};
 pub use webhook::WebhookSettings;
 
 #[derive(Debug, thiserror::Error)]
@@ -52,10 +54,15 @@ impl From<&str> for ValueError {
 
 /// `schedule.cron`: six fields, seconds first (croner).
 pub fn parse_cron(expr: &str) -> Result<croner::Cron, ConfigError> {
+    parse_cron_at("schedule.cron", expr)
+}
+
+/// A cron of six fields, seconds first (croner), its error naming `key`.
+pub fn parse_cron_at(key: &str, expr: &str) -> Result<croner::Cron, ConfigError> {
     croner::Cron::new(expr)
         .with_seconds_required()
         .parse()
-        .map_err(|e| err(format!("schedule.cron: {e}")))
+        .map_err(|e| err(format!("{key}: {e}")))
 }
 
 fn err(msg: impl Into<String>) -> ConfigError {
@@ -98,6 +105,8 @@ impl ProviderConfig {
 pub struct Config {
     pub database: DatabaseConfig,
     pub schedule: ScheduleConfig,
+    /// `[balances]` and the chains' treasuries (SPEC §17).
+    pub balances: BalancesConfig,
     pub listen: SocketAddr,
     pub reconcile: ReconcileConfig,
     pub chains: Vec<ChainSettings>,
@@ -317,7 +326,17 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
     }
     let events = raw.events.validate()?;
     let api = std::mem::take(&mut raw.api).validate()?;
+    let mut balances = std::mem::take(&mut raw.balances);
+    if !balances.cron.is_empty() {
+        parse_cron_at("balances.cron", &balances.cron)?;
+    }
+    for (c, settings) in chains.iter().zip(raw.chains.values()) {
+        balances
+            .treasury
+            .insert(c.name.clone(), chains::treasury(c, &settings.treasury)?);
+    }
     Ok(Config {
+        balances,
         events,
         api,
         database: raw.database,

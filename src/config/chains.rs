@@ -160,6 +160,24 @@ fn tron_keys(
 }
 
 /// One `[chains.<name>]` table.
+/// `chains.<name>.treasury`: each an address of the chain's kind, in the ledger's spelling.
+pub(super) fn treasury(c: &ChainSettings, given: &[String]) -> Result<Vec<String>, ConfigError> {
+    given
+        .iter()
+        .map(|a| {
+            c.kind
+                .address("treasury", a)
+                .map(|a| a.to_string())
+                .map_err(|e| {
+                    err(format!(
+                        "chains.{}.treasury: {a:?} is not an address of this chain: {}",
+                        c.name, e.reason
+                    ))
+                })
+        })
+        .collect()
+}
+
 pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigError> {
     let kind = kind_of(name, c)?;
     let (api_url, api_key, rpc_urls) = match kind {

@@ -48,6 +48,32 @@ impl Default for ScheduleConfig {
     }
 }
 
+/// `[balances]` (SPEC §17): when `serve` checks the deposit addresses' balances, and which.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BalancesConfig {
+    /// Six fields, UTC; `""` turns the scheduled check off (`payrecon balances check` still
+    /// runs one).
+    pub cron: String,
+    /// The deposit addresses of orders created within this window are checked.
+    #[serde(with = "duration::serde_duration")]
+    pub lookback: Duration,
+    /// Each chain's treasury addresses (`chains.<name>.treasury`, in the ledger's spelling):
+    /// an outflow to one is a sweep. Filled from the chains' sections.
+    #[serde(skip)]
+    pub treasury: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for BalancesConfig {
+    fn default() -> Self {
+        BalancesConfig {
+            cron: "0 30 3 * * *".into(),
+            lookback: Duration::from_secs(30 * 24 * 3600),
+            treasury: BTreeMap::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
@@ -140,6 +166,9 @@ pub(super) struct RawChain {
     pub(super) scan_unpaid: bool,
     #[serde(default = "default_log_range")]
     pub(super) log_range: u64,
+    /// Where sweeps go (SPEC §17): an outflow from a deposit address to one is expected.
+    #[serde(default)]
+    pub(super) treasury: Vec<String>,
 }
 
 fn default_true() -> bool {
@@ -231,6 +260,8 @@ pub(super) struct RawConfig {
     pub(super) database: DatabaseConfig,
     #[serde(default)]
     pub(super) schedule: ScheduleConfig,
+    #[serde(default)]
+    pub(super) balances: BalancesConfig,
     #[serde(default)]
     pub(super) http: HttpConfig,
     #[serde(default)]

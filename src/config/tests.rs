@@ -247,3 +247,43 @@ fn rpc_url_and_rpc_urls_exclude_each_other_and_errors_name_the_key() {
 
 mod amounts;
 mod shipped;
+
+#[test]
+fn balances_default_and_their_keys_are_validated_by_name() {
+    let c = load(BASE, &[]).unwrap();
+    assert_eq!(c.balances.cron, "0 30 3 * * *");
+    assert_eq!(c.balances.lookback, Duration::from_secs(30 * 24 * 3600));
+    assert_eq!(c.balances.treasury["ethereum"], Vec::<String>::new());
+    let with = |extra: &str, chain: &str| {
+        BASE.replace(
+            "[chains.ethereum]\n",
+            &format!("{extra}\n[chains.ethereum]\n{chain}\n"),
+        )
+    };
+    let c = load(
+        &with(
+            "[balances]\ncron = \"\"\nlookback = \"7d\"",
+            "treasury = [\"0x52908400098527886E0F7030069857D2E4169EE7\"]",
+        ),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.balances.cron, "", "off");
+    assert_eq!(c.balances.lookback, Duration::from_secs(7 * 24 * 3600));
+    assert_eq!(
+        c.balances.treasury["ethereum"],
+        ["0x52908400098527886e0f7030069857d2e4169ee7"],
+        "the ledger's spelling"
+    );
+    let e = error_of(&with("[balances]\ncron = \"every day\"", ""), &[]);
+    assert!(e.starts_with("config: balances.cron: "), "{e}");
+    let e = error_of(&with("[balances]\nlookback = \"a month\"", ""), &[]);
+    assert!(e.contains("balances.lookback"), "{e}");
+    let e = error_of(&with("", "treasury = [\"TXYZ\"]"), &[]);
+    assert!(
+        e.starts_with("config: chains.ethereum.treasury: \"TXYZ\" is not an address"),
+        "{e}"
+    );
+    let e = error_of(&with("[balances]\ncron_typo = \"x\"", ""), &[]);
+    assert!(e.contains("cron_typo"), "{e}");
+}
