@@ -3,6 +3,7 @@
 //! java-tron's Ethereum-compatible JSON-RPC plus its HTTP API (`tron.rs`). Turns transaction
 //! ids into `domain` transfers; knows nothing of providers or SQL.
 
+mod balance;
 mod bitcoin;
 mod decode;
 mod evm;

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use super::model::U256;
+use super::model::{Asset, BlockRef, PaymentKey, U256};
 
 /// A signed amount in base units: a balance difference may be negative (money gone).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,6 +81,21 @@ impl fmt::Display for Delta {
             write!(f, "{}", self.abs)
         }
     }
+}
+
+/// A transfer read on chain into or out of a deposit address: a token's `Transfer` log, or a
+/// native coin's top-level transaction (`log_index` −1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flow {
+    pub key: PaymentKey,
+    /// Sender and recipient, in the ledger's spelling.
+    pub from: String,
+    pub to: String,
+    pub asset: Asset,
+    pub amount: U256,
+    /// What the sender paid the network for it (native coins; zero for tokens).
+    pub fee: U256,
+    pub block: BlockRef,
 }
 
 /// What a transfer touching a deposit address is.

@@ -25,7 +25,7 @@ mod tests;
 // One path for each public item: `domain::X`. The modules above the line are private;
 // `amount`, `list_cover` and `page_search` are reached by their own paths and re-exported
 // nowhere.
-pub use balance::{classify, settle, Checkpoint, Delta, FlowKind, Verdict};
+pub use balance::{classify, settle, Checkpoint, Delta, Flow, FlowKind, Verdict};
 pub use bitcoin::BtcNetwork;
 pub use by_ref::{reconcile_claims, Claim};
 pub use cover::{cover, Cover, Credit, SumOverflow, Tolerance};

@@ -11,6 +11,7 @@ use crate::evm::{
 };
 use crate::support::Anvil;
 
+mod balances;
 mod sandbox;
 
 fn settings(url: &str) -> ChainSettings {

@@ -103,6 +103,41 @@ pub async fn deploy_token(anvil: &Anvil) -> String {
     receipt["contractAddress"].as_str().unwrap().to_lowercase()
 }
 
+/// Runtime of a token that keeps balances (the balance check reads `balanceOf`): a call with 36
+/// bytes of calldata is `balanceOf(address)`; any other is a transfer of `calldata[32..64]` to
+/// `calldata[0..32]` from the caller, reverting when the caller holds less, and logging
+/// `Transfer(caller, to, amount)`. The deployer holds 2^200 from the start.
+const LEDGER_TOKEN_RUNTIME: &str =
+    "366024146054576020353354818110604f57033355602035600035805482019055\
+600052600035337fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef60206000a300\
+5b600080fd5b6004355460005260206000f3";
+
+/// Deploys the balance-keeping token (`LEDGER_TOKEN_RUNTIME`) from the first account.
+pub async fn deploy_ledger_token(anvil: &Anvil) -> String {
+    let runtime = hex::decode(LEDGER_TOKEN_RUNTIME).unwrap();
+    let len = u8::try_from(runtime.len()).unwrap();
+    // sstore(caller, 1 << 200); codecopy(0, 19, len); return(0, len)
+    let mut code = vec![0x60, 0x01, 0x60, 200, 0x1b, 0x33, 0x55];
+    code.extend([
+        0x60, len, 0x60, 19, 0x60, 0x00, 0x39, 0x60, len, 0x60, 0x00, 0xf3,
+    ]);
+    code.extend(runtime);
+    let from = anvil.accounts().await[0].clone();
+    let data = format!("0x{}", hex::encode(code));
+    let tx = anvil
+        .rpc(
+            "eth_sendTransaction",
+            json!([{"from": from, "data": data, "gas": "0x100000"}]),
+        )
+        .await;
+    let receipt = anvil.receipt(tx.as_str().unwrap()).await;
+    assert_eq!(
+        receipt["status"], "0x1",
+        "token deployment failed: {receipt}"
+    );
+    receipt["contractAddress"].as_str().unwrap().to_lowercase()
+}
+
 fn calldata(to: &str, amount: U256, mode: u8) -> String {
     let to_word = format!("{:0>64}", to.trim_start_matches("0x"));
     let mut mode_word = [0u8; 32];

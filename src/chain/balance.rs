@@ -1,0 +1,298 @@
+//! What the balance check reads from an EVM node (SPEC §17): balances at a block, in
+//! JSON-RPC batches (`eth_getBalance` for the native coin, `balanceOf` by `eth_call` for a
+//! token); token `Transfer` logs into and out of the deposit addresses; and, for the native
+//! coin, which emits no log, the blocks where a balance changed (bisection, about log2 of the
+//! blocks per change) and the top-level transactions of those blocks.
+
+use alloy::primitives::{Address as EvmAddress, Bytes, B256, U64};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::decode::{domain_address, TRANSFER_TOPIC};
+use super::ChainError;
+use crate::domain::{Address, Asset, BlockRef, Flow, PaymentKey, TxHash, U256};
+
+/// `balanceOf(address)`'s selector.
+const BALANCE_OF: &str = "70a08231";
+
+/// A 20-byte address as a 32-byte word, hex, without `0x`.
+fn word(a: &Address) -> String {
+    format!("000000000000000000000000{}", &a.as_str()[2..])
+}
+
+/// A quantity or a 32-byte word in hex (`0x…`), as a U256.
+fn hex_u256(v: &str) -> Option<U256> {
+    let digits = v.strip_prefix("0x")?;
+    if digits.is_empty() {
+        return Some(U256::ZERO);
+    }
+    U256::from_str_radix(digits, 16).ok()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLog {
+    address: EvmAddress,
+    #[serde(default)]
+    topics: Vec<B256>,
+    data: Bytes,
+    block_number: Option<U64>,
+    block_hash: Option<B256>,
+    transaction_hash: Option<B256>,
+    log_index: Option<U64>,
+    #[serde(default)]
+    removed: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawBlock {
+    hash: B256,
+    #[serde(default)]
+    transactions: Vec<RawTx>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawTx {
+    hash: B256,
+    from: EvmAddress,
+    to: Option<EvmAddress>,
+    value: alloy::primitives::U256,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawReceipt {
+    gas_used: alloy::primitives::U256,
+    effective_gas_price: Option<alloy::primitives::U256>,
+}
+
+impl super::EvmClient {
+    fn failed(&self, what: &'static str, reason: String) -> ChainError {
+        ChainError::Rpc {
+            chain: self.settings.name.clone(),
+            what,
+            reason,
+        }
+    }
+
+    /// The balance of each `(address, asset)` at `block`, in batches of `rpc_batch_size`. A
+    /// node that cannot answer at that block (a pruned one) fails the read, naming the block.
+    pub async fn balances_at(
+        &self,
+        block: u64,
+        holdings: &[(Address, Asset)],
+    ) -> Result<Vec<U256>, ChainError> {
+        let tag = format!("{block:#x}");
+        let mut out = Vec::with_capacity(holdings.len());
+        for chunk in holdings.chunks(self.settings.batch_size.max(1)) {
+            let calls: Vec<(&'static str, Value)> = chunk
+                .iter()
+                .map(|(address, asset)| match asset {
+                    Asset::Native => ("eth_getBalance", json!([address.as_str(), tag])),
+                    Asset::Token(token) => (
+                        "eth_call",
+                        json!([{"to": token.as_str(),
+                                "data": format!("0x{BALANCE_OF}{}", word(address))}, tag]),
+                    ),
+                })
+                .collect();
+            let replies = self.rpc.batch("balances", &calls).await.map_err(|e| {
+                self.failed(
+                    "balances",
+                    format!("cannot read balances at block {block} (the check needs the state of past blocks: an archive node, or one that keeps the blocks since the last check): {e}"),
+                )
+            })?;
+            for ((address, asset), raw) in chunk.iter().zip(replies) {
+                let text: String = serde_json::from_str(raw.get()).unwrap_or_default();
+                let value = hex_u256(&text).ok_or_else(|| {
+                    self.failed(
+                        "balances",
+                        format!("the balance of {address} ({asset}) at block {block} is not a number: {}", raw.get()),
+                    )
+                })?;
+                out.push(value);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `Transfer` logs of `tokens` from or to any of `addresses` in blocks `from..=to`: two
+    /// filters (sender, recipient) per `log_range` blocks and 100 addresses. Removed or
+    /// malformed logs are skipped.
+    pub async fn token_flows(
+        &self,
+        tokens: &[Address],
+        addresses: &[Address],
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Flow>, ChainError> {
+        let mut out = Vec::new();
+        if tokens.is_empty() || addresses.is_empty() || from > to {
+            return Ok(out);
+        }
+        let range = self.settings.log_range.max(1);
+        let contracts: Vec<&str> = tokens.iter().map(Address::as_str).collect();
+        for chunk in addresses.chunks(super::MAX_FILTER_ADDRESSES) {
+            let words: Vec<String> = chunk.iter().map(|a| format!("0x{}", word(a))).collect();
+            let mut start = from;
+            while start <= to {
+                let end = start.saturating_add(range - 1).min(to);
+                for topics in [
+                    json!([format!("{TRANSFER_TOPIC:#x}"), words, Value::Null]),
+                    json!([format!("{TRANSFER_TOPIC:#x}"), Value::Null, words]),
+                ] {
+                    let filter = json!({
+                        "fromBlock": format!("{start:#x}"),
+                        "toBlock": format!("{end:#x}"),
+                        "address": contracts,
+                        "topics": topics,
+                    });
+                    let logs: Vec<Value> = self.rpc.call("logs", "eth_getLogs", (filter,)).await?;
+                    out.extend(logs.into_iter().filter_map(|l| self.flow_of_log(l)));
+                }
+                start = end + 1;
+            }
+        }
+        out.sort_by(|a, b| {
+            (a.block.number, a.key.log_index).cmp(&(b.block.number, b.key.log_index))
+        });
+        out.dedup_by(|a, b| a.key == b.key);
+        Ok(out)
+    }
+
+    fn flow_of_log(&self, raw: Value) -> Option<Flow> {
+        let log = RawLog::deserialize(raw).ok()?;
+        if log.removed || log.topics.len() != 3 || log.topics[0] != TRANSFER_TOPIC {
+            return None;
+        }
+        let party = |w: &B256| {
+            (w[..12].iter().all(|b| *b == 0))
+                .then(|| domain_address(EvmAddress::from_slice(&w[12..])))
+        };
+        if log.data.len() != 32 {
+            return None;
+        }
+        Some(Flow {
+            key: PaymentKey {
+                chain: self.settings.name.clone(),
+                tx_hash: TxHash::parse(&format!("{:#x}", log.transaction_hash?)).ok()?,
+                log_index: i64::try_from(log.log_index?.to::<u64>()).ok()?,
+            },
+            from: party(&log.topics[1])?.to_string(),
+            to: party(&log.topics[2])?.to_string(),
+            asset: Asset::Token(domain_address(log.address)),
+            amount: U256::from_be_slice(&log.data),
+            fee: U256::ZERO,
+            block: BlockRef {
+                number: log.block_number?.to(),
+                hash: format!("{:#x}", log.block_hash?),
+            },
+        })
+    }
+
+    /// The blocks in `(lo, hi]` where `address`'s native balance changed, found by bisection
+    /// from the balances at `lo` and `hi`: each `(block, before, after)`. About log2(hi − lo)
+    /// balance reads per change; a change undone within a range (in and out alike between
+    /// two reads) is not seen, and its block's transactions are then not read.
+    pub async fn native_changes(
+        &self,
+        address: &Address,
+        lo: (u64, U256),
+        hi: (u64, U256),
+    ) -> Result<Vec<(u64, U256, U256)>, ChainError> {
+        let mut out = Vec::new();
+        let mut todo = vec![(lo, hi)];
+        let holding = [(address.clone(), Asset::Native)];
+        while let Some(((a, va), (b, vb))) = todo.pop() {
+            if va == vb || b <= a {
+                continue;
+            }
+            if b == a + 1 {
+                out.push((b, va, vb));
+                continue;
+            }
+            let mid = a + (b - a) / 2;
+            let vm = self.balances_at(mid, &holding).await?[0];
+            todo.push(((mid, vm), (b, vb)));
+            todo.push(((a, va), (mid, vm)));
+        }
+        out.sort_by_key(|c| c.0);
+        Ok(out)
+    }
+
+    /// The top-level native transfers into and out of `address` in `block` (the transaction's
+    /// `value`; for one it sent, the fee it paid too, from the receipt). Transfers made inside
+    /// a contract call have no transaction of their own and are not among them.
+    pub async fn native_flows(
+        &self,
+        address: &Address,
+        block: u64,
+    ) -> Result<Vec<Flow>, ChainError> {
+        let raw: Option<RawBlock> = self
+            .rpc
+            .call(
+                "block",
+                "eth_getBlockByNumber",
+                (format!("{block:#x}"), true),
+            )
+            .await?;
+        let raw = raw.ok_or_else(|| self.failed("block", format!("block {block} is not known")))?;
+        let mine: Vec<&RawTx> = raw
+            .transactions
+            .iter()
+            .filter(|t| {
+                let from = domain_address(t.from);
+                let to = t.to.map(domain_address);
+                (from == *address) != (to.as_ref() == Some(address))
+            })
+            .collect();
+        let sent: Vec<(&'static str, Value)> = mine
+            .iter()
+            .filter(|t| domain_address(t.from) == *address)
+            .map(|t| {
+                (
+                    "eth_getTransactionReceipt",
+                    json!([format!("{:#x}", t.hash)]),
+                )
+            })
+            .collect();
+        let mut fees = std::collections::HashMap::new();
+        if !sent.is_empty() {
+            let receipts = self.rpc.batch("receipts", &sent).await?;
+            for ((_, params), r) in sent.iter().zip(receipts) {
+                let r: RawReceipt = serde_json::from_str(r.get())
+                    .map_err(|e| self.failed("receipts", format!("block {block}: {e}")))?;
+                let fee = r
+                    .gas_used
+                    .saturating_mul(r.effective_gas_price.unwrap_or_default());
+                fees.insert(params[0].as_str().unwrap_or_default().to_string(), fee);
+            }
+        }
+        let hash = format!("{:#x}", raw.hash);
+        Ok(mine
+            .into_iter()
+            .filter_map(|t| {
+                let tx = format!("{:#x}", t.hash);
+                Some(Flow {
+                    key: PaymentKey {
+                        chain: self.settings.name.clone(),
+                        tx_hash: TxHash::parse(&tx).ok()?,
+                        log_index: -1,
+                    },
+                    from: domain_address(t.from).to_string(),
+                    to: t.to.map(domain_address)?.to_string(),
+                    asset: Asset::Native,
+                    amount: U256::from_limbs(t.value.into_limbs()),
+                    fee: fees
+                        .get(&tx)
+                        .map(|f| U256::from_limbs(f.into_limbs()))
+                        .unwrap_or_default(),
+                    block: BlockRef {
+                        number: block,
+                        hash: hash.clone(),
+                    },
+                })
+            })
+            .collect())
+    }
+}
