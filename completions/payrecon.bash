@@ -16,6 +16,9 @@ _payrecon() {
             ",$1")
                 cmd="payrecon"
                 ;;
+            payrecon,balances)
+                cmd="payrecon__subcmd__balances"
+                ;;
             payrecon,check)
                 cmd="payrecon__subcmd__check"
                 ;;
@@ -48,6 +51,18 @@ _payrecon() {
                 ;;
             payrecon,status)
                 cmd="payrecon__subcmd__status"
+                ;;
+            payrecon__subcmd__balances,check)
+                cmd="payrecon__subcmd__balances__subcmd__check"
+                ;;
+            payrecon__subcmd__balances,help)
+                cmd="payrecon__subcmd__balances__subcmd__help"
+                ;;
+            payrecon__subcmd__balances__subcmd__help,check)
+                cmd="payrecon__subcmd__balances__subcmd__help__subcmd__check"
+                ;;
+            payrecon__subcmd__balances__subcmd__help,help)
+                cmd="payrecon__subcmd__balances__subcmd__help__subcmd__help"
                 ;;
             payrecon__subcmd__events,help)
                 cmd="payrecon__subcmd__events__subcmd__help"
@@ -91,6 +106,9 @@ _payrecon() {
             payrecon__subcmd__exceptions__subcmd__help,show)
                 cmd="payrecon__subcmd__exceptions__subcmd__help__subcmd__show"
                 ;;
+            payrecon__subcmd__help,balances)
+                cmd="payrecon__subcmd__help__subcmd__balances"
+                ;;
             payrecon__subcmd__help,check)
                 cmd="payrecon__subcmd__help__subcmd__check"
                 ;;
@@ -123,6 +141,9 @@ _payrecon() {
                 ;;
             payrecon__subcmd__help,status)
                 cmd="payrecon__subcmd__help__subcmd__status"
+                ;;
+            payrecon__subcmd__help__subcmd__balances,check)
+                cmd="payrecon__subcmd__help__subcmd__balances__subcmd__check"
                 ;;
             payrecon__subcmd__help__subcmd__events,replay)
                 cmd="payrecon__subcmd__help__subcmd__events__subcmd__replay"
@@ -170,7 +191,7 @@ _payrecon() {
 
     case "${cmd}" in
         payrecon)
-            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export orders help"
+            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export orders balances help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,6 +201,100 @@ _payrecon() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__balances)
+            opts="-h --chain --mismatched --format --config --help check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --chain)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__balances__subcmd__check)
+            opts="-h --chain --format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --chain)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__balances__subcmd__help)
+            opts="check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__balances__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__balances__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -345,7 +460,7 @@ _payrecon() {
                     return 0
                     ;;
                 --kind)
-                    COMPREPLY=($(compgen -W "amount_mismatch late_payment unknown_payment reorged" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "amount_mismatch late_payment unknown_payment reorged unexpected_outflow balance_mismatch" -- "${cur}"))
                     return 0
                     ;;
                 --order)
@@ -594,8 +709,36 @@ _payrecon() {
             return 0
             ;;
         payrecon__subcmd__help)
-            opts="serve run migrate check demo status events exceptions export orders help"
+            opts="serve run migrate check demo status events exceptions export orders balances help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__balances)
+            opts="check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__balances__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -37,6 +37,7 @@ complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "events" -d 'Event
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "exceptions" -d 'Exceptions waiting for a person: list, show, accept, attach or dismiss them'
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "export" -d 'Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only)'
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "orders" -d 'Register expected payments: one (add), or a CSV file of them (import)'
+complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "balances" -d 'Deposit addresses\' balances against the ledger: the last checks (read-only), or check now'
 complete -c payrecon -n "__fish_payrecon_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand serve" -l config -d 'Configuration file' -r -F
 complete -c payrecon -n "__fish_payrecon_using_subcommand serve" -s h -l help -d 'Print help'
@@ -85,7 +86,9 @@ all\t''"
 complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l kind -d 'Only exceptions of this kind' -r -f -a "amount_mismatch\t''
 late_payment\t''
 unknown_payment\t''
-reorged\t''"
+reorged\t''
+unexpected_outflow\t''
+balance_mismatch\t''"
 complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l order -d 'Only the exceptions of this order (its order_ref)' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l limit -d 'At most this many (the newest)' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand exceptions; and not __fish_seen_subcommand_from show accept attach dismiss help" -l format -r -f -a "text\t''
@@ -146,17 +149,33 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_see
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "add" -d 'Register one expected payment (the same again changes nothing; exit 1 when the ref is registered with other fields, 2 when a field is invalid)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "serve" -d 'Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "run" -d 'One reconciliation pass (a backfill with --since), then exit'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "migrate" -d 'Create or upgrade the schema, then exit'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "check" -d 'Validate config, reach database, providers and chain RPCs; report each'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "exceptions" -d 'Exceptions waiting for a person: list, show, accept, attach or dismiss them'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "export" -d 'Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "orders" -d 'Register expected payments: one (add), or a CSV file of them (import)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -l chain -d 'Only this chain\'s addresses' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -l mismatched -d 'Only the addresses with a difference nothing explains'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -f -a "check" -d 'Check now: each deposit address of the orders created within [balances] lookback, at the chain\'s final block; prints a run report (exit 1 when a chain could not be checked)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and __fish_seen_subcommand_from check" -l chain -d 'Only this chain\'s addresses' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and __fish_seen_subcommand_from check" -l format -r -f -a "text\t''
+json\t''"
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and __fish_seen_subcommand_from check" -l config -d 'Configuration file' -r -F
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and __fish_seen_subcommand_from help" -f -a "check" -d 'Check now: each deposit address of the orders created within [balances] lookback, at the chain\'s final block; prints a run report (exit 1 when a chain could not be checked)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "serve" -d 'Daemon: scheduled runs, HTTP endpoints, graceful SIGTERM/SIGINT'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "run" -d 'One reconciliation pass (a backfill with --since), then exit'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "migrate" -d 'Create or upgrade the schema, then exit'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "check" -d 'Validate config, reach database, providers and chain RPCs; report each'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "demo" -d 'Self-contained sandbox: simulated provider + chain, SQLite, one run'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "status" -d 'Read-only operator view: last runs, recent gaps, open findings, resends, inbox, leases'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "events" -d 'Events to your application: list them (read-only), or replay delivered/dead ones'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "exceptions" -d 'Exceptions waiting for a person: list, show, accept, attach or dismiss them'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "export" -d 'Credited payments for finance, one row each: CSV (RFC 4180) or JSON lines (read-only)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "orders" -d 'Register expected payments: one (add), or a CSV file of them (import)'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "balances" -d 'Deposit addresses\' balances against the ledger: the last checks (read-only), or check now'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and not __fish_seen_subcommand_from serve run migrate check demo status events exceptions export orders balances help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from events" -f -a "replay" -d 'Put delivered or dead events back in the queue, ids unchanged'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "show" -d 'One exception in full'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "accept" -d 'A held order (amount_mismatch, late_payment): advance it to the state its payments have'
@@ -164,3 +183,4 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "dismiss" -d 'Close it with the ledger unchanged (refunded elsewhere, a test payment)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from orders" -f -a "add" -d 'Register one expected payment (the same again changes nothing; exit 1 when the ref is registered with other fields, 2 when a field is invalid)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from orders" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from balances" -f -a "check" -d 'Check now: each deposit address of the orders created within [balances] lookback, at the chain\'s final block; prints a run report (exit 1 when a chain could not be checked)'

@@ -20,6 +20,12 @@ pub struct Gaps {
     /// A payment after its order expired (docs/configuration.md, "Amounts").
     #[serde(default)]
     pub late_payment: u64,
+    /// The balance check's (SPEC §17): money gone elsewhere than a treasury, and a balance
+    /// nothing explains.
+    #[serde(default)]
+    pub unexpected_outflow: u64,
+    #[serde(default)]
+    pub balance_mismatch: u64,
 }
 
 impl Gaps {
@@ -32,6 +38,8 @@ impl Gaps {
             GapKind::UnknownPayment => &mut self.unknown_payment,
             GapKind::Reorged => &mut self.reorged,
             GapKind::LatePayment => &mut self.late_payment,
+            GapKind::UnexpectedOutflow => &mut self.unexpected_outflow,
+            GapKind::BalanceMismatch => &mut self.balance_mismatch,
         } += n;
     }
     pub fn get(&self, kind: GapKind) -> u64 {
@@ -43,6 +51,8 @@ impl Gaps {
             GapKind::UnknownPayment => self.unknown_payment,
             GapKind::Reorged => self.reorged,
             GapKind::LatePayment => self.late_payment,
+            GapKind::UnexpectedOutflow => self.unexpected_outflow,
+            GapKind::BalanceMismatch => self.balance_mismatch,
         }
     }
     pub fn total(&self) -> u64 {
@@ -53,6 +63,8 @@ impl Gaps {
             + self.unknown_payment
             + self.reorged
             + self.late_payment
+            + self.unexpected_outflow
+            + self.balance_mismatch
     }
 }
 
@@ -205,7 +217,7 @@ fn provider_line(s: &mut String, p: &ProviderReport) {
     let g = &p.gaps;
     let _ = writeln!(
             s,
-            "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {}, late_payment {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
+            "{:<10} {:<6} checked {:>6}  gaps {:>4} (missing {}, lagging {}, failed_notification {}, amount_mismatch {}, unknown_payment {}, reorged {}, late_payment {}, unexpected_outflow {}, balance_mismatch {})  applied {}  refused_backwards {}  rejected {}  resends {}/{}/{} (requested/skipped/failed){}{}",
             p.provider,
             p.status,
             p.checked,
@@ -217,6 +229,8 @@ fn provider_line(s: &mut String, p: &ProviderReport) {
             g.unknown_payment,
             g.reorged,
             g.late_payment,
+            g.unexpected_outflow,
+            g.balance_mismatch,
             p.applied,
             p.refused_backwards,
             p.rejected,

@@ -51,6 +51,36 @@ pub enum Command {
     Export(ExportArgs),
     /// Register expected payments: one (add), or a CSV file of them (import).
     Orders(OrdersArgs),
+    /// Deposit addresses' balances against the ledger: the last checks (read-only), or check now.
+    Balances(BalancesArgs),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BalancesArgs {
+    #[command(subcommand)]
+    pub action: Option<BalancesAction>,
+    /// Only this chain's addresses.
+    #[arg(long)]
+    pub chain: Option<String>,
+    /// Only the addresses with a difference nothing explains.
+    #[arg(long)]
+    pub mismatched: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Subcommand)]
+pub enum BalancesAction {
+    /// Check now: each deposit address of the orders created within [balances] lookback, at
+    /// the chain's final block; prints a run report (exit 1 when a chain could not be checked).
+    Check {
+        /// Only this chain's addresses.
+        #[arg(long)]
+        chain: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
 }
 
 #[derive(clap::Args)]
@@ -175,6 +205,8 @@ pub enum ExceptionKind {
     LatePayment,
     UnknownPayment,
     Reorged,
+    UnexpectedOutflow,
+    BalanceMismatch,
 }
 
 #[derive(clap::Args)]
@@ -317,9 +349,11 @@ pub const MAN_FILES: &[(&str, &str)] = &[
 /// `(term, text)` rows of a man page section.
 type Pairs = &'static [(&'static str, &'static str)];
 
+/// Exit status 2 as most pages word it.
+const USAGE: (&str, &str) = ("2", "Usage error: an unknown flag or a bad value.");
+
 /// The extra sections of the page named `page` (`payrecon-exceptions-accept`, ...).
 pub fn man_extra(page: &str) -> ManExtra {
-    const USAGE: (&str, &str) = ("2", "Usage error: an unknown flag or a bad value.");
     let (exit_status, examples): (Pairs, Pairs) = match page {
         "payrecon-serve" => (
             &[("0", "Stopped by SIGTERM or SIGINT (the current run finished within reconcile.shutdown_grace)."), ("1", "The start was refused or failed: configuration, database, chain id, finality tag, migration, a SQLite file another serve holds, or a listener that cannot bind.")],
@@ -380,6 +414,14 @@ pub fn man_extra(page: &str) -> ManExtra {
         "payrecon-orders-import" => (
             &[("0", "Every row registered or already registered."), ("1", "A row conflicting or invalid, or a database error."), ("2", "The file cannot be opened, or its header is bad.")],
             &[("payrecon orders import orders.csv", "Registers a CSV file of expected payments.")],
+        ),
+        "payrecon-balances" => (
+            &[("0", "Printed."), ("1", "A database error (a missing table: run payrecon migrate)."), USAGE],
+            &[("payrecon balances --mismatched", "The deposit addresses whose balance nothing explains."), ("payrecon balances --chain ethereum --format json", "One chain's last checks as JSON, amounts in base units.")],
+        ),
+        "payrecon-balances-check" => (
+            &[("0", "Every deposit address in scope was checked (differences are gaps in the report, not failures)."), ("1", "A chain could not be checked (its node, a past block it cannot answer, a kind not supported yet) or a database error; the others' work is kept."), USAGE],
+            &[("payrecon balances check", "Checks every deposit address of the orders created within [balances] lookback, at each chain's final block."), ("payrecon balances check --chain ethereum --format json", "One chain, the report as JSON.")],
         ),
         _ => (
             &[("0", "The command succeeded."), ("1", "It did not (the reason on stderr, in one line)."), ("2", "Usage error."), ("3", "run --fail-on-gaps found gaps.")],

@@ -167,6 +167,8 @@ fn kind_name(k: ExceptionKind) -> &'static str {
         ExceptionKind::LatePayment => "late_payment",
         ExceptionKind::UnknownPayment => "unknown_payment",
         ExceptionKind::Reorged => "reorged",
+        ExceptionKind::UnexpectedOutflow => "unexpected_outflow",
+        ExceptionKind::BalanceMismatch => "balance_mismatch",
     }
 }
 

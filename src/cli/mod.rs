@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use crate::config::Config;
 
 mod args;
+mod balances;
 mod check;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -138,6 +139,7 @@ pub async fn dispatch(cli: Cli, logs: Option<crate::telemetry::HeldLog>) -> Outc
         Command::Exceptions(args) => exceptions::command(config, args).await,
         Command::Export(args) => export::command(config, args).await,
         Command::Orders(args) => orders::command(config, args).await,
+        Command::Balances(args) => balances::command(config, args).await,
         Command::Serve => serve::command(config).await,
         #[cfg(feature = "demo")]
         Command::Demo(_) => unreachable!("dispatched above"),

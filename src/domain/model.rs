@@ -83,10 +83,15 @@ pub enum GapKind {
     Reorged,
     /// A payment in a block after its order's `expires_at` (docs/configuration.md, "Amounts").
     LatePayment,
+    /// Money that left a deposit address for somewhere other than a treasury (the balance
+    /// check, SPEC §17).
+    UnexpectedOutflow,
+    /// A deposit address's balance that the ledger and the flows read do not explain.
+    BalanceMismatch,
 }
 
 impl GapKind {
-    pub const ALL: [GapKind; 7] = [
+    pub const ALL: [GapKind; 9] = [
         GapKind::Missing,
         GapKind::Lagging,
         GapKind::FailedNotification,
@@ -94,6 +99,8 @@ impl GapKind {
         GapKind::UnknownPayment,
         GapKind::Reorged,
         GapKind::LatePayment,
+        GapKind::UnexpectedOutflow,
+        GapKind::BalanceMismatch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -105,6 +112,8 @@ impl GapKind {
             GapKind::UnknownPayment => "unknown_payment",
             GapKind::Reorged => "reorged",
             GapKind::LatePayment => "late_payment",
+            GapKind::UnexpectedOutflow => "unexpected_outflow",
+            GapKind::BalanceMismatch => "balance_mismatch",
         }
     }
 }

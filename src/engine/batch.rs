@@ -400,5 +400,6 @@ fn finding_row(f: &Finding, action: Action, note: Option<&str>) -> FindingRow {
         },
         amount: f.amount.map(|a| a.to_string()),
         asset: f.asset.as_ref().map(|a| a.to_string()),
+        address: None,
     }
 }

@@ -2,6 +2,7 @@
 //! lookup -> the pure plan -> apply -> resend -> findings; then the chain sweep. Owns the
 //! run row, the report and the metrics of a run.
 
+mod balances;
 mod batch;
 mod error;
 mod finish;

@@ -43,6 +43,8 @@ pub enum Kind {
     unknown_payment,
     reorged,
     late_payment,
+    unexpected_outflow,
+    balance_mismatch,
 }
 
 impl From<GapKind> for Kind {
@@ -55,6 +57,8 @@ impl From<GapKind> for Kind {
             GapKind::UnknownPayment => Kind::unknown_payment,
             GapKind::Reorged => Kind::reorged,
             GapKind::LatePayment => Kind::late_payment,
+            GapKind::UnexpectedOutflow => Kind::unexpected_outflow,
+            GapKind::BalanceMismatch => Kind::balance_mismatch,
         }
     }
 }

@@ -125,6 +125,10 @@ pub struct FindingRow {
     /// contract): the text report shows them in tokens. Not a column, not in the JSON report.
     #[serde(skip)]
     pub asset: Option<String>,
+    /// The deposit address a balance finding is about (`balance_mismatch`): its exception's
+    /// problem is one per address and asset. Not a column, not in the JSON report.
+    #[serde(skip)]
+    pub address: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -298,12 +302,14 @@ pub struct ListRead<'a> {
     pub whole: bool,
 }
 
-/// The four kinds a person settles (the other gap kinds payrecon fixes itself).
-pub const EXCEPTION_KINDS: [&str; 4] = [
+/// The kinds a person settles (the other gap kinds payrecon fixes itself).
+pub const EXCEPTION_KINDS: [&str; 6] = [
     "amount_mismatch",
     "late_payment",
     "unknown_payment",
     "reorged",
+    "unexpected_outflow",
+    "balance_mismatch",
 ];
 
 /// A payment the run saw at final depth, in this block: a `reorged` exception of its

@@ -267,6 +267,7 @@ impl Inspect for Store {
                 detail: r[9].text().unwrap_or_default(),
                 amount: None,
                 asset: None,
+                address: None,
             })
             .collect())
     }

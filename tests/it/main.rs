@@ -2,6 +2,7 @@
 //! PostgreSQL, real anvil and fake provider HTTP servers on loopback.
 
 mod api;
+mod balances;
 mod bitcoin;
 mod chain;
 mod chaingateway;

@@ -13,7 +13,7 @@ mod refusals;
 mod runs;
 mod view;
 
-pub(crate) const KINDS: [&str; 7] = [
+pub(crate) const KINDS: [&str; 9] = [
     "missing",
     "lagging",
     "failed_notification",
@@ -21,6 +21,8 @@ pub(crate) const KINDS: [&str; 7] = [
     "unknown_payment",
     "reorged",
     "late_payment",
+    "unexpected_outflow",
+    "balance_mismatch",
 ];
 
 pub(crate) const TABLES: [&str; 6] = [

@@ -288,8 +288,18 @@ fn receipt(lookup: Lookup) -> Receipt {
 }
 
 fn observe(chain: &str, t: &crate::domain::ChainTransfer) -> Observation {
+    observe_as(Part::Sweep.name(), chain, t)
+}
+
+/// A transfer found on chain as an observation of the part `provider` (the sweep, the
+/// balance check).
+pub(super) fn observe_as(
+    provider: &str,
+    chain: &str,
+    t: &crate::domain::ChainTransfer,
+) -> Observation {
     Observation {
-        provider: Part::Sweep.name().into(),
+        provider: provider.into(),
         chain: chain.to_string(),
         tx_hash: t.key.tx_hash.clone(),
         notification_id: None,

@@ -36,6 +36,14 @@ pub(crate) fn problem_of(f: &FindingRow) -> Option<String> {
             let r = f.order_ref.as_deref().unwrap_or("-");
             format!("reorged:{}:{t}:{r}", f.chain)
         }),
+        "unexpected_outflow" => f.tx_hash.as_deref().map(|t| {
+            let log = f.log_index.map_or("-".to_string(), |l| l.to_string());
+            format!("outflow:{}:{t}:{log}", f.chain)
+        }),
+        "balance_mismatch" => f.address.as_deref().map(|a| {
+            let asset = f.asset.as_deref().unwrap_or("-");
+            format!("balance:{}:{a}:{asset}", f.chain)
+        }),
         _ => None,
     }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::harness::{payrecon, World};
 use payrecon_testkit::inspect::Inspect;
 
-const KINDS: [&str; 7] = [
+const KINDS: [&str; 9] = [
     "missing",
     "lagging",
     "failed_notification",
@@ -14,6 +14,8 @@ const KINDS: [&str; 7] = [
     "unknown_payment",
     "reorged",
     "late_payment",
+    "unexpected_outflow",
+    "balance_mismatch",
 ];
 
 fn is_rfc3339(v: &Value) -> bool {

@@ -48,6 +48,8 @@ fn assert_bounded_labels(text: &str) {
         "unknown_payment",
         "reorged",
         "late_payment",
+        "unexpected_outflow",
+        "balance_mismatch",
         "unpaid",
         "pending",
         "confirmed",

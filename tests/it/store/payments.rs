@@ -616,6 +616,7 @@ async fn exceptions_opened_with_a_batch_commit_with_it_or_not_at_all() {
                 detail: "underpaid: 20 of 25".into(),
                 amount: Some("20".into()),
                 asset: None,
+                address: None,
             }]
         };
         let opening = Opening {

@@ -68,6 +68,7 @@ fn finding(n: usize) -> FindingRow {
         detail: format!("finding {n}"),
         amount: None,
         asset: None,
+        address: None,
     }
 }
 

@@ -15,6 +15,7 @@ fn f(kind: &str, action: &str, detail: &str, order: Option<&str>, tx: Option<&st
         detail: detail.into(),
         amount: None,
         asset: None,
+        address: None,
     }
 }
 
@@ -102,6 +103,22 @@ fn other_cases() -> Vec<Case> {
                 Some("D"),
                 Some("0xf"),
             ),
+            None,
+        ),
+        (
+            f("unexpected_outflow", "none", "drained", None, Some("0xa1")),
+            Some("outflow:ethereum:0xa1:3"),
+        ),
+        (
+            FindingRow {
+                address: Some("0xdeposit".into()),
+                asset: Some("native".into()),
+                ..f("balance_mismatch", "none", "short", None, None)
+            },
+            Some("balance:ethereum:0xdeposit:native"),
+        ),
+        (
+            f("balance_mismatch", "none", "no address", None, None),
             None,
         ),
     ]
