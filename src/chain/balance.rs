@@ -4,11 +4,12 @@
 //! coin, which emits no log, the blocks where a balance changed (bisection, about log2 of the
 //! blocks per change) and the top-level transactions of those blocks.
 
-use alloy::primitives::{Address as EvmAddress, Bytes, B256, U64};
+use alloy::primitives::{Address as EvmAddress, B256};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::decode::{domain_address, TRANSFER_TOPIC};
+use super::scan::RawLog;
 use super::ChainError;
 use crate::domain::{Address, Asset, BlockRef, Flow, PaymentKey, TxHash, U256};
 
@@ -27,21 +28,6 @@ fn hex_u256(v: &str) -> Option<U256> {
         return Some(U256::ZERO);
     }
     U256::from_str_radix(digits, 16).ok()
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawLog {
-    address: EvmAddress,
-    #[serde(default)]
-    topics: Vec<B256>,
-    data: Bytes,
-    block_number: Option<U64>,
-    block_hash: Option<B256>,
-    transaction_hash: Option<B256>,
-    log_index: Option<U64>,
-    #[serde(default)]
-    removed: bool,
 }
 
 #[derive(Debug, Deserialize)]

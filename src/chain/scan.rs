@@ -19,19 +19,20 @@ struct BlockTime {
     timestamp: U64,
 }
 
+/// A log as `eth_getLogs` answers it (the deposit scan's and the balance check's).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawLog {
-    address: EvmAddress,
+pub(super) struct RawLog {
+    pub(super) address: EvmAddress,
     #[serde(default)]
-    topics: Vec<B256>,
-    data: Bytes,
-    block_number: Option<U64>,
-    block_hash: Option<B256>,
-    transaction_hash: Option<B256>,
-    log_index: Option<U64>,
+    pub(super) topics: Vec<B256>,
+    pub(super) data: Bytes,
+    pub(super) block_number: Option<U64>,
+    pub(super) block_hash: Option<B256>,
+    pub(super) transaction_hash: Option<B256>,
+    pub(super) log_index: Option<U64>,
     #[serde(default)]
-    removed: bool,
+    pub(super) removed: bool,
 }
 
 impl super::EvmClient {

@@ -87,8 +87,13 @@ pub fn init_code() -> Vec<u8> {
 
 /// Deploys the token from anvil's first account; returns its lowercase address.
 pub async fn deploy_token(anvil: &Anvil) -> String {
+    deploy(anvil, &init_code()).await
+}
+
+/// Deploys `code` (init code) from anvil's first account; returns its lowercase address.
+async fn deploy(anvil: &Anvil, code: &[u8]) -> String {
     let from = anvil.accounts().await[0].clone();
-    let data = format!("0x{}", hex::encode(init_code()));
+    let data = format!("0x{}", hex::encode(code));
     let tx = anvil
         .rpc(
             "eth_sendTransaction",
@@ -122,20 +127,7 @@ pub async fn deploy_ledger_token(anvil: &Anvil) -> String {
         0x60, len, 0x60, 19, 0x60, 0x00, 0x39, 0x60, len, 0x60, 0x00, 0xf3,
     ]);
     code.extend(runtime);
-    let from = anvil.accounts().await[0].clone();
-    let data = format!("0x{}", hex::encode(code));
-    let tx = anvil
-        .rpc(
-            "eth_sendTransaction",
-            json!([{"from": from, "data": data, "gas": "0x100000"}]),
-        )
-        .await;
-    let receipt = anvil.receipt(tx.as_str().unwrap()).await;
-    assert_eq!(
-        receipt["status"], "0x1",
-        "token deployment failed: {receipt}"
-    );
-    receipt["contractAddress"].as_str().unwrap().to_lowercase()
+    deploy(anvil, &code).await
 }
 
 fn calldata(to: &str, amount: U256, mode: u8) -> String {
