@@ -83,6 +83,11 @@ impl super::EvmClient {
                 })
                 .collect();
             let replies = self.rpc.batch("balances", &calls).await.map_err(|e| {
+                // The node's own words, without a second "chain …: balances:" before them.
+                let e = match e {
+                    ChainError::Rpc { reason, .. } => reason,
+                    other => other.to_string(),
+                };
                 self.failed(
                     "balances",
                     format!("cannot read balances at block {block} (the check needs the state of past blocks: an archive node, or one that keeps the blocks since the last check): {e}"),

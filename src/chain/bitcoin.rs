@@ -28,37 +28,46 @@ const MAX_PAGES: usize = 1_000;
 
 /// How far a block's timestamp may lag the blocks before it (consensus allows a block time
 /// down to the median of the previous 11): the scan reads this much past the window's start.
-const TIME_SKEW: u64 = 2 * 60 * 60;
+pub const TIME_SKEW: u64 = 2 * 60 * 60;
 
 pub struct BitcoinClient {
     settings: ChainSettings,
-    rest: Rest,
+    pub(super) rest: Rest,
 }
 
 #[derive(Debug, Deserialize)]
-struct Tx {
+pub(super) struct Tx {
     /// Present in every answer; read from the address history (a `/tx/:txid` answer is
     /// already known by its id).
     #[serde(default)]
-    txid: String,
+    pub txid: String,
+    /// The outputs each input spends (`prevout`; none for a coinbase): the balance check
+    /// reads what a deposit address spent.
     #[serde(default)]
-    vout: Vec<Output>,
-    status: Status,
+    pub vin: Vec<Input>,
+    #[serde(default)]
+    pub vout: Vec<Output>,
+    pub status: Status,
 }
 
 #[derive(Debug, Deserialize)]
-struct Output {
-    scriptpubkey_address: Option<String>,
-    value: u64,
+pub(super) struct Input {
+    pub prevout: Option<Output>,
 }
 
 #[derive(Debug, Deserialize)]
-struct Status {
-    confirmed: bool,
-    block_height: Option<u64>,
-    block_hash: Option<String>,
+pub(super) struct Output {
+    pub scriptpubkey_address: Option<String>,
+    pub value: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Status {
+    pub confirmed: bool,
+    pub block_height: Option<u64>,
+    pub block_hash: Option<String>,
     /// The block's timestamp (seconds); the deposit scan's window is by block time.
-    block_time: Option<u64>,
+    pub block_time: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -271,15 +280,35 @@ impl BitcoinClient {
         Ok(per.into_iter().flatten().collect())
     }
 
-    /// One address's payments in the window, page by page: until a page is empty or reaches
-    /// past the window (with `TIME_SKEW` to spare: block times are not monotonic). A history
-    /// that repeats itself or runs past `MAX_PAGES` is an error, never an endless loop.
+    /// One address's payments in the window: its confirmed history down to the first page
+    /// that reaches past the window (with `TIME_SKEW` to spare: block times are not
+    /// monotonic), the outputs paying it.
     async fn address_payments(
         &self,
         head: &ChainHead,
         to: &Address,
         since: u64,
     ) -> Result<Vec<ChainTransfer>, ChainError> {
+        let past = |t: &Tx| {
+            t.status
+                .block_time
+                .is_some_and(|t| t.saturating_add(TIME_SKEW) < since)
+        };
+        let mut out = Vec::new();
+        for tx in self.history(to, past).await? {
+            out.extend(self.outputs_to(head, &tx, to, since)?);
+        }
+        Ok(out)
+    }
+
+    /// An address's confirmed history, newest first, page by page until a page is empty or
+    /// its oldest entry is `past` what the caller needs. A history that repeats itself or runs
+    /// past `MAX_PAGES` is an error, never an endless loop.
+    pub(super) async fn history(
+        &self,
+        to: &Address,
+        past: impl Fn(&Tx) -> bool,
+    ) -> Result<Vec<Tx>, ChainError> {
         let what = "/address/:address/txs";
         let fail = |reason: String| ChainError::Rpc {
             chain: self.settings.name.clone(),
@@ -304,31 +333,27 @@ impl BitcoinClient {
                     return Err(fail(format!("malformed history for {to}: {t:.60}")))
                 }
             };
-            let confirmed: Vec<&Tx> = page.iter().filter(|t| t.status.confirmed).collect();
+            let confirmed: Vec<Tx> = page.into_iter().filter(|t| t.status.confirmed).collect();
             let Some(oldest) = confirmed.last() else {
                 return Ok(out);
             };
+            let (passed, last) = (past(oldest), oldest.txid.to_lowercase());
             let mut new = 0;
-            for tx in &confirmed {
+            for tx in confirmed {
                 if seen.insert(tx.txid.to_lowercase()) {
                     new += 1;
-                    out.extend(self.outputs_to(head, tx, to, since)?);
+                    out.push(tx);
                 }
             }
-            let passed = oldest
-                .status
-                .block_time
-                .is_some_and(|t| t.saturating_add(TIME_SKEW) < since);
             if passed {
                 return Ok(out);
             }
-            if new == 0 || self.settings.kind.tx_hash(&oldest.txid).is_err() {
+            if new == 0 || self.settings.kind.tx_hash(&last).is_err() {
                 return Err(fail(format!(
-                    "the history of {to} does not page on from {:.64}",
-                    oldest.txid
+                    "the history of {to} does not page on from {last:.64}"
                 )));
             }
-            path = format!("/address/{to}/txs/chain/{}", oldest.txid.to_lowercase());
+            path = format!("/address/{to}/txs/chain/{last}");
         }
         Err(fail(format!(
             "the history of {to} in the window is longer than {MAX_PAGES} pages"

@@ -5,6 +5,7 @@
 
 mod balance;
 mod bitcoin;
+mod bitcoin_balance;
 mod decode;
 mod evm;
 mod scan;
@@ -19,7 +20,8 @@ use std::time::Duration;
 
 use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash, U256};
 
-pub use bitcoin::BitcoinClient;
+pub use bitcoin::{BitcoinClient, TIME_SKEW as BITCOIN_TIME_SKEW};
+pub use bitcoin_balance::AddressTx;
 pub use decode::TRANSFER_TOPIC;
 pub use evm::EvmClient;
 pub use preflight::Preflight;

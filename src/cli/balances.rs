@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use super::{BalancesAction, BalancesArgs, CliError, Format, Outcome};
 use crate::app::{db, Access};
 use crate::config::Config;
+use crate::engine::Trigger;
 use crate::store::BalanceRow;
 
 /// Runs `payrecon balances` and `payrecon balances check`.
@@ -52,7 +53,7 @@ async fn check(config: Config, chain: Option<String>, format: Format) -> Outcome
     let app = crate::app::App::start(config).await?;
     let report = app
         .engine
-        .check_balances(lookback, &treasury, chain.as_deref())
+        .check_balances(lookback, &treasury, chain.as_deref(), Trigger::Cli)
         .await
         .map_err(CliError::failed)?;
     match format {

@@ -59,6 +59,7 @@ pub async fn serve(
     notifier.ready(&format!("Serving on {addr}; no run yet."));
 
     let run_now = stale(&app, &cron).await;
+    let balances = spawn_balance_checks(&app, stop_rx.clone())?;
     let scheduler = spawn_scheduler(&app, cron, stop_rx, &notifier, run_now);
 
     shutdown.await;
@@ -68,6 +69,11 @@ pub async fn serve(
     let grace = app.config.reconcile.shutdown_grace;
     if tokio::time::timeout(grace, scheduler).await.is_err() {
         tracing::warn!(grace_seconds = grace.as_secs_f64(), "The current run did not finish within the grace period; exiting anyway (the next run completes its work).");
+    }
+    if let Some(balances) = balances {
+        if tokio::time::timeout(grace, balances).await.is_err() {
+            tracing::warn!(grace_seconds = grace.as_secs_f64(), "The current balance check did not finish within the grace period; exiting anyway (the next check reads from where the last one ended).");
+        }
     }
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
     // The route is gone, so the queue is closed: the consumer finishes what it holds (what it
@@ -164,6 +170,52 @@ fn spawn_scheduler(
         )
         .await
     })
+}
+
+/// Spawns the balance checks on `[balances] cron` (SPEC §17) until `stop`; `None` when the
+/// cron is `""` (off).
+fn spawn_balance_checks(
+    app: &App,
+    stop: watch::Receiver<bool>,
+) -> Result<Option<JoinHandle<u64>>, AppError> {
+    let b = &app.config.balances;
+    if b.cron.is_empty() {
+        tracing::info!(
+            "balances.cron is \"\": serve does not check balances (payrecon balances check does)."
+        );
+        return Ok(None);
+    }
+    let cron = crate::config::parse_cron_at("balances.cron", &b.cron)
+        .map_err(|e| AppError(e.to_string()))?;
+    let engine = app.engine.clone();
+    let (lookback, treasury) = (b.lookback, b.treasury.clone());
+    Ok(Some(tokio::spawn(async move {
+        schedule::run_loop(&cron, &SystemClock, stop, || {
+            let (engine, treasury) = (engine.clone(), treasury.clone());
+            async move {
+                match engine
+                    .check_balances(lookback, &treasury, None, Trigger::Schedule)
+                    .await
+                {
+                    Ok(r) if r.any_failed() => {
+                        tracing::error!(run_id = %r.run_id, "Scheduled balance check failed on a chain (its report says which).")
+                    }
+                    Ok(r) => {
+                        tracing::info!(run_id = %r.run_id, gaps = r.totals.gaps, applied = r.totals.applied, "Scheduled balance check finished.")
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %engine.redact(&e), "Scheduled balance check could not start.");
+                        let l = crate::metrics::RunL {
+                            provider: crate::engine::BALANCES.to_string(),
+                            outcome: crate::metrics::RunOutcome::failed,
+                        };
+                        engine.metrics.runs.get_or_create(&l).inc();
+                    }
+                }
+            }
+        })
+        .await
+    })))
 }
 
 /// On SQLite, an exclusive lock on `<database file>.serve.lock`, held while the returned file

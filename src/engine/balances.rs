@@ -6,7 +6,9 @@
 //! `unexpected_outflow`, and what nothing explains opens `balance_mismatch`. A check is a run
 //! with one report entry, `balances`; a chain it could not check fails it.
 
+mod bitcoin;
 mod evm;
+mod explain;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -14,7 +16,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use tracing::Instrument as _;
 
-use super::{Engine, EngineError, PartTally, RunCtx, RunOptions};
+use super::{Engine, EngineError, PartTally, RunCtx, RunOptions, Trigger};
 use crate::chain::ChainClient;
 use crate::domain::{ChainTransfer, GapKind, LedgerView, Observation, PaymentKey};
 use crate::metrics::GapL;
@@ -37,11 +39,14 @@ struct ChainCheck {
 impl Engine {
     /// Checks the deposit addresses of the orders created within `lookback` (of `chain`, when
     /// given) and returns the run's report. Fails only when the run cannot start (database).
+    /// A scheduled check (`serve`) runs under the lease `balances`: on several instances
+    /// sharing a database, one checks and the others skip (their report has no entry).
     pub async fn check_balances(
         &self,
         lookback: Duration,
         treasury: &BTreeMap<String, Vec<String>>,
         chain: Option<&str>,
+        trigger: Trigger,
     ) -> Result<Report, EngineError> {
         let now = Timestamp::now();
         let since = now - jiff::SignedDuration::try_from(lookback).unwrap_or_default();
@@ -65,12 +70,18 @@ impl Engine {
                 exceptions: Default::default(),
             };
             tracing::info!(run_id = %run_id, since = %since, "Balance check started.");
-            let mut acc = PartTally::new(BALANCES, BALANCES);
-            let t0 = std::time::Instant::now();
-            self.balances_part(&ctx, &mut acc, treasury, chain).await;
-            acc.elapsed = t0.elapsed();
+            let leased = trigger == Trigger::Schedule;
+            let part = self.under_lease(leased, BALANCES, |fence| async {
+                let mut acc = PartTally::new(BALANCES, BALANCES);
+                acc.shared.fence = fence;
+                let t0 = std::time::Instant::now();
+                self.balances_part(&ctx, &mut acc, treasury, chain).await;
+                acc.elapsed = t0.elapsed();
+                acc
+            });
+            let parts: Vec<PartTally> = part.await.into_iter().collect();
             let steps = PartTally::new(super::Part::Run.name(), super::Part::Run.name());
-            self.finish(&ctx, &opts, vec![acc], steps, now, Timestamp::now())
+            self.finish(&ctx, &opts, parts, steps, now, Timestamp::now())
                 .await
         }
         .instrument(span)
@@ -107,51 +118,73 @@ impl Engine {
                 return self.fail(acc, format!("chain {c}: not configured"));
             }
         }
-        let none = Vec::new();
-        for (chain, items) in by_chain {
-            let Some(client) = self.chains.get(&chain) else {
-                self.fail(
-                    acc,
-                    format!("chain {chain}: orders name it, but it is not configured"),
-                );
-                continue;
-            };
-            let head = match &ctx.heads[&chain] {
-                Ok(h) => *h,
-                Err(e) => {
-                    self.fail(
-                        acc,
-                        format!("chain {chain}: the head could not be read: {e}"),
-                    );
-                    continue;
-                }
-            };
-            let treasury = treasury.get(&chain).unwrap_or(&none);
-            let found = match client.as_ref() {
-                ChainClient::Evm(evm) => {
-                    evm::check(evm, &chain, &head, &items, &previous, treasury).await
-                }
-                ChainClient::Tron(_) | ChainClient::Bitcoin(_) => {
-                    self.fail(
-                        acc,
-                        format!(
-                            "chain {chain}: the balance check reads EVM chains only so far; \
-                             its {} deposit addresses were not checked",
-                            items.len()
-                        ),
-                    );
-                    continue;
-                }
-            };
-            match found {
-                Ok(found) => {
-                    if let Err(e) = self.record_check(ctx, acc, &chain, found).await {
-                        self.fail(acc, format!("chain {chain}: {e}"));
-                    }
-                }
-                Err(e) => self.fail(acc, format!("chain {chain}: {e}")),
+        // A configured chain with no deposit address in scope is checked: nothing to read.
+        for chain in self.chains.keys() {
+            if only.is_none_or(|c| c == chain) && !by_chain.contains_key(chain) {
+                self.checked_now(chain);
             }
         }
+        let none = Vec::new();
+        for (chain, items) in by_chain {
+            let treasury = treasury.get(&chain).unwrap_or(&none);
+            self.check_chain(ctx, acc, &chain, &items, &previous, treasury)
+                .await;
+        }
+    }
+
+    /// One chain's deposit addresses: read, explained, recorded; or the part failed by name.
+    async fn check_chain(
+        &self,
+        ctx: &RunCtx,
+        acc: &mut PartTally,
+        chain: &str,
+        items: &[BalanceScope],
+        previous: &HashMap<(String, String, String), BalanceRow>,
+        treasury: &[String],
+    ) {
+        let Some(client) = self.chains.get(chain) else {
+            let e = format!("chain {chain}: orders name it, but it is not configured");
+            return self.fail(acc, e);
+        };
+        let head = match &ctx.heads[chain] {
+            Ok(h) => *h,
+            Err(e) => {
+                let e = format!("chain {chain}: the head could not be read: {e}");
+                return self.fail(acc, e);
+            }
+        };
+        let found = match client.as_ref() {
+            ChainClient::Evm(evm) => evm::check(evm, chain, &head, items, previous, treasury).await,
+            ChainClient::Bitcoin(btc) => {
+                bitcoin::check(btc, chain, &head, items, previous, treasury).await
+            }
+            ChainClient::Tron(_) => {
+                let e = format!(
+                    "chain {chain}: the balance check reads EVM and Bitcoin chains only so far; \
+                     its {} deposit addresses were not checked",
+                    items.len()
+                );
+                return self.fail(acc, e);
+            }
+        };
+        match found {
+            Ok(found) => match self.record_check(ctx, acc, chain, found).await {
+                Ok(()) => self.checked_now(chain),
+                Err(e) => self.fail(acc, format!("chain {chain}: {e}")),
+            },
+            // A chain error names its chain already.
+            Err(explain::CheckError::Chain(e)) => self.fail(acc, e.to_string()),
+            Err(e) => self.fail(acc, format!("chain {chain}: {e}")),
+        }
+    }
+
+    /// `payrecon_last_balance_check_timestamp_seconds` of a chain checked in full.
+    fn checked_now(&self, chain: &str) {
+        let l = crate::metrics::ChainL {
+            chain: chain.to_string(),
+        };
+        let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
+        self.metrics.last_balance_check.get_or_create(&l).set(now);
     }
 
     /// Settles a chain's inflows through the amounts' rules, records its findings (opening or
@@ -210,6 +243,14 @@ impl Engine {
             self.store.insert_findings(&ctx.run_id, &rows).await?;
         }
         self.store.save_balances(&found.rows).await?;
+        let l = crate::metrics::ChainL {
+            chain: chain.to_string(),
+        };
+        self.metrics
+            .balances_checked
+            .get_or_create(&l)
+            .inc_by(found.checked);
+        self.refresh_balance_gauges().await?;
         Ok(())
     }
 }

@@ -177,6 +177,14 @@ impl Engine {
         self.metrics.set_held(underpaid, late);
         let open = self.store.open_exceptions().await?;
         self.metrics.set_exceptions(&open, Timestamp::now());
+        self.refresh_balance_gauges().await
+    }
+
+    /// The balance gauges of the configured chains, from `payrecon_balances`.
+    pub(super) async fn refresh_balance_gauges(&self) -> Result<(), crate::store::StoreError> {
+        let mut gauges = self.store.balance_gauges().await?;
+        gauges.retain(|g| self.chains.contains_key(&g.chain));
+        self.metrics.set_balances(&gauges);
         Ok(())
     }
 

@@ -35,6 +35,7 @@ use crate::secret::Secret;
 use crate::store::{Fence, RunRow, Source, Store, StoreError};
 
 use crate::providers::Provider;
+pub use balances::BALANCES;
 pub use error::PartError;
 use finish::RunExceptions;
 pub use part::Part;

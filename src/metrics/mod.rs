@@ -47,6 +47,13 @@ pub struct Metrics {
     pub chain_head: Family<ChainL, Gauge>,
     /// Rows the last chain sweep found reorganised away and not re-keyable (per chain).
     pub reorged_open: Family<ChainL, Gauge>,
+    /// Deposit addresses and assets the balance check compared with the chain (SPEC §17).
+    pub balances_checked: Family<ChainL, Counter>,
+    /// Addresses and assets whose last check left a difference (read back from the database
+    /// when serve starts).
+    pub balance_mismatched: Family<ChainL, Gauge>,
+    /// Unix time of the chain's last completed balance check (0 when none).
+    pub last_balance_check: Family<ChainL, FloatGauge>,
     /// Webhook deliveries by provider and outcome (series created by `init_webhooks`).
     pub webhooks: Family<WebhookL, Counter>,
     /// API requests by route and status (series created by `init_api` when the API is on).

@@ -19,6 +19,23 @@ impl Metrics {
         }
     }
 
+    /// The balance gauges of the chains in `gauges` (configured chains only: the caller
+    /// filters); the last check's time only moves forward.
+    pub fn set_balances(&self, gauges: &[crate::store::BalanceGauge]) {
+        for g in gauges {
+            let l = super::ChainL {
+                chain: g.chain.clone(),
+            };
+            self.balance_mismatched.get_or_create(&l).set(g.mismatched);
+            // A check that found nothing new saves no row: the gauge never goes back.
+            let at = g.last_check.as_millisecond() as f64 / 1000.0;
+            let last = self.last_balance_check.get_or_create(&l);
+            if at > last.get() {
+                last.set(at);
+            }
+        }
+    }
+
     /// `payrecon_orders_held` per reason, from the database's counts.
     pub fn set_held(&self, underpaid: i64, late: i64) {
         use super::{HeldL, HeldReason};

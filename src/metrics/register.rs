@@ -31,6 +31,9 @@ impl Metrics {
             rejected: Family::default(),
             chain_head: Family::default(),
             reorged_open: Family::default(),
+            balances_checked: Family::default(),
+            balance_mismatched: Family::default(),
+            last_balance_check: Family::default(),
             webhooks: Family::default(),
             api_requests: Family::default(),
             events: Family::default(),
@@ -123,6 +126,21 @@ impl Metrics {
             "Ledger payments the last chain sweep found reorganised away (receipt gone, \
              replaced, reverted or not re-keyable), per chain",
             self.reorged_open.clone(),
+        );
+        r.register(
+            "balances_checked",
+            "Deposit addresses and assets the balance check compared with the chain",
+            self.balances_checked.clone(),
+        );
+        r.register(
+            "balance_mismatched_addresses",
+            "Deposit addresses and assets whose last balance check left a difference",
+            self.balance_mismatched.clone(),
+        );
+        r.register(
+            "last_balance_check_timestamp_seconds",
+            "Unix time of the chain's last completed balance check (0 when none)",
+            self.last_balance_check.clone(),
         );
     }
 
@@ -241,9 +259,11 @@ impl Metrics {
             .get_or_create(&ProviderL { provider: run() });
         for c in chains {
             let _ = self.chain_head.get_or_create(&ChainL { chain: c.clone() });
-            let _ = self
-                .reorged_open
-                .get_or_create(&ChainL { chain: c.clone() });
+            let l = ChainL { chain: c.clone() };
+            let _ = self.reorged_open.get_or_create(&l);
+            let _ = self.balances_checked.get_or_create(&l);
+            let _ = self.balance_mismatched.get_or_create(&l);
+            let _ = self.last_balance_check.get_or_create(&l);
         }
     }
 

@@ -40,6 +40,15 @@ pub struct BalanceScope {
     pub oldest_order: Timestamp,
 }
 
+/// One chain's balance gauges (`payrecon_balance_mismatched_addresses`,
+/// `payrecon_last_balance_check_timestamp_seconds`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BalanceGauge {
+    pub chain: String,
+    pub mismatched: i64,
+    pub last_check: Timestamp,
+}
+
 /// A row as stored: amounts as text, times in milliseconds.
 #[derive(sqlx::FromRow)]
 struct RawBalance {
@@ -161,6 +170,31 @@ impl Store {
             }
             Ok::<(), StoreError>(())
         })
+    }
+
+    /// Per chain checked: the addresses and assets whose last check left a difference, and
+    /// the time of the last check (the balance gauges, read back when serve starts).
+    pub async fn balance_gauges(&self) -> Result<Vec<BalanceGauge>, StoreError> {
+        let rows: Vec<(String, i64, i64)> = dispatch!(self, p => {
+            let sql = format!(
+                "SELECT chain, COUNT(CASE WHEN {} <> '0' THEN 1 END), MAX({}) \
+                 FROM payrecon_balances GROUP BY chain ORDER BY chain",
+                D::amount_text("difference"),
+                D::ms("checked_at")
+            );
+            sqlx::query_as(&sql).fetch_all(counted(p)).await
+        })
+        .map_err(|e| db_error("count the mismatched balances", e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(chain, mismatched, ms)| {
+                Some(BalanceGauge {
+                    chain,
+                    mismatched,
+                    last_check: Timestamp::from_millisecond(ms).ok()?,
+                })
+            })
+            .collect())
     }
 
     /// Every `(chain, pay_to, asset)` of the orders created at or after `since`, with the

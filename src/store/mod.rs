@@ -40,7 +40,7 @@ use jiff::Timestamp;
 use crate::domain::{LedgerRow, LedgerView, PaymentKey, PlannedTransition, State, TxHash};
 
 use backend::dispatch;
-pub use balances::{BalanceRow, BalanceScope};
+pub use balances::{BalanceGauge, BalanceRow, BalanceScope};
 pub use error::StoreError;
 pub(crate) use error::WriteError;
 use error::{is_retryable, is_unique_violation};

@@ -237,7 +237,12 @@ impl Anvil {
 
     /// Deploys the token (`token_init_code`) from `from`; its lowercase address.
     pub async fn deploy_token(&self, from: &str) -> String {
-        let req = json!({"from": from, "data": format!("0x{}", hex::encode(token_init_code())),
+        self.deploy_code(from, &token_init_code()).await
+    }
+
+    /// Deploys init code `code` from `from`; the contract's lowercase address.
+    pub async fn deploy_code(&self, from: &str, code: &[u8]) -> String {
+        let req = json!({"from": from, "data": format!("0x{}", hex::encode(code)),
             "gas": "0x100000"});
         let tx = self.send(&req).await;
         let r = self.rpc("eth_getTransactionReceipt", json!([tx])).await;
@@ -261,6 +266,29 @@ pub fn token_init_code() -> Vec<u8> {
     let mut code = vec![
         0x60, len, 0x60, 12, 0x60, 0x00, 0x39, 0x60, len, 0x60, 0x00, 0xf3,
     ];
+    code.extend(runtime);
+    code
+}
+
+/// Runtime of a token that keeps balances (the balance check reads `balanceOf`): a call with 36
+/// bytes of calldata is `balanceOf(address)`; any other is a transfer of `calldata[32..64]` to
+/// `calldata[0..32]` from the caller, reverting when the caller holds less, and logging
+/// `Transfer(caller, to, amount)`. The deployer holds 2^200 from the start.
+const LEDGER_TOKEN_RUNTIME: &str =
+    "366024146054576020353354818110604f57033355602035600035805482019055\
+600052600035337fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef60206000a300\
+5b600080fd5b6004355460005260206000f3";
+
+/// Init code of the balance-keeping token (`LEDGER_TOKEN_RUNTIME`): gives the deployer 2^200,
+/// then returns the runtime.
+pub fn ledger_token_init_code() -> Vec<u8> {
+    let runtime = hex::decode(LEDGER_TOKEN_RUNTIME).expect("hex");
+    let len = u8::try_from(runtime.len()).expect("runtime under 256 bytes");
+    // sstore(caller, 1 << 200); codecopy(0, 19, len); return(0, len)
+    let mut code = vec![0x60, 0x01, 0x60, 200, 0x1b, 0x33, 0x55];
+    code.extend([
+        0x60, len, 0x60, 19, 0x60, 0x00, 0x39, 0x60, len, 0x60, 0x00, 0xf3,
+    ]);
     code.extend(runtime);
     code
 }

@@ -3,6 +3,7 @@
 //! `/blocks/tip/hash` (plain text), `GET /tx/:txid` (JSON with `vin`,
 //! `vout[n].scriptpubkey_address`/`value`, `status`; 404 "Transaction not found" as text),
 //! `GET /block/:hash/status` (`in_best_chain`), and an address's history, newest first:
+//! `GET /address/:address` (`chain_stats`, `mempool_stats`: funded and spent sums),
 //! `GET /address/:address/txs` (the mempool's, then the first 25 confirmed) and
 //! `GET /address/:address/txs/chain/:last_seen_txid` (the next 25 confirmed). Block `h` is
 //! stamped `h * 600` seconds after a genesis placed so that the starting tip is now.
@@ -34,8 +35,13 @@ struct Entry {
     seq: u64,
     /// A block hash the status keeps citing (an index that lags a reorg).
     cited: Option<String>,
-    /// The address its input spends from (in that address's history too).
+    /// The address its input spends from (in that address's history too), and the value of
+    /// that input.
     spends: Option<String>,
+    spent: u64,
+    /// Counted in the address's balance (`GET /address/:address`) but missing from its
+    /// history: an index that lost a transaction.
+    unlisted: bool,
     /// Served instead of the transaction's JSON (malformed-answer tests).
     raw: Option<String>,
 }
@@ -108,6 +114,7 @@ impl FakeEsplora {
             .route("/blocks/tip/hash", get(tip_hash))
             .route("/tx/{txid}", get(tx))
             .route("/block/{hash}/status", get(block_status))
+            .route("/address/{address}", get(address_stats))
             .route("/address/{address}/txs", get(address_txs))
             .route("/address/{address}/txs/chain/{last}", get(address_chain))
             .with_state(state.clone());
@@ -143,6 +150,29 @@ impl FakeEsplora {
         self.insert(txid, block, outputs, None, Some(from.to_string()));
     }
 
+    /// As `add_spend`, its input worth `in_sats` (the fee is what the outputs leave).
+    pub fn add_spend_of(
+        &self,
+        txid: &str,
+        block: Option<u64>,
+        from: &str,
+        in_sats: u64,
+        outputs: Vec<Out>,
+    ) {
+        self.insert(txid, block, outputs, None, Some(from.to_string()));
+        if let Some(e) = self.state().txs.get_mut(&txid.to_lowercase()) {
+            e.spent = in_sats;
+        }
+    }
+
+    /// Keeps the transaction out of every address history while its outputs still count in
+    /// the addresses' balances.
+    pub fn unlist(&self, txid: &str) {
+        if let Some(e) = self.state().txs.get_mut(&txid.to_lowercase()) {
+            e.unlisted = true;
+        }
+    }
+
     fn insert(
         &self,
         txid: &str,
@@ -159,6 +189,8 @@ impl FakeEsplora {
             seq: s.next_seq,
             cited: None,
             spends,
+            spent: 5_000_000,
+            unlisted: false,
             raw,
         };
         s.txs.insert(txid.to_lowercase(), e);
@@ -330,12 +362,12 @@ fn tx_json(s: &EsploraState, txid: &str, e: &Entry) -> Value {
         "version": 2,
         "locktime": 0,
         "vin": [{"txid": "9f".repeat(32), "vout": 1, "prevout": {"scriptpubkey": "0014cd", "scriptpubkey_type": "v0_p2wpkh",
-                 "scriptpubkey_address": e.spends.as_deref().unwrap_or("bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh"), "value": 5_000_000},
+                 "scriptpubkey_address": e.spends.as_deref().unwrap_or("bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh"), "value": e.spent},
                  "scriptsig": "", "scriptsig_asm": "", "witness": ["3044", "02ab"], "is_coinbase": false, "sequence": 4_294_967_293u64}],
         "vout": vout,
         "size": 222,
         "weight": 561,
-        "fee": 1_410,
+        "fee": e.spent.saturating_sub(e.outputs.iter().map(|o| o.sats).sum::<u64>()),
         "status": status,
     })
 }
@@ -355,7 +387,7 @@ fn history<'a>(s: &'a EsploraState, address: &str) -> (Listed<'a>, Listed<'a>) {
     let mut chain = Vec::new();
     for (id, e) in &s.txs {
         let pays = e.outputs.iter().any(|o| o.address == address);
-        if e.raw.is_some() || !(pays || e.spends.as_deref() == Some(address)) {
+        if e.raw.is_some() || e.unlisted || !(pays || e.spends.as_deref() == Some(address)) {
             continue;
         }
         match confirmed(s, e) {
@@ -366,6 +398,39 @@ fn history<'a>(s: &'a EsploraState, address: &str) -> (Listed<'a>, Listed<'a>) {
     mempool.sort_by_key(|(_, e)| std::cmp::Reverse(e.seq));
     chain.sort_by_key(|(_, e)| std::cmp::Reverse((e.block, e.seq)));
     (mempool, chain)
+}
+
+/// `GET /address/:address`: what its confirmed (`chain_stats`) and mempool transactions
+/// funded and spent, in satoshis.
+async fn address_stats(State(state): State<Shared>, Path(address): Path<String>) -> Response {
+    if let Some(f) = begin(&state, format!("/address/{address}")) {
+        return f;
+    }
+    let s = lock(&state);
+    let mut stats = [[0u64; 5]; 2]; // [chain, mempool] × funded count/sum, spent count/sum, txs
+    for e in s.txs.values().filter(|e| e.raw.is_none()) {
+        let at = usize::from(confirmed(&s, e).is_none());
+        let paid: Vec<u64> = e
+            .outputs
+            .iter()
+            .filter(|o| o.address == address)
+            .map(|o| o.sats)
+            .collect();
+        let spends = e.spends.as_deref() == Some(address.as_str());
+        stats[at][0] += paid.len() as u64;
+        stats[at][1] += paid.iter().sum::<u64>();
+        if spends {
+            stats[at][2] += 1;
+            stats[at][3] += e.spent;
+        }
+        stats[at][4] += u64::from(spends || !paid.is_empty());
+    }
+    let of = |v: [u64; 5]| {
+        json!({"funded_txo_count": v[0], "funded_txo_sum": v[1], "spent_txo_count": v[2],
+               "spent_txo_sum": v[3], "tx_count": v[4]})
+    };
+    Json(json!({"address": address, "chain_stats": of(stats[0]), "mempool_stats": of(stats[1])}))
+        .into_response()
 }
 
 async fn address_txs(State(state): State<Shared>, Path(address): Path<String>) -> Response {

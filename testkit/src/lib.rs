@@ -14,6 +14,8 @@
 //!   extension of `Store`.
 //! - `scratch`: a fresh schema or database on a PostgreSQL or MariaDB/MySQL server, and its
 //!   drop.
+//! - `rpc_counter`: a JSON-RPC proxy in front of a real node that counts requests and calls
+//!   by method.
 //! - `qvard`, `paymos`: fake provider APIs on loopback (served exactly as the providers
 //!   document them), sharing one front door (`json_api`: bearer token, request log, latency,
 //!   injected faults) and one handle shape.
@@ -29,6 +31,7 @@ pub mod paymos;
 pub mod pgproxy;
 pub mod process;
 pub mod qvard;
+pub mod rpc_counter;
 pub mod sandbox;
 pub mod scratch;
 pub mod tron;

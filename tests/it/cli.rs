@@ -3,6 +3,7 @@
 
 pub(crate) mod harness;
 
+mod balances;
 pub(crate) mod codes;
 mod commands;
 mod kill;

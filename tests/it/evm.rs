@@ -108,26 +108,10 @@ async fn deploy(anvil: &Anvil, code: &[u8]) -> String {
     receipt["contractAddress"].as_str().unwrap().to_lowercase()
 }
 
-/// Runtime of a token that keeps balances (the balance check reads `balanceOf`): a call with 36
-/// bytes of calldata is `balanceOf(address)`; any other is a transfer of `calldata[32..64]` to
-/// `calldata[0..32]` from the caller, reverting when the caller holds less, and logging
-/// `Transfer(caller, to, amount)`. The deployer holds 2^200 from the start.
-const LEDGER_TOKEN_RUNTIME: &str =
-    "366024146054576020353354818110604f57033355602035600035805482019055\
-600052600035337fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef60206000a300\
-5b600080fd5b6004355460005260206000f3";
-
-/// Deploys the balance-keeping token (`LEDGER_TOKEN_RUNTIME`) from the first account.
+/// Deploys the balance-keeping token (testkit's `ledger_token_init_code`) from the first
+/// account.
 pub async fn deploy_ledger_token(anvil: &Anvil) -> String {
-    let runtime = hex::decode(LEDGER_TOKEN_RUNTIME).unwrap();
-    let len = u8::try_from(runtime.len()).unwrap();
-    // sstore(caller, 1 << 200); codecopy(0, 19, len); return(0, len)
-    let mut code = vec![0x60, 0x01, 0x60, 200, 0x1b, 0x33, 0x55];
-    code.extend([
-        0x60, len, 0x60, 19, 0x60, 0x00, 0x39, 0x60, len, 0x60, 0x00, 0xf3,
-    ]);
-    code.extend(runtime);
-    deploy(anvil, &code).await
+    deploy(anvil, &payrecon_testkit::anvil::ledger_token_init_code()).await
 }
 
 fn calldata(to: &str, amount: U256, mode: u8) -> String {

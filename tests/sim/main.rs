@@ -10,6 +10,7 @@
 //! database is dropped, a red one's kept.
 
 mod anvil;
+mod balances;
 mod bitcoin;
 mod check;
 mod extras;
@@ -475,4 +476,9 @@ async fn sim_tron() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_bitcoin() {
     bitcoin::run_slice().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_balances() {
+    balances::run_slice().await;
 }

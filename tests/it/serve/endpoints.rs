@@ -7,7 +7,7 @@ use crate::cli::harness::World;
 use crate::support::wait_until;
 use payrecon_testkit::inspect::Inspect;
 
-const METRICS: [&str; 19] = [
+const METRICS: [&str; 22] = [
     "payrecon_runs_total",
     "payrecon_run_duration_seconds",
     "payrecon_last_success_timestamp_seconds",
@@ -27,6 +27,9 @@ const METRICS: [&str; 19] = [
     "payrecon_list_full_scans_total",
     "payrecon_orders_held",
     "payrecon_database_retries_total",
+    "payrecon_balances_checked_total",
+    "payrecon_balance_mismatched_addresses",
+    "payrecon_last_balance_check_timestamp_seconds",
 ];
 
 /// Every label value is a bounded enum or a configured name: never a hash or an address.
@@ -36,6 +39,8 @@ fn assert_bounded_labels(text: &str) {
         "chain",
         // The run's own steps (the webhook inbox, the exceptions): docs/reference.md §4.
         "run",
+        // The balance check (SPEC §17), a run of its own.
+        "balances",
         "tron",
         "bitcoin",
         "ethereum",
@@ -513,4 +518,50 @@ async fn a_serve_whose_last_success_is_older_than_an_interval_runs_at_start() {
     );
     let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
     assert_eq!(code, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_checks_balances_on_their_own_cron() {
+    // The run schedule never fires; the balance check's does, every second.
+    let w = World::sqlite().await;
+    let config = w.config(&format!("{NEVER}[balances]\ncron = \"* * * * * *\"\n"));
+    let mut s = Served::start(&config).await;
+    let checked = |m: &str| {
+        series(
+            m,
+            "payrecon_runs_total",
+            &[("provider", "balances"), ("outcome", "ok")],
+        )
+    };
+    wait_until(
+        "a scheduled balance check",
+        Duration::from_secs(30),
+        || async { checked(&s.metrics().await).is_some_and(|v| v >= 1.0) },
+    )
+    .await;
+    let m = s.metrics().await;
+    let last = series(
+        &m,
+        "payrecon_last_balance_check_timestamp_seconds",
+        &[("chain", "ethereum")],
+    );
+    assert!(last.is_some_and(|t| t > 1.7e9), "{m}");
+    assert_eq!(
+        series(
+            &m,
+            "payrecon_runs_total",
+            &[("provider", "sandbox"), ("outcome", "ok")]
+        ),
+        Some(0.0),
+        "the run schedule did not fire: {m}"
+    );
+    let (code, _) = s.stop("TERM", Duration::from_secs(30)).await;
+    assert_eq!(code, Some(0));
+    assert!(
+        s.proc
+            .stderr()
+            .contains("Scheduled balance check finished."),
+        "{}",
+        s.proc.stderr()
+    );
 }

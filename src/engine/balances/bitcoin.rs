@@ -1,0 +1,229 @@
+//! One Bitcoin chain's balance check, from Esplora: per deposit address, its confirmed
+//! balance at the tip (read before and after its history, which must agree), its confirmed
+//! history down to where its last check ended (or, the first time, to its oldest order's
+//! time), the balance at the final block derived from the two, and each transaction since the
+//! last check as flows: outputs paying the address are inflows; a transaction spending the
+//! address's outputs sends its other outputs out (sweeps or not), its change back, and its fee.
+//! Esplora answers per address: a check costs two balance reads and the history pages since
+//! the last check per address, whatever changed.
+
+use std::collections::HashMap;
+
+use futures::{StreamExt, TryStreamExt};
+
+use super::explain::{conclude, CheckError, Item};
+use super::ChainCheck;
+use crate::chain::{AddressTx, BitcoinClient, ChainError, BITCOIN_TIME_SKEW};
+use crate::domain::{Address, Asset, ChainHead, Delta, Flow, PaymentKey, U256};
+use crate::store::{BalanceRow, BalanceScope};
+
+/// Addresses read at once.
+const IN_FLIGHT: usize = 4;
+/// Reads of an address whose balance moved while its history was read, before the check fails.
+const ATTEMPTS: usize = 3;
+
+/// What one address's reads say.
+struct Read {
+    item: Item,
+    at_final: U256,
+    flows: Vec<Flow>,
+}
+
+/// Checks `scope` (one chain's deposit addresses) against `previous` checks.
+pub(super) async fn check(
+    btc: &BitcoinClient,
+    chain: &str,
+    head: &ChainHead,
+    scope: &[BalanceScope],
+    previous: &HashMap<(String, String, String), BalanceRow>,
+    treasury: &[String],
+) -> Result<ChainCheck, CheckError> {
+    let f = head.final_block;
+    let kind = btc.settings().kind;
+    let mut wanted = Vec::new();
+    for s in scope {
+        let bad = || CheckError::Ledger(s.address.clone(), s.asset.clone());
+        let address = kind.address("pay_to", &s.address).map_err(|_| bad())?;
+        if s.asset != Asset::Native.to_string() {
+            return Err(bad());
+        }
+        let prev = previous
+            .get(&(chain.to_string(), s.address.clone(), s.asset.clone()))
+            .cloned();
+        if prev.as_ref().is_some_and(|p| p.checked_block >= f) {
+            continue;
+        }
+        let since = u64::try_from(s.oldest_order.as_second()).unwrap_or(0);
+        wanted.push((address, prev, since));
+    }
+    let reads: Vec<Read> = futures::stream::iter(wanted)
+        .map(|(address, prev, since)| read(btc, chain, f, address, prev, since))
+        .buffered(IN_FLIGHT)
+        .try_collect()
+        .await?;
+    let (mut items, mut at_final, mut flows) = (Vec::new(), Vec::new(), HashMap::new());
+    for r in reads {
+        let key = (r.item.address.to_string(), Asset::Native.to_string());
+        flows.insert(key, r.flows);
+        items.push(r.item);
+        at_final.push(r.at_final);
+    }
+    conclude(chain, head, items, at_final, flows, treasury)
+}
+
+/// One address: its balance at `f` and its flows since its last check (`prev`), or since
+/// `since` (its oldest order's time) the first time, its opening then derived.
+async fn read(
+    btc: &BitcoinClient,
+    chain: &str,
+    f: u64,
+    address: Address,
+    prev: Option<BalanceRow>,
+    since: u64,
+) -> Result<Read, CheckError> {
+    let lo = prev.as_ref().map(|p| p.checked_block);
+    let past = |height: u64, time: Option<u64>| match lo {
+        Some(lo) => height <= lo,
+        None => time.is_some_and(|t| t.saturating_add(BITCOIN_TIME_SKEW) < since),
+    };
+    let (tip_balance, txs) = consistent(btc, chain, &address, past).await?;
+    let in_range = |t: &&AddressTx| {
+        t.block.number <= f
+            && match lo {
+                Some(lo) => t.block.number > lo,
+                None => t.time.is_some_and(|time| time >= since),
+            }
+    };
+    // The balance at `f`: the tip's, less what the transactions above `f` did.
+    let above: i128 = txs
+        .iter()
+        .filter(|t| t.block.number > f)
+        .map(AddressTx::net)
+        .sum();
+    let inconsistent = |what: &str| {
+        CheckError::Chain(ChainError::Rpc {
+            chain: chain.to_string(),
+            what: "/address/:address",
+            reason: format!("the history of {address} does not add up to its balance ({what})"),
+        })
+    };
+    let at_f = i128::from(tip_balance) - above;
+    let at_f = u64::try_from(at_f).map_err(|_| inconsistent("at the final block"))?;
+    let mine: Vec<&AddressTx> = txs.iter().filter(in_range).collect();
+    let flows: Vec<Flow> = mine
+        .iter()
+        .flat_map(|t| flows_of(chain, &address, t))
+        .collect();
+    let item = match prev {
+        Some(p) => Item {
+            address,
+            asset: Asset::Native,
+            lo: p.checked_block,
+            lo_balance: p.balance,
+            expected: p.expected,
+            opening: None,
+            previous: Some(p),
+        },
+        None => {
+            // The opening: the balance before the first transaction in the window.
+            let window: i128 = mine.iter().map(|t| t.net()).sum();
+            let opening = u64::try_from(i128::from(at_f) - window)
+                .map_err(|_| inconsistent("at its opening"))?;
+            let block = mine
+                .iter()
+                .map(|t| t.block.number)
+                .min()
+                .map_or(f, |b| b.saturating_sub(1));
+            let opening = U256::from(opening);
+            Item {
+                address,
+                asset: Asset::Native,
+                lo: block,
+                lo_balance: opening,
+                expected: Delta::positive(opening),
+                opening: Some((block, opening)),
+                previous: None,
+            }
+        }
+    };
+    Ok(Read {
+        item,
+        at_final: U256::from(at_f),
+        flows,
+    })
+}
+
+/// The tip balance and the history, read so that they agree: the balance before and after
+/// the history must be the same (a block found meanwhile reads again).
+async fn consistent(
+    btc: &BitcoinClient,
+    chain: &str,
+    address: &Address,
+    past: impl Fn(u64, Option<u64>) -> bool,
+) -> Result<(u64, Vec<AddressTx>), CheckError> {
+    for _ in 0..ATTEMPTS {
+        let before = btc.confirmed_balance(address).await?;
+        let txs = btc.address_txs(address, &past).await?;
+        if btc.confirmed_balance(address).await? == before {
+            return Ok((before, txs));
+        }
+    }
+    Err(CheckError::Chain(ChainError::Rpc {
+        chain: chain.to_string(),
+        what: "/address/:address",
+        reason: format!(
+            "the balance of {address} moved while its history was read, {ATTEMPTS} times"
+        ),
+    }))
+}
+
+/// A transaction as flows of `me`: each output paying it from someone else is an inflow; a
+/// transaction spending its outputs sends each other output out (the fee on the first; its
+/// change is no payment). One spending together with others' inputs is one flow of what it
+/// lost, to `several`, or of what it gained, from them.
+fn flows_of(chain: &str, me: &Address, t: &AddressTx) -> Vec<Flow> {
+    let me = me.to_string();
+    let key = |index: i64| PaymentKey {
+        chain: chain.to_string(),
+        tx_hash: t.txid.clone(),
+        log_index: index,
+    };
+    let flow = |index: i64, from: &str, to: &str, amount: u64, fee: u64| Flow {
+        key: key(index),
+        from: from.to_string(),
+        to: to.to_string(),
+        asset: Asset::Native,
+        amount: U256::from(amount),
+        fee: U256::from(fee),
+        block: t.block.clone(),
+    };
+    if t.spent == 0 {
+        let payer = t.payer.clone().unwrap_or_default();
+        return t
+            .received
+            .iter()
+            .map(|(i, sats)| flow(*i, &payer, &me, *sats, 0))
+            .collect();
+    }
+    if t.own {
+        let mut out: Vec<Flow> = t
+            .sent
+            .iter()
+            .map(|(i, to, sats)| flow(*i, &me, to, *sats, 0))
+            .collect();
+        match out.first_mut() {
+            Some(first) => first.fee = U256::from(t.fee),
+            // Every output back to the address (a consolidation): only the fee left it.
+            None => out.push(flow(0, &me, &me, 0, t.fee)),
+        }
+        return out;
+    }
+    let net = t.net();
+    let index = t.received.first().map_or(0, |r| r.0);
+    let amount = u64::try_from(net.unsigned_abs()).unwrap_or(u64::MAX);
+    if net >= 0 {
+        vec![flow(index, "several", &me, amount, 0)]
+    } else {
+        vec![flow(index, &me, "several", amount, 0)]
+    }
+}
