@@ -30,6 +30,21 @@ fn hex_u256(v: &str) -> Option<U256> {
     U256::from_str_radix(digits, 16).ok()
 }
 
+/// One balance read per holding at `tag`: `eth_getBalance`, or `balanceOf` by `eth_call`.
+fn balance_calls(chunk: &[(Address, Asset)], tag: &str) -> Vec<(&'static str, Value)> {
+    chunk
+        .iter()
+        .map(|(address, asset)| match asset {
+            Asset::Native => ("eth_getBalance", json!([address.as_str(), tag])),
+            Asset::Token(token) => (
+                "eth_call",
+                json!([{"to": token.as_str(),
+                        "data": format!("0x{BALANCE_OF}{}", word(address))}, tag]),
+            ),
+        })
+        .collect()
+}
+
 #[derive(Debug, Deserialize)]
 struct RawBlock {
     hash: B256,
@@ -71,17 +86,7 @@ impl super::EvmClient {
         let tag = format!("{block:#x}");
         let mut out = Vec::with_capacity(holdings.len());
         for chunk in holdings.chunks(self.settings.batch_size.max(1)) {
-            let calls: Vec<(&'static str, Value)> = chunk
-                .iter()
-                .map(|(address, asset)| match asset {
-                    Asset::Native => ("eth_getBalance", json!([address.as_str(), tag])),
-                    Asset::Token(token) => (
-                        "eth_call",
-                        json!([{"to": token.as_str(),
-                                "data": format!("0x{BALANCE_OF}{}", word(address))}, tag]),
-                    ),
-                })
-                .collect();
+            let calls = balance_calls(chunk, &tag);
             let replies = self.rpc.batch("balances", &calls).await.map_err(|e| {
                 // The node's own words, without a second "chain …: balances:" before them.
                 let e = match e {
@@ -94,17 +99,72 @@ impl super::EvmClient {
                 )
             })?;
             for ((address, asset), raw) in chunk.iter().zip(replies) {
-                let text: String = serde_json::from_str(raw.get()).unwrap_or_default();
-                let value = hex_u256(&text).ok_or_else(|| {
-                    self.failed(
-                        "balances",
-                        format!("the balance of {address} ({asset}) at block {block} is not a number: {}", raw.get()),
-                    )
-                })?;
-                out.push(value);
+                out.push(self.quantity(raw.get(), address, asset, &block.to_string())?);
             }
         }
         Ok(out)
+    }
+
+    /// The balance of each `(address, asset)` at the node's head, for a node that answers
+    /// only at `latest` (java-tron): each batch of `rpc_batch_size` is bracketed by
+    /// `eth_blockNumber`, and read again (up to three times) when a block came between the
+    /// two, so each balance comes with the block it was read at.
+    pub async fn balances_at_head(
+        &self,
+        holdings: &[(Address, Asset)],
+    ) -> Result<Vec<(u64, U256)>, ChainError> {
+        const ATTEMPTS: usize = 3;
+        let mut out = Vec::with_capacity(holdings.len());
+        for chunk in holdings.chunks(self.settings.batch_size.max(1)) {
+            let mut calls = vec![("eth_blockNumber", json!([]))];
+            calls.extend(balance_calls(chunk, "latest"));
+            calls.push(("eth_blockNumber", json!([])));
+            let mut read = None;
+            for _ in 0..ATTEMPTS {
+                let replies = self.rpc.batch("balances", &calls).await?;
+                let number = |raw: &serde_json::value::RawValue| {
+                    let text: String = serde_json::from_str(raw.get()).unwrap_or_default();
+                    hex_u256(&text).and_then(|n| u64::try_from(n).ok())
+                };
+                let (first, last) = (number(&replies[0]), number(&replies[replies.len() - 1]));
+                let head = first.ok_or_else(|| {
+                    self.failed(
+                        "balances",
+                        format!("eth_blockNumber is not a number: {}", replies[0].get()),
+                    )
+                })?;
+                if first == last {
+                    read = Some((head, replies));
+                    break;
+                }
+            }
+            let Some((head, replies)) = read else {
+                return Err(self.failed(
+                    "balances",
+                    format!("the head moved during every one of {ATTEMPTS} balance reads"),
+                ));
+            };
+            for ((address, asset), raw) in chunk.iter().zip(&replies[1..]) {
+                out.push((head, self.quantity(raw.get(), address, asset, "latest")?));
+            }
+        }
+        Ok(out)
+    }
+
+    fn quantity(
+        &self,
+        raw: &str,
+        address: &Address,
+        asset: &Asset,
+        at: &str,
+    ) -> Result<U256, ChainError> {
+        let text: String = serde_json::from_str(raw).unwrap_or_default();
+        hex_u256(&text).ok_or_else(|| {
+            self.failed(
+                "balances",
+                format!("the balance of {address} ({asset}) at block {at} is not a number: {raw}"),
+            )
+        })
     }
 
     /// `Transfer` logs of `tokens` from or to any of `addresses` in blocks `from..=to`: two

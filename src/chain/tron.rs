@@ -8,7 +8,8 @@
 use super::tron_api::TronApi;
 use super::{ChainError, ChainSettings, EvmClient, Lookup, Preflight, TransferQuery};
 use crate::domain::{
-    as_tron, tron_address, Address, Asset, ChainHead, ChainKind, ChainTransfer, TronAddress,
+    as_tron, tron_address, Address, Asset, ChainHead, ChainKind, ChainTransfer, Flow, TronAddress,
+    U256,
 };
 
 pub struct TronClient {
@@ -111,6 +112,78 @@ impl TronClient {
             .transfers_to(head, &hex(tokens), &hex(recipients), from)
             .await?;
         Ok(found.into_iter().filter_map(from_evm_transfer).collect())
+    }
+}
+
+/// The balance check's reads (SPEC §17). java-tron answers `eth_getBalance` and `eth_call`
+/// only at `latest`: balances come with the block they were read at, and the check takes the
+/// flows above its final block back off them.
+impl TronClient {
+    /// Each `(address, asset)`'s balance at the head, with the block it was read at.
+    pub async fn balances_at_head(
+        &self,
+        holdings: &[(Address, Asset)],
+    ) -> Result<Vec<(u64, U256)>, ChainError> {
+        let mut hex = Vec::with_capacity(holdings.len());
+        for (a, asset) in holdings {
+            let asset = match asset {
+                Asset::Native => Asset::Native,
+                Asset::Token(t) => Asset::Token(self.hex(t)?),
+            };
+            hex.push((self.hex(a)?, asset));
+        }
+        self.evm.balances_at_head(&hex).await
+    }
+
+    /// TRC-20 `Transfer` logs of `tokens` from or to `addresses` in blocks `from..=to`, in
+    /// Tron's spellings.
+    pub async fn token_flows(
+        &self,
+        tokens: &[Address],
+        addresses: &[Address],
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Flow>, ChainError> {
+        let hex = |list: &[Address]| {
+            list.iter()
+                .map(|a| self.hex(a))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let found = self
+            .evm
+            .token_flows(&hex(tokens)?, &hex(addresses)?, from, to)
+            .await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|mut f| {
+                let party = |p: &str| Some(tron_form(&Address::parse(p).ok()?)?.to_string());
+                f.from = party(&f.from)?;
+                f.to = party(&f.to)?;
+                if let Asset::Token(t) = &f.asset {
+                    f.asset = Asset::Token(tron_form(t)?);
+                }
+                f.key.tx_hash = ChainKind::Tron.tx_hash(f.key.tx_hash.as_str()).ok()?;
+                Some(f)
+            })
+            .collect())
+    }
+
+    /// The TRX that moved into and out of `addresses` in blocks `from..=to` (HTTP API).
+    pub async fn trx_flows(
+        &self,
+        addresses: &[Address],
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Flow>, ChainError> {
+        self.api.trx_flows(addresses, from, to).await
+    }
+
+    fn hex(&self, a: &Address) -> Result<Address, ChainError> {
+        evm_address(a).ok_or_else(|| ChainError::Rpc {
+            chain: self.settings().name.clone(),
+            what: "balances",
+            reason: format!("{a} is not a Tron address"),
+        })
     }
 }
 

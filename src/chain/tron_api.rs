@@ -3,8 +3,11 @@
 //! (`raw_data.contract[0].type == "TransferContract"`, `to_address`, `amount` in sun,
 //! `ret[0].contractRet`), `/wallet/gettransactioninfobyid` which block holds it,
 //! `/wallet/getblockbynum` that block's id. A freeze, a vote, a TRC-10 transfer or a contract
-//! call with a value is never a payment. Requests are retried like JSON-RPC ones (connection
-//! errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when configured.
+//! call with a value is never a payment. For the balance check (SPEC §17), the TRX that moved
+//! into and out of deposit addresses, from `/wallet/getblockbylimitnext` (100 blocks a read)
+//! and the fees they paid from `/wallet/gettransactioninfobyid`. Requests are retried like
+//! JSON-RPC ones (connection errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when
+//! configured.
 
 use std::sync::Arc;
 
@@ -16,11 +19,14 @@ use super::rest::Rest;
 use super::rpc::Limiter;
 use super::{ChainError, ChainSettings, Lookup, TransferQuery};
 use crate::domain::{
-    tron_address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TronAddress, U256,
+    tron_address, Address, Asset, BlockRef, ChainHead, ChainKind, ChainTransfer, Flow, PaymentKey,
+    TronAddress, U256,
 };
 
 /// Transactions looked up at once.
 const IN_FLIGHT: usize = 4;
+/// Blocks one `/wallet/getblockbylimitnext` answers at most (java-tron's limit).
+const BLOCKS_PER_READ: u64 = 100;
 
 pub(super) struct TronApi {
     rest: Rest,
@@ -31,6 +37,47 @@ struct Tx {
     #[serde(default)]
     ret: Vec<Ret>,
     raw_data: Option<RawData>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Blocks {
+    #[serde(default)]
+    block: Vec<ApiBlock>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ApiBlock {
+    #[serde(rename = "blockID")]
+    block_id: String,
+    block_header: Header,
+    #[serde(default)]
+    transactions: Vec<ApiTx>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Header {
+    raw_data: HeaderData,
+}
+
+#[derive(Debug, Deserialize)]
+struct HeaderData {
+    /// Absent on block 0 (protobuf's JSON leaves zeros out).
+    #[serde(default)]
+    number: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct ApiTx {
+    #[serde(rename = "txID")]
+    txid: String,
+    #[serde(flatten)]
+    tx: Tx,
+}
+
+#[derive(Debug, Deserialize)]
+struct Fee {
+    #[serde(default)]
+    fee: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -146,6 +193,124 @@ impl TronApi {
             state: head.state_of(number),
             block_time: None,
         }]))
+    }
+
+    /// The TRX that moved into and out of `addresses` (Tron form) in blocks `from..=to`: a
+    /// `TransferContract` to or from one of them (its amount; nothing when it failed), and
+    /// for every transaction one of them sent (a TRC-20 sweep too), the TRX it burned as fee
+    /// (`/wallet/gettransactioninfobyid`) and a contract call's `call_value`. Freezes, votes
+    /// and TRX sent from inside contracts are not read: what they moved is left unexplained.
+    pub(super) async fn trx_flows(
+        &self,
+        addresses: &[Address],
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Flow>, ChainError> {
+        let mine: std::collections::HashSet<&str> = addresses.iter().map(Address::as_str).collect();
+        let mut flows = Vec::new();
+        let mut start = from;
+        while start <= to {
+            let end = start.saturating_add(BLOCKS_PER_READ - 1).min(to);
+            let body = json!({ "startNum": start, "endNum": end + 1 });
+            let raw = self.post("/wallet/getblockbylimitnext", body).await?;
+            let blocks = Blocks::deserialize(raw).map_err(|e| ChainError::Rpc {
+                chain: self.rest.chain().to_string(),
+                what: "/wallet/getblockbylimitnext",
+                reason: format!("malformed blocks {start}..={end}: {e}"),
+            })?;
+            // Tron's block numbers have no holes: fewer blocks than asked is an answer that
+            // would hide payments (a node behind, or one with a smaller limit).
+            if blocks.block.len() as u64 != end - start + 1 {
+                return Err(ChainError::Rpc {
+                    chain: self.rest.chain().to_string(),
+                    what: "/wallet/getblockbylimitnext",
+                    reason: format!(
+                        "asked for blocks {start}..={end}, got {}",
+                        blocks.block.len()
+                    ),
+                });
+            }
+            for b in blocks.block {
+                let block = BlockRef {
+                    number: b.block_header.raw_data.number,
+                    hash: format!("0x{}", b.block_id.to_lowercase()),
+                };
+                for t in &b.transactions {
+                    flows.extend(self.flow_of(&mine, &block, t));
+                }
+            }
+            start = end + 1;
+        }
+        // Owned ids: the stream's futures borrow nothing but `self` (keeps them Send).
+        let sent: Vec<Option<String>> = flows
+            .iter()
+            .map(|f| {
+                mine.contains(f.from.as_str())
+                    .then(|| f.key.tx_hash.to_string())
+            })
+            .collect();
+        let fees: Vec<u64> = futures::stream::iter(sent)
+            .map(|txid| self.fee_of(txid))
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+        for (flow, fee) in flows.iter_mut().zip(fees) {
+            flow.fee = U256::from(fee);
+        }
+        Ok(flows)
+    }
+
+    /// The TRX a transaction burned as its fee (none asked for: 0).
+    async fn fee_of(&self, txid: Option<String>) -> Result<u64, ChainError> {
+        let Some(txid) = txid else {
+            return Ok(0);
+        };
+        let info = self
+            .post("/wallet/gettransactioninfobyid", json!({ "value": txid }))
+            .await?;
+        Ok(Fee::deserialize(info).map_or(0, |f| f.fee))
+    }
+
+    /// A transaction as a TRX flow of one of `mine`, if it is one's.
+    fn flow_of(
+        &self,
+        mine: &std::collections::HashSet<&str>,
+        block: &BlockRef,
+        t: &ApiTx,
+    ) -> Option<Flow> {
+        let contract = t.tx.raw_data.as_ref()?.contract.first()?;
+        let value = &contract.parameter.as_ref()?.value;
+        let party = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(|s| TronAddress::parse("address", s).ok())
+                .map(|a| tron_address(&a).to_string())
+        };
+        let number = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let owner = party("owner_address")?;
+        let (to, amount) = match contract.kind.as_str() {
+            "TransferContract" => (party("to_address")?, number("amount")),
+            "TriggerSmartContract" => (party("contract_address")?, number("call_value")),
+            other => (other.to_string(), 0),
+        };
+        if !mine.contains(owner.as_str()) && !mine.contains(to.as_str()) {
+            return None;
+        }
+        let success = t.tx.ret.first().and_then(|r| r.contract_ret.as_deref()) == Some("SUCCESS");
+        Some(Flow {
+            key: PaymentKey {
+                chain: self.rest.chain().to_string(),
+                tx_hash: ChainKind::Tron.tx_hash(&t.txid).ok()?,
+                log_index: -1,
+            },
+            from: owner,
+            to,
+            asset: Asset::Native,
+            amount: U256::from(if success { amount } else { 0 }),
+            fee: U256::ZERO,
+            block: block.clone(),
+        })
     }
 
     async fn post(&self, path: &'static str, body: Value) -> Result<Value, ChainError> {

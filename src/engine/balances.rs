@@ -9,6 +9,7 @@
 mod bitcoin;
 mod evm;
 mod explain;
+mod tron;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -158,13 +159,8 @@ impl Engine {
             ChainClient::Bitcoin(btc) => {
                 bitcoin::check(btc, chain, &head, items, previous, treasury).await
             }
-            ChainClient::Tron(_) => {
-                let e = format!(
-                    "chain {chain}: the balance check reads EVM and Bitcoin chains only so far; \
-                     its {} deposit addresses were not checked",
-                    items.len()
-                );
-                return self.fail(acc, e);
+            ChainClient::Tron(t) => {
+                tron::check(client, t, chain, &head, items, previous, treasury).await
             }
         };
         match found {

@@ -1,6 +1,7 @@
 //! A sandbox EVM node: an in-process JSON-RPC server on loopback serving exactly what
-//! payrecon reads (chain id, head, blocks by number or tag, receipts, transactions), from
-//! state held in memory. Used by the demo (no network, no setup), tests and benchmarks; tests
+//! payrecon reads (chain id, head, blocks by number or tag, receipts, transactions, logs, and
+//! balances at a block: `eth_getBalance`, `balanceOf` by `eth_call`), from state held in
+//! memory. Used by the demo (no network, no setup), tests and benchmarks; tests
 //! wrap its routes (`router`) for latency, failures, counters and older nodes' tags
 //! (`payrecon-testkit`), never here.
 //!
@@ -45,12 +46,22 @@ impl SandboxChain {
     /// An empty chain (genesis block 0 only) with `finalized` = head - 64, `safe` = head - 32
     /// (as anvil).
     pub fn new(chain_id: u64) -> SandboxChain {
+        SandboxChain::starting_at(chain_id, node::GENESIS_TIME)
+    }
+
+    /// As `new`, its genesis block at `genesis_time` (Unix seconds), the next ones 12 s apart.
+    pub fn starting_at(chain_id: u64, genesis_time: u64) -> SandboxChain {
         SandboxChain {
             shared: Arc::new(Shared {
-                node: Mutex::new(Node::new(chain_id)),
+                node: Mutex::new(Node::new(chain_id, genesis_time)),
             }),
             server: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// Gives `holder` `value` wei at genesis.
+    pub fn fund_native(&self, holder: &Address, value: U256) {
+        self.node().fund(evm(holder), None, value);
     }
 
     /// Starts serving on `127.0.0.1:0` (once; later calls return the same URL) until the last

@@ -3,7 +3,10 @@
 //! `eth_blockNumber`, `eth_getBlockByNumber` with `latest`/`finalized` = solidified, `safe`
 //! refused, `eth_getTransactionReceipt`, `eth_getTransactionByHash`, `eth_getLogs`,
 //! `web3_clientVersion`) and the HTTP API (`/wallet/gettransactionbyid`,
-//! `/wallet/gettransactioninfobyid`, `/wallet/getblockbynum`). Addresses go out as java-tron
+//! `/wallet/gettransactioninfobyid`, `/wallet/getblockbynum`, `/wallet/getblockbylimitnext`).
+//! Balances (`eth_getBalance`, `balanceOf` by `eth_call`, at `latest` only as java-tron
+//! answers) are what `fund` gave plus the transactions up to the head, every transaction
+//! burning `TX_FEE` sun of its sender's TRX. Addresses go out as java-tron
 //! writes them: `0x` + 20 bytes on JSON-RPC, `41` + 20 bytes on the HTTP API; transaction ids
 //! as 64 hex digits (with `0x` on JSON-RPC). Blocks are 3 s apart, the head's time now.
 
@@ -19,7 +22,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use http::{getblockbynum, gettransactionbyid, gettransactioninfobyid};
+use http::{getblockbylimitnext, getblockbynum, gettransactionbyid, gettransactioninfobyid};
 use rpc::jsonrpc;
 
 /// Mainnet's chain id (`0x2b6653dc`).
@@ -28,6 +31,8 @@ pub const MAINNET_CHAIN_ID: u64 = 0x2b66_53dc;
 pub const USDT: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 /// USDT's TRC-20 contract on mainnet, as 20 bytes of hex (base58 `TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t`).
 pub const USDT_HEX: &str = "a614f803b6fd780986a42c78ec9c7f77e6ded13c";
+/// The TRX (sun) every transaction burns from its sender (its info's `fee`).
+pub const TX_FEE: u64 = 1_100_000;
 pub(crate) const TRANSFER: &str =
     "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
@@ -84,6 +89,8 @@ pub(crate) struct NodeState {
     head_time: i64,
     /// Statuses the next HTTP API requests answer (then the queue is empty again).
     api_faults: std::collections::VecDeque<u16>,
+    /// Balances before any transaction, by (holder, `native` or token contract), 20-byte hex.
+    funds: HashMap<(String, String), u128>,
 }
 
 /// The node's handle. Dropping it stops the server.
@@ -117,6 +124,7 @@ impl FakeTron {
             api_keys: Vec::new(),
             head_time: jiff::Timestamp::now().as_second(),
             api_faults: Default::default(),
+            funds: HashMap::new(),
         }));
         let router = Router::new()
             .route("/jsonrpc", post(jsonrpc))
@@ -126,6 +134,7 @@ impl FakeTron {
                 post(gettransactioninfobyid),
             )
             .route("/wallet/getblockbynum", post(getblockbynum))
+            .route("/wallet/getblockbylimitnext", post(getblockbylimitnext))
             .with_state(state.clone());
         let (task, url) = crate::json_api::serve(router, "Tron node").await;
         FakeTron { state, url, task }
@@ -150,6 +159,13 @@ impl FakeTron {
         self.state()
             .txs
             .insert(txid.to_lowercase(), Entry { block, tx });
+    }
+
+    /// Gives `holder` (20-byte hex) `amount` of `asset` (`native` or a contract's 20-byte hex)
+    /// before any transaction.
+    pub fn fund(&self, holder: &str, asset: &str, amount: u128) {
+        let key = (holder.to_lowercase(), asset.to_lowercase());
+        *self.state().funds.entry(key).or_default() += amount;
     }
 
     /// Moves the transaction to another block (a reorg re-included it there).
@@ -233,6 +249,56 @@ pub(crate) fn block_id(s: &NodeState, n: u64) -> String {
     let mix = (u128::from(n) << 16 | u128::from(fork))
         .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
     format!("{n:016x}{mix:032x}{fork:016x}")
+}
+
+/// `holder`'s balance of `asset` (`native` or a contract), both 20-byte hex, at the head;
+/// below zero is an error of the test's making (reported as such by the node).
+pub(crate) fn balance_of(s: &NodeState, holder: &str, asset: &str) -> i128 {
+    let mut total = s
+        .funds
+        .get(&(holder.to_string(), asset.to_string()))
+        .map_or(0, |v| *v as i128);
+    let native = asset == "native";
+    for e in s.txs.values().filter(|e| e.block <= s.head) {
+        let (sender, moved) = match &e.tx {
+            TronTx::Trc20 {
+                contract,
+                from,
+                to,
+                amount,
+                success,
+                ..
+            } => (
+                from.clone(),
+                (*success && contract == asset).then_some((from, to, *amount)),
+            ),
+            TronTx::Trx {
+                from,
+                to,
+                amount,
+                contract_ret,
+            } => (
+                from.clone(),
+                (native && contract_ret == "SUCCESS").then(|| (from, to, u128::from(*amount))),
+            ),
+            TronTx::Other { value, .. } => {
+                let owner = value["owner_address"].as_str().unwrap_or_default();
+                (owner.trim_start_matches("41").to_string(), None)
+            }
+        };
+        if native && sender == holder {
+            total -= i128::from(TX_FEE);
+        }
+        if let Some((from, to, amount)) = moved {
+            if from == holder {
+                total -= amount as i128;
+            }
+            if to == holder {
+                total += amount as i128;
+            }
+        }
+    }
+    total
 }
 
 pub(crate) fn block_time(s: &NodeState, n: u64) -> i64 {

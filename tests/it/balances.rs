@@ -6,6 +6,7 @@
 //! batches and the log reads only; a pruned node failing the check by chain and block.
 
 mod bitcoin;
+mod tron;
 
 use payrecon::app::App;
 use payrecon::config::Config;

@@ -1,5 +1,7 @@
 //! The sandbox chain's state: blocks, transactions, receipts and logs in HashMaps, and their
 //! JSON-RPC shapes (the fields alloy's `Block`, `Transaction` and `TransactionReceipt` need).
+//! Balances at any block (what the balance check reads) are the genesis allocation plus the
+//! transactions up to it; every transaction costs its sender `FEE` wei, as its receipt says.
 
 use std::collections::HashMap;
 
@@ -85,6 +87,9 @@ struct Block {
 
 pub(super) struct Node {
     chain_id: u64,
+    genesis_time: u64,
+    /// Balances at genesis by (holder, token; `None` for the native coin).
+    alloc: HashMap<(EvmAddress, Option<EvmAddress>), U256>,
     blocks: Vec<Block>,
     pending: Vec<B256>,
     pending_logs: u64,
@@ -97,18 +102,24 @@ pub(super) struct Node {
 const FINALIZED_LAG: u64 = 64;
 const SAFE_LAG: u64 = 32;
 
-const GENESIS_TIME: u64 = 1_700_000_000;
+/// The genesis time unless one is given, and the time between blocks.
+pub(super) const GENESIS_TIME: u64 = 1_700_000_000;
+const BLOCK_TIME: u64 = 12;
+/// What every transaction costs its sender: the receipt's `gasUsed` × `effectiveGasPrice`.
+const FEE: u64 = 21_000 * 0x7735_9400;
 
 impl Node {
-    pub(super) fn new(chain_id: u64) -> Node {
+    pub(super) fn new(chain_id: u64, genesis_time: u64) -> Node {
         let genesis = Block {
             hash: keccak256(format!("sandbox block {chain_id} 0")),
             parent: B256::ZERO,
-            timestamp: GENESIS_TIME,
+            timestamp: genesis_time,
             txs: Vec::new(),
         };
         Node {
             chain_id,
+            genesis_time,
+            alloc: HashMap::new(),
             blocks: vec![genesis],
             pending: Vec::new(),
             pending_logs: 0,
@@ -160,10 +171,107 @@ impl Node {
         self.blocks.push(Block {
             hash: keccak256(format!("sandbox block {} {number}", self.chain_id)),
             parent,
-            timestamp: GENESIS_TIME + 12 * number,
+            timestamp: self.genesis_time + BLOCK_TIME * number,
             txs,
         });
         number
+    }
+
+    /// Adds `amount` to `holder`'s balance at genesis (of `token`; `None`: the native coin).
+    pub(super) fn fund(&mut self, holder: EvmAddress, token: Option<EvmAddress>, amount: U256) {
+        let v = self.alloc.entry((holder, token)).or_default();
+        *v = v.saturating_add(amount);
+    }
+
+    /// `holder`'s balance of `token` (`None`: the native coin) at block `at`; what would go
+    /// below zero stays at zero (a sandbox sender need not be funded).
+    pub(super) fn balance_at(
+        &self,
+        holder: EvmAddress,
+        token: Option<EvmAddress>,
+        at: u64,
+    ) -> U256 {
+        let mut balance = self
+            .alloc
+            .get(&(holder, token))
+            .copied()
+            .unwrap_or_default();
+        for block in self.blocks.iter().take(at as usize + 1) {
+            for tx in block.txs.iter().filter_map(|h| self.txs.get(h)) {
+                let p = &tx.payment;
+                let (mut add, mut sub) = (U256::ZERO, U256::ZERO);
+                match token {
+                    None => {
+                        if p.from == holder {
+                            sub += U256::from(FEE);
+                        }
+                        if !p.reverted && p.from == holder {
+                            sub += p.value;
+                        }
+                        if !p.reverted && p.to == holder {
+                            add += p.value;
+                        }
+                    }
+                    Some(t) if !p.reverted && p.to == t => {
+                        for (topics, data) in &p.logs {
+                            if topics.len() != 3 || topics[0] != TRANSFER_TOPIC {
+                                continue;
+                            }
+                            let amount = U256::from_be_slice(data);
+                            if topics[1] == holder.into_word() {
+                                sub += amount;
+                            }
+                            if topics[2] == holder.into_word() {
+                                add += amount;
+                            }
+                        }
+                    }
+                    Some(_) => {}
+                }
+                balance = balance.saturating_add(add).saturating_sub(sub);
+            }
+        }
+        balance
+    }
+
+    /// The logs in blocks `from..=to` matching `addresses` (empty: any) and `topics` (per
+    /// position: `None` any, else one of the list), as `eth_getLogs` answers.
+    pub(super) fn logs(
+        &self,
+        from: u64,
+        to: u64,
+        addresses: &[EvmAddress],
+        topics: &[Option<Vec<B256>>],
+    ) -> Vec<Value> {
+        let mut out = Vec::new();
+        for n in from..=to.min(self.head()) {
+            for h in &self.blocks[n as usize].txs {
+                let tx = &self.txs[h];
+                let p = &tx.payment;
+                if p.reverted || !(addresses.is_empty() || addresses.contains(&p.to)) {
+                    continue;
+                }
+                for (i, (t, data)) in p.logs.iter().enumerate() {
+                    let matches = topics.iter().enumerate().all(|(k, want)| match want {
+                        None => true,
+                        Some(list) => t.get(k).is_some_and(|x| list.contains(x)),
+                    });
+                    if matches {
+                        out.push(self.log_json(tx, i, t, data));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn log_json(&self, tx: &Tx, i: usize, topics: &[B256], data: &Bytes) -> Value {
+        let (block_hash, block_number, index) = self.place(tx);
+        json!({
+            "address": tx.payment.to, "topics": topics, "data": data, "blockHash": block_hash,
+            "blockNumber": block_number, "transactionHash": tx.hash,
+            "transactionIndex": index, "logIndex": hex(tx.first_log + i as u64), "removed": false,
+        })
     }
 
     pub(super) fn block_of(&self, tx: &TxHash) -> Option<u64> {
@@ -243,11 +351,11 @@ impl Node {
         let logs: Vec<Value> = if p.reverted {
             Vec::new()
         } else {
-            p.logs.iter().enumerate().map(|(i, (topics, data))| json!({
-                "address": p.to, "topics": topics, "data": data, "blockHash": block_hash,
-                "blockNumber": block_number, "transactionHash": tx.hash,
-                "transactionIndex": index, "logIndex": hex(tx.first_log + i as u64), "removed": false,
-            })).collect()
+            p.logs
+                .iter()
+                .enumerate()
+                .map(|(i, (topics, data))| self.log_json(tx, i, topics, data))
+                .collect()
         };
         json!({
             "type": "0x2", "status": if p.reverted { "0x0" } else { "0x1" },

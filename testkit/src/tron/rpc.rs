@@ -6,8 +6,8 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::{
-    block_id, block_time, hex_q, lock, note, Entry, NodeState, Shared, TronTx, MAINNET_CHAIN_ID,
-    TRANSFER,
+    balance_of, block_id, block_time, hex_q, lock, note, Entry, NodeState, Shared, TronTx,
+    MAINNET_CHAIN_ID, TRANSFER,
 };
 
 pub(super) async fn jsonrpc(
@@ -31,6 +31,18 @@ pub(super) async fn jsonrpc(
         Value::Array(reqs) => Value::Array(reqs.iter().map(one).collect()),
         req => one(req),
     })
+}
+
+/// java-tron answers state at its head only.
+fn latest_only(tag: &Value) -> Result<(), (i64, String)> {
+    match tag.as_str().unwrap_or_default() {
+        "latest" => Ok(()),
+        t if t.starts_with("0x") => Err((
+            -32602,
+            "QUANTITY not supported, just support TAG as latest".into(),
+        )),
+        t => Err((-32602, format!("TAG {t} not supported"))),
+    }
 }
 
 pub(crate) fn bare(id: &str) -> String {
@@ -97,6 +109,26 @@ fn call(s: &NodeState, method: &str, params: &Value) -> Result<Value, (i64, Stri
                 }))
         }
         "eth_getLogs" => Ok(Value::Array(logs(s, &params[0]))),
+        "eth_getBalance" => {
+            latest_only(&params[1])?;
+            let holder = bare(params[0].as_str().unwrap_or_default());
+            Ok(json!(format!(
+                "{:#x}",
+                balance_of(s, &holder, "native").max(0)
+            )))
+        }
+        "eth_call" => {
+            latest_only(&params[1])?;
+            let to = bare(params[0]["to"].as_str().unwrap_or_default());
+            let data = params[0]["data"].as_str().unwrap_or_default();
+            match data.strip_prefix("0x70a08231") {
+                Some(word) if word.len() == 64 => {
+                    let balance = balance_of(s, &word[24..].to_lowercase(), &to).max(0);
+                    Ok(json!(format!("0x{balance:064x}")))
+                }
+                _ => Err((-32000, "REVERT opcode executed".into())),
+            }
+        }
         other => Err((
             -32601,
             format!("the method {other} does not exist/is not available"),
