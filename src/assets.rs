@@ -120,7 +120,8 @@ impl Assets {
     }
 
     /// A finding's or an exception's detail with its amounts in tokens: a base-unit number
-    /// right after `paid `, ` of `, `short ` or `excess ` (how the details spell amounts) is
+    /// (a `-` before it kept) right after `paid `, ` of `, `short `, `excess `, or the balance
+    /// check's `sent `, `holds `, `explain `, `leaving ` (how the details spell amounts) is
     /// rewritten; numbers elsewhere (blocks, log indexes, dates) are left alone. Unchanged
     /// when the asset's decimals are not known.
     pub fn detail(&self, chain: &str, asset: Option<&str>, text: &str) -> String {
@@ -133,14 +134,20 @@ impl Assets {
         let mut out = String::with_capacity(text.len() + 16);
         let mut rest = text;
         'scan: while !rest.is_empty() {
-            for word in ["paid ", " of ", "short ", "excess "] {
+            let words = [
+                "paid ", " of ", "short ", "excess ", "sent ", "holds ", "explain ", "leaving ",
+            ];
+            for word in words {
                 if let Some(after) = rest.strip_prefix(word) {
+                    let sign = if after.starts_with('-') { "-" } else { "" };
+                    let after = &after[sign.len()..];
                     let digits = after.bytes().take_while(u8::is_ascii_digit).count();
                     let end = after[digits..].chars().next();
                     let boundary = end.is_none_or(|c| c.is_whitespace() || ",;)".contains(c));
                     if digits > 0 && boundary {
                         if let Some(t) = self.tokens(chain, asset, &after[..digits]) {
                             out.push_str(word);
+                            out.push_str(sign);
                             out.push_str(&t);
                             rest = &after[digits..];
                             continue 'scan;

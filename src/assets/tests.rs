@@ -73,4 +73,21 @@ fn amounts_read_in_tokens_where_the_decimals_are_known() {
         ),
         "paid 5 of 6"
     );
+    // The balance check's details, a difference below zero with its sign.
+    let tst = Some("0x00000000000000000000000000000000000000aa");
+    let held = "x: deposit address 0x01 holds 120000000 at block 12; the ledger and the \
+                transfers read explain 140000000, leaving -20000000 unexplained";
+    assert_eq!(
+        a.detail("ethereum", tst, held),
+        "x: deposit address 0x01 holds 120 TST at block 12; the ledger and the transfers \
+         read explain 140 TST, leaving -20 TST unexplained"
+    );
+    assert_eq!(
+        a.detail(
+            "ethereum",
+            tst,
+            "x: sent 1500000 from deposit address 0x01 to 0x02 in block 7"
+        ),
+        "x: sent 1.5 TST from deposit address 0x01 to 0x02 in block 7"
+    );
 }

@@ -1,6 +1,7 @@
 //! `payrecon demo`: no network, no setup. A fake Chaingateway and a sandbox EVM node on
 //! loopback, a fresh SQLite ledger with a dozen orders in every situation, one real run
-//! through reqwest, alloy and sqlx, the report, and where to look next.
+//! through reqwest, alloy and sqlx, the report, then a balance check that finds what no
+//! provider reported (a native payment, a drained deposit address), and where to look next.
 
 use std::path::PathBuf;
 
@@ -18,11 +19,14 @@ use crate::sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
 use crate::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use crate::store::{ApplyContext, NewOrder, Source};
 
+mod balances;
+use balances::{age_orders, check_balances};
+
 fn addr(n: u8) -> Address {
     Address::parse(&format!("0x{}", format!("{n:02x}").repeat(20))).expect("a valid address")
 }
 
-fn err(e: impl std::fmt::Display) -> AppError {
+pub(super) fn err(e: impl std::fmt::Display) -> AppError {
     AppError(e.to_string())
 }
 
@@ -32,7 +36,7 @@ struct Paid {
 }
 
 /// The sandbox's payments on chain, by situation.
-struct Payments {
+pub(super) struct Payments {
     missing: Paid,
     lagging: Paid,
     failed: Paid,
@@ -40,12 +44,23 @@ struct Payments {
     stray: Paid,
     sweep_only: Paid,
     native: TxHash,
+    /// A-1013's payment in ETH, which no provider reports, and a drain of A-1005's address.
+    pub(super) unreported: TxHash,
+    pub(super) drain: TxHash,
     reverted: TxHash,
     untouched: Paid,
     recent: Paid,
     backwards: Paid,
     /// A-1012's two transfers: 30 USDT, then a 20 USDT top-up.
     split: (Paid, Paid),
+}
+
+/// What A-1013 costs and was paid, in wei (0.005 ETH).
+const ETH_1013: u64 = 5_000_000_000_000_000;
+
+/// The orders paid in the chain's coin rather than the token.
+fn paid_in_eth(order_ref: &str) -> bool {
+    matches!(order_ref, "A-1005" | "A-1013")
 }
 
 fn usdt(whole: u64) -> U256 {
@@ -76,7 +91,12 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let _ = std::fs::remove_file(&db);
     let database_url = format!("sqlite://{}", db.display());
 
-    let chain = SandboxChain::new(1);
+    let now = jiff::Timestamp::now();
+    // The chain's blocks began two hours ago; the shop created its orders three hours ago.
+    let genesis = u64::try_from(now.as_second())
+        .unwrap_or(0)
+        .saturating_sub(7200);
+    let chain = SandboxChain::starting_at(1, genesis);
     let rpc_url = chain.serve().await.map_err(err)?;
     let (cg, cg_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
     // The merchant's application: events of every transition payrecon applies go there.
@@ -90,9 +110,9 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let app = App::build(config).await?;
     let store = &app.engine.store;
 
-    let now = jiff::Timestamp::now();
     let paid = pay_all(&chain)?;
     store.insert_orders(&orders()).await.map_err(err)?;
+    age_orders(&database_url, now).await?;
     seed_handler(store, &chain, &paid).await?;
     list_notifications(&cg, &paid, now);
 
@@ -102,6 +122,7 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     println!();
     let assets = crate::assets::Assets::of(&app.config);
     print!("{}", report.to_text_with(&assets));
+    check_balances(&app, &assets, &paid).await?;
     if let Some(d) = &app.events {
         d.flush(std::time::Duration::from_secs(10)).await;
     }
@@ -141,12 +162,19 @@ fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
         pay(0x04, usdt(20)),
     );
     let (stray, sweep_only) = (pay(0x99, usdt(7)), pay(0x0a, usdt(12)));
+    chain.fund_native(&payer, EvmU256::from(10u64.pow(19)));
     let native =
         chain.add_native_transfer(&payer, &addr(0x05), EvmU256::from(2_000_000_000_000_000u64));
     let reverted = chain.add_reverted(&token, &payer, &addr(0x06), EvmU256::from(usdt(9)));
     let untouched = pay(0x08, usdt(30));
     let split = (pay(0x0c, usdt(30)), pay(0x0c, usdt(20)));
     chain.mine_block();
+    let unreported = chain.add_native_transfer(&payer, &addr(0x0d), EvmU256::from(ETH_1013));
+    let drain = chain.add_native_transfer(
+        &addr(0x05),
+        &addr(0x66),
+        EvmU256::from(1_500_000_000_000_000u64),
+    );
     chain.mine(70);
     let (recent, backwards) = (pay(0x07, usdt(50)), pay(0x0b, usdt(60)));
     chain.mine_block();
@@ -159,6 +187,8 @@ fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
         stray,
         sweep_only,
         native,
+        unreported,
+        drain,
         reverted,
         untouched,
         recent,
@@ -207,21 +237,22 @@ fn orders() -> Vec<NewOrder> {
             50,
             "paid in two transfers: 30 + a 20 USDT top-up",
         ),
+        ("A-1013", 0x0d, 0, "paid in ETH, reported by no one"),
     ]
     .iter()
     .map(|(r, to, due, _)| NewOrder {
         order_ref: r.to_string(),
         chain: "ethereum".into(),
         pay_to: addr(*to).to_string(),
-        asset: if *r == "A-1005" {
+        asset: if paid_in_eth(r) {
             "native".into()
         } else {
             SANDBOX_TOKEN.into()
         },
-        amount_due: if *r == "A-1005" {
-            U256::from(1_000_000_000_000_000u64)
-        } else {
-            usdt(*due)
+        amount_due: match *r {
+            "A-1005" => U256::from(1_000_000_000_000_000u64),
+            "A-1013" => U256::from(ETH_1013),
+            _ => usdt(*due),
         },
     })
     .collect()
@@ -316,10 +347,11 @@ fn print_received(merchant: &SandboxMerchant, assets: &crate::assets::Assets) {
             "  {:<22} {:<7} {:<44} {}{}",
             e.kind,
             e.order_ref,
-            // Amounts for people: A-1005 is paid in the chain's coin, the others in the token.
+            // Amounts for people: A-1005 and A-1013 are paid in the chain's coin, the others
+            // in the token.
             assets.detail(
                 "ethereum",
-                Some(if e.order_ref == "A-1005" {
+                Some(if paid_in_eth(&e.order_ref) {
                     "native"
                 } else {
                     SANDBOX_TOKEN

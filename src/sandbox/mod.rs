@@ -32,7 +32,8 @@ listen = "127.0.0.1:9187"
 rpc_url = "{rpc_url}"
 confirmations = 12
 finality = "finalized"
-# The sandbox node serves no eth_getLogs: no deposit scan.
+# No deposit scan: the demo shows what the provider's lists and the receipts find, and what
+# the balance check finds besides.
 scan_unpaid = false
 
 [assets."ethereum:{SANDBOX_TOKEN}"]

@@ -159,8 +159,8 @@ fn flow_row(chain: &str, kind: &str, flow: &Flow) -> FindingRow {
         observed_state: None,
         action: if kind == "sweep" { "recorded" } else { "none" }.into(),
         detail: format!(
-            "{} {} from deposit address {} to {} in block {}",
-            flow.amount, flow.asset, flow.from, flow.to, flow.block.number
+            "sent {} from deposit address {} to {} in block {} (asset {})",
+            flow.amount, flow.from, flow.to, flow.block.number, flow.asset
         ),
         amount: Some(flow.amount.to_string()),
         asset: Some(flow.asset.to_string()),
@@ -187,8 +187,8 @@ fn mismatch(
         observed_state: None,
         action: "none".into(),
         detail: format!(
-            "deposit address {} holds {balance} {} at block {block}, the ledger and the \
-             transfers read explain {expected}: {difference} unexplained",
+            "deposit address {} holds {balance} at block {block}; the ledger and the \
+             transfers read explain {expected}, leaving {difference} unexplained (asset {})",
             item.address, item.asset
         ),
         amount: Some(difference.abs.to_string()),

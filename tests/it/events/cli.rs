@@ -169,6 +169,30 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
         rest.contains("paid 20 USDT of 25 USDT, held: underpaid"),
         "{rest}"
     );
+    // The balance check after the run finds what no provider reported: A-1013's payment in
+    // ETH (paid, its events sent) and the drain of A-1005's address, in ETH for people.
+    let (_, check) = head
+        .split_once("payrecon balances check:")
+        .unwrap_or_else(|| panic!("no balance check shown:\n{head}"));
+    let line = |kind: &str| {
+        check
+            .lines()
+            .find(|l| l.trim_start().starts_with(kind))
+            .unwrap_or_else(|| panic!("no {kind} finding:\n{check}"))
+    };
+    assert!(check.contains("balances   ok "), "{check}");
+    assert!(line("missing").contains("A-1013"), "{check}");
+    assert!(line("missing").contains("unpaid -> final"), "{check}");
+    let drain = line("unexpected_outflow");
+    assert!(
+        drain.contains("sent 0.0015 ETH from deposit address 0x0505"),
+        "{drain}"
+    );
+    assert!(!check.contains("balance_mismatch  "), "{check}");
+    assert!(
+        rest.contains("order.final            A-1013"),
+        "A-1013's event: {rest}"
+    );
 }
 
 /// A manual `run` beside `serve` on one SQLite ledger: both apply and both deliver (serve's
