@@ -1,8 +1,9 @@
 //! What the balance check reads from an EVM node (SPEC §17): balances at a block, in
 //! JSON-RPC batches (`eth_getBalance` for the native coin, `balanceOf` by `eth_call` for a
 //! token); token `Transfer` logs into and out of the deposit addresses; and, for the native
-//! coin, which emits no log, the blocks where a balance changed (bisection, about log2 of the
-//! blocks per change) and the top-level transactions of those blocks.
+//! coin, which emits no log, the blocks where the address sent a transaction (bisection over
+//! its nonce) and where its balance changed between them (bisection over the balance, about
+//! log2 of the blocks per change), and the top-level transactions of those blocks.
 
 use alloy::primitives::{Address as EvmAddress, B256};
 use serde::Deserialize;
@@ -268,6 +269,66 @@ impl super::EvmClient {
             todo.push(((a, va), (mid, vm)));
         }
         out.sort_by_key(|c| c.0);
+        Ok(out)
+    }
+
+    /// The nonce (transactions sent) of each `(block, address)`, in batches of
+    /// `rpc_batch_size`; a node without the state of that block fails the read by name.
+    pub async fn nonces_at(&self, reads: &[(u64, Address)]) -> Result<Vec<u64>, ChainError> {
+        let mut out = Vec::with_capacity(reads.len());
+        for chunk in reads.chunks(self.settings.batch_size.max(1)) {
+            let calls: Vec<(&'static str, Value)> = chunk
+                .iter()
+                .map(|(b, a)| {
+                    (
+                        "eth_getTransactionCount",
+                        json!([a.as_str(), format!("{b:#x}")]),
+                    )
+                })
+                .collect();
+            let replies = self.rpc.batch("nonces", &calls).await.map_err(|e| {
+                let blocks: Vec<u64> = chunk.iter().map(|r| r.0).collect();
+                self.failed(
+                    "nonces",
+                    format!("cannot read nonces at blocks {blocks:?} (the check needs the state of past blocks): {e}"),
+                )
+            })?;
+            for ((block, address), raw) in chunk.iter().zip(replies) {
+                let n = self.quantity(raw.get(), address, &Asset::Native, &block.to_string())?;
+                out.push(u64::try_from(n).map_err(|_| {
+                    self.failed("nonces", format!("the nonce of {address} is out of range"))
+                })?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The blocks in `(lo, hi]` where `address` sent transactions (its nonce grew), found by
+    /// bisection from its nonces at `lo` and `hi`: about log2(hi − lo) reads per block. A
+    /// nonce only grows, so none is missed: a payment in and a drain out between two checks,
+    /// which leave the balance where it was, are found by the drain's block.
+    pub async fn nonce_changes(
+        &self,
+        address: &Address,
+        lo: (u64, u64),
+        hi: (u64, u64),
+    ) -> Result<Vec<u64>, ChainError> {
+        let mut out = Vec::new();
+        let mut todo = vec![(lo, hi)];
+        while let Some(((a, na), (b, nb))) = todo.pop() {
+            if na == nb || b <= a {
+                continue;
+            }
+            if b == a + 1 {
+                out.push(b);
+                continue;
+            }
+            let mid = a + (b - a) / 2;
+            let nm = self.nonces_at(&[(mid, address.clone())]).await?[0];
+            todo.push(((mid, nm), (b, nb)));
+            todo.push(((a, na), (mid, nm)));
+        }
+        out.sort_unstable();
         Ok(out)
     }
 

@@ -1,7 +1,7 @@
 //! A sandbox EVM node: an in-process JSON-RPC server on loopback serving exactly what
 //! payrecon reads (chain id, head, blocks by number or tag, receipts, transactions, logs, and
-//! balances at a block: `eth_getBalance`, `balanceOf` by `eth_call`), from state held in
-//! memory. Used by the demo (no network, no setup), tests and benchmarks; tests
+//! balances and nonces at a block: `eth_getBalance`, `balanceOf` by `eth_call`,
+//! `eth_getTransactionCount`), from state held in memory. Used by the demo (no network, no setup), tests and benchmarks; tests
 //! wrap its routes (`router`) for latency, failures, counters and older nodes' tags
 //! (`payrecon-testkit`), never here.
 //!
@@ -18,6 +18,10 @@ use alloy::primitives::{Address as EvmAddress, U256};
 
 use crate::domain::{Address, TxHash};
 use node::{Node, Payment};
+
+/// What every sandbox transaction costs its sender, in wei (its receipt's `gasUsed` ×
+/// `effectiveGasPrice`).
+pub const TX_FEE_WEI: u64 = node::FEE;
 
 /// A sandbox chain. Clones share the same state and server.
 #[derive(Clone)]

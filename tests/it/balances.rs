@@ -6,6 +6,7 @@
 //! batches and the log reads only; a pruned node failing the check by chain and block.
 
 mod bitcoin;
+mod nonce;
 mod tron;
 
 use payrecon::app::App;
@@ -326,10 +327,14 @@ async fn a_check_with_nothing_new_costs_the_balance_batches_and_the_log_reads_on
     assert_eq!(balance_requests, 3, "{counts}");
     // ⌈blocks/log_range⌉ × ⌈150/100⌉ × 2 (sender, recipient) log reads.
     assert_eq!(rpc.calls("eth_getLogs"), 2 * 2, "{counts}");
-    // No native change: no bisection, no block or receipt read.
+    // The native addresses' nonces at the last check's block and at the final block, in
+    // ⌈300/100⌉ batches: none sent anything, so no bisection, no block or receipt read.
+    assert_eq!(rpc.calls("eth_getTransactionCount"), 300, "{counts}");
+    let nonce_requests = rpc.requests_with("eth_getTransactionCount");
+    assert_eq!(nonce_requests, 3, "{counts}");
     for m in ["eth_getTransactionReceipt", "eth_getBlockReceipts"] {
         assert_eq!(rpc.calls(m), 0, "{m}: {counts}");
     }
-    let heads = rpc.requests() - balance_requests - 4;
+    let heads = rpc.requests() - balance_requests - nonce_requests - 4;
     assert!(heads <= 2, "only the head besides: {counts}");
 }

@@ -146,8 +146,11 @@ async fn token_flows(
     Ok(out)
 }
 
-/// The native transfers of each native item whose balance changed since its start: the
-/// blocks where it changed (bisection), then their transactions.
+/// The native transfers of each native item since its start. The blocks where it sent a
+/// transaction come from its nonce (read at its start and at `f` for every native item, in
+/// batches: a payment in and a drain out that leave the balance where it was are still
+/// found); between them its balance only grows, and bisection finds each block where it did.
+/// Then those blocks' transactions.
 async fn native_flows(
     evm: &EvmClient,
     items: &[Item],
@@ -155,15 +158,48 @@ async fn native_flows(
     f: u64,
     flows: &mut HashMap<(String, String), Vec<Flow>>,
 ) -> Result<(), CheckError> {
-    for (item, now) in items.iter().zip(at_final) {
-        if item.asset != Asset::Native || item.lo_balance == *now {
-            continue;
-        }
-        let changes = evm
-            .native_changes(&item.address, (item.lo, item.lo_balance), (f, *now))
+    let natives: Vec<(&Item, U256)> = items
+        .iter()
+        .zip(at_final)
+        .filter(|(i, _)| i.asset == Asset::Native)
+        .map(|(i, b)| (i, *b))
+        .collect();
+    let reads: Vec<(u64, Address)> = natives
+        .iter()
+        .flat_map(|(i, _)| [(i.lo, i.address.clone()), (f, i.address.clone())])
+        .collect();
+    let nonces = evm.nonces_at(&reads).await?;
+    for ((item, now), pair) in natives.into_iter().zip(nonces.chunks(2)) {
+        let sent = evm
+            .nonce_changes(&item.address, (item.lo, pair[0]), (f, pair[1]))
             .await?;
+        // Segments between the blocks it sent from, with the balances at their ends.
+        let mut ends = Vec::with_capacity(sent.len() * 2);
+        for b in &sent {
+            ends.push(b - 1);
+            ends.push(*b);
+        }
+        let holding = [(item.address.clone(), Asset::Native)];
+        let mut bounds = vec![(item.lo, item.lo_balance)];
+        for b in ends {
+            let v = if b == item.lo {
+                item.lo_balance
+            } else if b == f {
+                now
+            } else {
+                evm.balances_at(b, &holding).await?[0]
+            };
+            bounds.push((b, v));
+        }
+        bounds.push((f, now));
+        let mut blocks: std::collections::BTreeSet<u64> = sent.iter().copied().collect();
+        for seg in bounds.chunks(2) {
+            for (block, _, _) in evm.native_changes(&item.address, seg[0], seg[1]).await? {
+                blocks.insert(block);
+            }
+        }
         let key = (item.address.to_string(), Asset::Native.to_string());
-        for (block, _, _) in changes {
+        for block in blocks {
             let found = evm.native_flows(&item.address, block).await?;
             flows.entry(key.clone()).or_default().extend(found);
         }

@@ -106,7 +106,7 @@ const SAFE_LAG: u64 = 32;
 pub(super) const GENESIS_TIME: u64 = 1_700_000_000;
 const BLOCK_TIME: u64 = 12;
 /// What every transaction costs its sender: the receipt's `gasUsed` × `effectiveGasPrice`.
-const FEE: u64 = 21_000 * 0x7735_9400;
+pub(super) const FEE: u64 = 21_000 * 0x7735_9400;
 
 impl Node {
     pub(super) fn new(chain_id: u64, genesis_time: u64) -> Node {
@@ -232,6 +232,15 @@ impl Node {
             }
         }
         balance
+    }
+
+    /// How many transactions `holder` sent in blocks up to `at` (its nonce there).
+    pub(super) fn nonce_at(&self, holder: EvmAddress, at: u64) -> u64 {
+        let blocks = self.blocks.iter().take(at as usize + 1);
+        blocks
+            .flat_map(|b| &b.txs)
+            .filter(|h| self.txs.get(*h).is_some_and(|t| t.payment.from == holder))
+            .count() as u64
     }
 
     /// The logs in blocks `from..=to` matching `addresses` (empty: any) and `topics` (per

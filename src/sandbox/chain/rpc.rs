@@ -59,6 +59,11 @@ fn dispatch(shared: &Shared, method: &str, params: &Value) -> Result<Value, (i64
             let at = at_block(&node, params, 1)?;
             Ok(json!(format!("{:#x}", node.balance_at(holder, None, at))))
         }
+        "eth_getTransactionCount" => {
+            let holder = param_address(params.get(0))?;
+            let at = at_block(&node, params, 1)?;
+            Ok(json!(format!("{:#x}", node.nonce_at(holder, at))))
+        }
         "eth_call" => {
             let call = params.get(0).cloned().unwrap_or_default();
             let token = param_address(call.get("to"))?;
