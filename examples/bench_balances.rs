@@ -1,9 +1,11 @@
 //! Balance-check benchmark (SPEC §17): N deposit addresses, each with a native and a token
 //! order (2N balances), on a real anvil node behind a counting JSON-RPC proxy
 //! (`payrecon_testkit::rpc_counter`), SQLite ledger, in process. The first check records the
-//! openings; after 5 empty blocks a second check has nothing new. For both it prints wall time,
-//! peak RSS, and the requests against the floor of the SPEC's formula: ⌈2N/batch⌉ balance
-//! requests plus ⌈blocks/log_range⌉ × ⌈N/100⌉ × 2 log reads, and no request per address.
+//! openings; after 5 empty blocks a second check has nothing new; a third finds one native
+//! payment among 1,000 new blocks. For each it prints wall time, peak RSS, and the requests
+//! against the floor of the SPEC's formula: ⌈2N/batch⌉ balance requests plus
+//! ⌈blocks/log_range⌉ × ⌈N/100⌉ × 2 log reads, the native addresses' nonces at both ends
+//! (⌈2N/batch⌉ more), no request per address, and the bisection's reads for the one change.
 //!
 //! ```text
 //! ANVIL_BIN=… cargo run --release --example bench_balances -- [--addresses 10000] [--batch 500]
@@ -98,7 +100,19 @@ async fn main() -> ExitCode {
         args.batch
     );
     let mut ok = true;
-    for (what, mine) in [("first (openings)", 0u64), ("nothing new", 5)] {
+    // Third: one native payment to one address among 1,000 new blocks (its order is paid
+    // once, no gap): the bisection's reads beside the batches.
+    let paid_to = format!("0x{:040x}", 0xbeef_0000_0000u64);
+    for (what, mine) in [
+        ("first (openings)", 0u64),
+        ("nothing new", 5),
+        ("one native change", 1_000),
+    ] {
+        if mine == 1_000 {
+            anvil
+                .send(&serde_json::json!({"from": from, "to": paid_to, "value": "0x1"}))
+                .await;
+        }
         if mine > 0 {
             anvil.mine(mine).await;
         }
@@ -115,7 +129,9 @@ async fn main() -> ExitCode {
         let (status, checked, gaps) = e.map_or(("none".into(), 0, 0), |e| {
             (e.status.clone(), e.checked, e.gaps.total())
         });
-        ok &= status == "ok" && gaps == 0 && checked == 2 * n;
+        // The third check's payment pays an order found on chain: one `missing` gap.
+        let want_gaps = u64::from(mine == 1_000);
+        ok &= status == "ok" && gaps == want_gaps && checked == 2 * n;
         let balance_requests = rpc
             .requests_with("eth_getBalance")
             .max(rpc.requests_with("eth_call"));
@@ -127,16 +143,29 @@ async fn main() -> ExitCode {
             wall.as_secs_f64(),
             procstat::peak_rss_mib()
         );
+        let nonce_requests = rpc.requests_with("eth_getTransactionCount");
         println!(
-            "  {:<17} requests {} (balances {balance_requests}, floor {floor}; eth_getLogs {}, \
-             formula {logs_floor}; other {}); calls {} eth_getBalance + {} eth_call",
+            "  {:<17} requests {} (balances {balance_requests}, floor {floor}; nonces \
+             {nonce_requests}; eth_getLogs {}, formula {logs_floor}; other {}); calls {} \
+             eth_getBalance + {} eth_call + {} eth_getTransactionCount",
             "",
             rpc.requests(),
             rpc.calls("eth_getLogs"),
-            rpc.requests() - balance_requests - rpc.calls("eth_getLogs"),
+            rpc.requests() - balance_requests - nonce_requests - rpc.calls("eth_getLogs"),
             rpc.calls("eth_getBalance"),
             rpc.calls("eth_call"),
+            rpc.calls("eth_getTransactionCount"),
         );
+        if mine == 1_000 {
+            // Single balance reads besides the batches: the bisection over 1,000 blocks.
+            let bisect = rpc.calls("eth_getBalance") - n;
+            println!(
+                "  {:<17} bisection: {bisect} balance reads for one change in {mine} blocks \
+                 (log2 {mine} = {:.1})",
+                "",
+                (mine as f64).log2()
+            );
+        }
     }
     if ok {
         ExitCode::SUCCESS

@@ -68,6 +68,26 @@ impl SandboxChain {
         self.node().fund(evm(holder), None, value);
     }
 
+    /// Gives `holder` `amount` of the token `contract` at genesis.
+    pub fn fund_token(&self, contract: &Address, holder: &Address, amount: U256) {
+        self.node().fund(evm(holder), Some(evm(contract)), amount);
+    }
+
+    /// A call of `contract` from `from` with `value` wei that the contract passes on to `to`
+    /// inside the call: `to`'s balance grows with no transaction or log of its own (an
+    /// internal transfer). Returns the call's hash.
+    pub fn add_internal_transfer(
+        &self,
+        from: &Address,
+        contract: &Address,
+        to: &Address,
+        value: U256,
+    ) -> TxHash {
+        let mut p = Payment::native(evm(from), evm(contract), value);
+        p.internal = Some((evm(to), value));
+        self.node().add(p).0
+    }
+
     /// Starts serving on `127.0.0.1:0` (once; later calls return the same URL) until the last
     /// clone is dropped. Returns the JSON-RPC URL.
     pub async fn serve(&self) -> io::Result<String> {

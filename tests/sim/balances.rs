@@ -60,7 +60,7 @@ fn bump(i: usize) {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
+pub(crate) enum Kind {
     Opening,
     Payment,
     Sweep,
@@ -69,19 +69,19 @@ enum Kind {
 }
 
 /// A transaction the generator made, for one deposit address.
-struct Tx {
-    id: String,
-    at: usize,
-    kind: Kind,
-    block: u64,
+pub(crate) struct Tx {
+    pub id: String,
+    pub at: usize,
+    pub kind: Kind,
+    pub block: u64,
     /// What it did to the address's balance.
-    net: i128,
+    pub net: i128,
 }
 
-struct Addr {
-    address: String,
-    order_ref: String,
-    due: u64,
+pub(crate) struct Addr {
+    pub address: String,
+    pub order_ref: String,
+    pub due: u64,
 }
 
 struct BWorld {
@@ -331,14 +331,23 @@ async fn check(w: &mut BWorld) -> Result<(), String> {
     bump(7);
     let refs = w.addrs.iter().map(|a| a.order_ref.clone()).collect();
     crate::check::after_run(&report, &[CG_KEY], &w.app.engine.store, refs, &mut w.last).await?;
-    invariants(w).await
+    let store = &w.app.engine.store;
+    invariants(store, "bitcoin", final_block(w), &w.addrs, &w.txs).await
 }
 
-async fn invariants(w: &BWorld) -> Result<(), String> {
-    let store = &w.app.engine.store;
-    let f = final_block(w);
+/// After a check, on any chain: every address checked to `f`, its difference the money its
+/// history hides (`Kind::Hidden`), open as `balance_mismatch` exactly when not zero; every
+/// drain at or below `f` open as `unexpected_outflow`; no exception naming a sweep; no
+/// payment credited twice; every payment at or below `f` credited or an exception.
+pub(crate) async fn invariants(
+    store: &payrecon::store::Store,
+    chain: &str,
+    f: u64,
+    addrs: &[Addr],
+    txs: &[Tx],
+) -> Result<(), String> {
     let db = |e: payrecon::store::StoreError| e.to_string();
-    let rows = store.balances(Some("bitcoin"), false).await.map_err(db)?;
+    let rows = store.balances(Some(chain), false).await.map_err(db)?;
     let open = store
         .list_exceptions(&ExceptionFilter {
             status: Some("open".into()),
@@ -354,7 +363,7 @@ async fn invariants(w: &BWorld) -> Result<(), String> {
         })
         .await
         .map_err(db)?;
-    for (at, a) in w.addrs.iter().enumerate() {
+    for (at, a) in addrs.iter().enumerate() {
         let row = rows
             .iter()
             .find(|r| r.address == a.address)
@@ -369,8 +378,7 @@ async fn invariants(w: &BWorld) -> Result<(), String> {
         // there: surely once at or below the final block; above it, only if a check read the
         // address since (a check skips an address already checked to the final block).
         let hidden = |le_f: bool| -> i128 {
-            w.txs
-                .iter()
+            txs.iter()
                 .filter(|t| t.at == at && t.kind == Kind::Hidden && (!le_f || t.block <= f))
                 .map(|t| t.net)
                 .sum()
@@ -399,7 +407,7 @@ async fn invariants(w: &BWorld) -> Result<(), String> {
             ));
         }
     }
-    for t in &w.txs {
+    for t in txs {
         let named = |kind: &str, list: &[payrecon::store::ExceptionRow]| {
             list.iter()
                 .any(|e| e.kind == kind && e.tx_hash.as_deref() == Some(t.id.as_str()))
@@ -427,8 +435,7 @@ async fn invariants(w: &BWorld) -> Result<(), String> {
             return Err(format!("{}:{} credited twice", c.tx, c.log_index));
         }
     }
-    for t in w
-        .txs
+    for t in txs
         .iter()
         .filter(|t| t.kind == Kind::Payment && t.block <= f)
     {

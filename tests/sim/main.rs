@@ -11,6 +11,7 @@
 
 mod anvil;
 mod balances;
+mod balances_evm;
 mod bitcoin;
 mod check;
 mod extras;
@@ -481,4 +482,9 @@ async fn sim_bitcoin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_balances() {
     balances::run_slice().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_balances_evm() {
+    balances_evm::run_slice().await;
 }

@@ -20,6 +20,8 @@ pub(super) struct Payment {
     /// (topics, data) of each log, in order.
     logs: Vec<(Vec<B256>, Bytes)>,
     pub(super) reverted: bool,
+    /// Native coin the called contract passes on inside the call (no transaction, no log).
+    pub(super) internal: Option<(EvmAddress, U256)>,
 }
 
 impl Payment {
@@ -40,6 +42,7 @@ impl Payment {
             input: input.into(),
             logs: vec![(topics, amount.to_be_bytes::<32>().to_vec().into())],
             reverted: false,
+            internal: None,
         }
     }
 
@@ -53,6 +56,7 @@ impl Payment {
             input: Bytes::new(),
             logs: vec![(topics, Bytes::new())],
             reverted: false,
+            internal: None,
         }
     }
 
@@ -64,6 +68,7 @@ impl Payment {
             input: Bytes::new(),
             logs: Vec::new(),
             reverted: false,
+            internal: None,
         }
     }
 }
@@ -210,6 +215,14 @@ impl Node {
                         }
                         if !p.reverted && p.to == holder {
                             add += p.value;
+                        }
+                        if let Some((to, v)) = p.internal.filter(|_| !p.reverted) {
+                            if p.to == holder {
+                                sub += v;
+                            }
+                            if to == holder {
+                                add += v;
+                            }
                         }
                     }
                     Some(t) if !p.reverted && p.to == t => {
