@@ -136,7 +136,8 @@ async fn main() -> ExitCode {
             .requests_with("eth_getBalance")
             .max(rpc.requests_with("eth_call"));
         let floor = (2 * n).div_ceil(args.batch);
-        let blocks = mine.max(1);
+        // The payment's own block besides the ones mined.
+        let blocks = mine.max(1) + u64::from(mine == 1_000);
         let logs_floor = blocks.div_ceil(LOG_RANGE) * n.div_ceil(100) * 2;
         println!(
             "  {what:<17} {status}, {checked} checked, {gaps} gaps; wall {:.2} s; peak RSS {:.0} MiB",

@@ -309,30 +309,132 @@ fn reorg(w: &mut BWorld, rng: &mut StdRng) {
     bump(6);
 }
 
-async fn run(w: &mut BWorld) -> Result<(), String> {
-    let report = w
+impl Slice for BWorld {
+    const CHAIN: &'static str = "bitcoin";
+    const CG_KEY: &'static str = CG_KEY;
+    const FINAL_DEPTH: u64 = FINAL_DEPTH;
+    const MIN_MINE: u64 = 0;
+
+    fn counted(&self, check: bool) {
+        bump(if check { 7 } else { 8 });
+    }
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            app: &self.app,
+            addrs: &self.addrs,
+            txs: &self.txs,
+            last: &mut self.last,
+            lookback: self.lookback,
+            treasury: &self.treasury,
+        }
+    }
+    fn final_block(&self) -> u64 {
+        final_block(self)
+    }
+    fn mine(&mut self, n: u64) {
+        self.esplora.mine(n);
+    }
+    fn event(&mut self, rng: &mut StdRng) {
+        event(self, rng);
+    }
+}
+
+/// A balance slice's world, as the shared driver (`drive`) sees it.
+pub(crate) trait Slice: Send {
+    const CHAIN: &'static str;
+    const CG_KEY: &'static str;
+    const FINAL_DEPTH: u64;
+    /// The fewest blocks mined after a round's events (1 where they wait in a pending block).
+    const MIN_MINE: u64;
+    /// Counts a run (`false`) or a check (`true`).
+    fn counted(&self, check: bool);
+    fn parts(&mut self) -> Parts<'_>;
+    fn final_block(&self) -> u64;
+    fn mine(&mut self, n: u64);
+    fn event(&mut self, rng: &mut StdRng);
+}
+
+/// What a run and a check read and write of a slice's world.
+pub(crate) struct Parts<'a> {
+    pub app: &'a App,
+    pub addrs: &'a [Addr],
+    pub txs: &'a [Tx],
+    pub last: &'a mut HashMap<String, State>,
+    pub lookback: std::time::Duration,
+    pub treasury: &'a std::collections::BTreeMap<String, Vec<String>>,
+}
+
+async fn run<S: Slice>(w: &mut S) -> Result<(), String> {
+    let p = w.parts();
+    let report = p
         .app
         .engine
         .run(&opts(false))
         .await
         .map_err(|e| format!("run: {e}"))?;
-    bump(8);
-    let refs = w.addrs.iter().map(|a| a.order_ref.clone()).collect();
-    crate::check::after_run(&report, &[CG_KEY], &w.app.engine.store, refs, &mut w.last).await
+    let refs = p.addrs.iter().map(|a| a.order_ref.clone()).collect();
+    let store = &p.app.engine.store;
+    crate::check::after_run(&report, &[S::CG_KEY], store, refs, p.last).await?;
+    w.counted(false);
+    Ok(())
 }
 
-async fn check(w: &mut BWorld) -> Result<(), String> {
-    let report = w
+async fn check<S: Slice>(w: &mut S) -> Result<(), String> {
+    let f = w.final_block();
+    let p = w.parts();
+    let report = p
         .app
         .engine
-        .check_balances(w.lookback, &w.treasury, None, Trigger::Cli)
+        .check_balances(p.lookback, p.treasury, None, Trigger::Cli)
         .await
         .map_err(|e| format!("balance check: {e}"))?;
-    bump(7);
-    let refs = w.addrs.iter().map(|a| a.order_ref.clone()).collect();
-    crate::check::after_run(&report, &[CG_KEY], &w.app.engine.store, refs, &mut w.last).await?;
-    let store = &w.app.engine.store;
-    invariants(store, "bitcoin", final_block(w), &w.addrs, &w.txs).await
+    let refs = p.addrs.iter().map(|a| a.order_ref.clone()).collect();
+    let store = &p.app.engine.store;
+    crate::check::after_run(&report, &[S::CG_KEY], store, refs, p.last).await?;
+    invariants(store, S::CHAIN, f, p.addrs, p.txs).await?;
+    w.counted(true);
+    Ok(())
+}
+
+/// Inserts the slice's orders, a day old (older than the blocks a first check reads back
+/// to), then checks; rounds of events, blocks, runs and checks in random order; and once the
+/// chain settles (every block final), a run and a check.
+pub(crate) async fn drive<S: Slice>(
+    w: &mut S,
+    rng: &mut StdRng,
+    orders: &[NewOrder],
+) -> Result<(), String> {
+    let store = &w.parts().app.engine.store;
+    store
+        .insert_orders(orders)
+        .await
+        .map_err(|e| e.to_string())?;
+    let day_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
+    let sql = format!(
+        "UPDATE orders SET created_at = {}",
+        payrecon_testkit::inspect::time_literal(store, day_ago)
+    );
+    payrecon_testkit::on_pool!(store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
+        .map_err(|e| format!("age the orders: {e}"))?;
+    w.mine(S::MIN_MINE * (S::FINAL_DEPTH + 2));
+    check(w).await?;
+    for _ in 0..rng.gen_range(3..=6) {
+        for _ in 0..rng.gen_range(1..=4) {
+            w.event(rng);
+        }
+        w.mine(rng.gen_range(S::MIN_MINE..=4));
+        match rng.gen_range(0..3) {
+            0 => run(w).await?,
+            1 => check(w).await?,
+            _ => {
+                run(w).await?;
+                check(w).await?;
+            }
+        }
+    }
+    w.mine(S::FINAL_DEPTH + 2);
+    run(w).await?;
+    check(w).await
 }
 
 /// After a check, on any chain: every address checked to `f`, its difference the money its
@@ -490,38 +592,7 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             amount_due: U256::from(a.due),
         })
         .collect();
-    let store = &w.app.engine.store;
-    store
-        .insert_orders(&rows)
-        .await
-        .map_err(|e| e.to_string())?;
-    // Orders a day old: the window of a first check reaches 144 blocks back.
-    let day_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
-    let sql = format!(
-        "UPDATE orders SET created_at = {}",
-        payrecon_testkit::inspect::time_literal(store, day_ago)
-    );
-    payrecon_testkit::on_pool!(store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
-        .map_err(|e| format!("age the orders: {e}"))?;
-    check(&mut w).await?;
-    for _ in 0..rng.gen_range(3..=6) {
-        for _ in 0..rng.gen_range(1..=4) {
-            event(&mut w, &mut rng);
-        }
-        w.esplora.mine(rng.gen_range(0..=4));
-        match rng.gen_range(0..3) {
-            0 => run(&mut w).await?,
-            1 => check(&mut w).await?,
-            _ => {
-                run(&mut w).await?;
-                check(&mut w).await?;
-            }
-        }
-    }
-    // The chain settles: every block final; a run, then a check.
-    w.esplora.mine(FINAL_DEPTH + 2);
-    run(&mut w).await?;
-    check(&mut w).await?;
+    drive(&mut w, &mut rng, &rows).await?;
     if let Some(scratch) = w.ledger.scratch.take() {
         drop(w);
         crate::world::drop_scratch(scratch).await;

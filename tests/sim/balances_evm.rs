@@ -19,7 +19,6 @@ use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{Address, State, U256};
-use payrecon::engine::Trigger;
 use payrecon::sandbox::chain::{SandboxChain, TX_FEE_WEI};
 use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon::store::NewOrder;
@@ -27,8 +26,8 @@ use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::balances::{invariants, Addr, Kind, Tx};
-use crate::world::{opts, Backend};
+use crate::balances::{drive, Addr, Kind, Parts, Slice, Tx};
+use crate::world::Backend;
 
 const SEEDS: u64 = 16;
 const SERVER_SEEDS: u64 = 3;
@@ -310,30 +309,34 @@ fn event(w: &mut EWorld, rng: &mut StdRng) {
     }
 }
 
-async fn run(w: &mut EWorld) -> Result<(), String> {
-    let report = w
-        .app
-        .engine
-        .run(&opts(false))
-        .await
-        .map_err(|e| format!("run: {e}"))?;
-    bump(7);
-    let refs = w.addrs.iter().map(|a| a.order_ref.clone()).collect();
-    crate::check::after_run(&report, &[CG_KEY], &w.app.engine.store, refs, &mut w.last).await
-}
+impl Slice for EWorld {
+    const CHAIN: &'static str = "ethereum";
+    const CG_KEY: &'static str = CG_KEY;
+    const FINAL_DEPTH: u64 = FINAL_DEPTH;
+    const MIN_MINE: u64 = 1;
 
-async fn check(w: &mut EWorld) -> Result<(), String> {
-    let report = w
-        .app
-        .engine
-        .check_balances(w.lookback, &w.treasury, None, Trigger::Cli)
-        .await
-        .map_err(|e| format!("balance check: {e}"))?;
-    bump(6);
-    let refs = w.addrs.iter().map(|a| a.order_ref.clone()).collect();
-    crate::check::after_run(&report, &[CG_KEY], &w.app.engine.store, refs, &mut w.last).await?;
-    let store = &w.app.engine.store;
-    invariants(store, "ethereum", final_block(w), &w.addrs, &w.txs).await
+    fn counted(&self, check: bool) {
+        bump(if check { 6 } else { 7 });
+    }
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            app: &self.app,
+            addrs: &self.addrs,
+            txs: &self.txs,
+            last: &mut self.last,
+            lookback: self.lookback,
+            treasury: &self.treasury,
+        }
+    }
+    fn final_block(&self) -> u64 {
+        final_block(self)
+    }
+    fn mine(&mut self, n: u64) {
+        self.chain.mine(n);
+    }
+    fn event(&mut self, rng: &mut StdRng) {
+        event(self, rng);
+    }
 }
 
 async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
@@ -377,39 +380,7 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
             amount_due: U256::from(a.due),
         })
         .collect();
-    let store = &w.app.engine.store;
-    store
-        .insert_orders(&rows)
-        .await
-        .map_err(|e| e.to_string())?;
-    // Orders a day old: older than the chain, their openings at its first block.
-    let day_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
-    let sql = format!(
-        "UPDATE orders SET created_at = {}",
-        payrecon_testkit::inspect::time_literal(store, day_ago)
-    );
-    payrecon_testkit::on_pool!(store, p => sqlx::query(&sql).execute(p).await.map(|_| ()))
-        .map_err(|e| format!("age the orders: {e}"))?;
-    w.chain.mine(FINAL_DEPTH + 2);
-    check(&mut w).await?;
-    for _ in 0..rng.gen_range(3..=6) {
-        for _ in 0..rng.gen_range(1..=4) {
-            event(&mut w, &mut rng);
-        }
-        w.chain.mine(rng.gen_range(1..=4));
-        match rng.gen_range(0..3) {
-            0 => run(&mut w).await?,
-            1 => check(&mut w).await?,
-            _ => {
-                run(&mut w).await?;
-                check(&mut w).await?;
-            }
-        }
-    }
-    // The chain settles: every block final; a run, then a check.
-    w.chain.mine(FINAL_DEPTH + 2);
-    run(&mut w).await?;
-    check(&mut w).await?;
+    drive(&mut w, &mut rng, &rows).await?;
     if let Some(scratch) = w.ledger.scratch.take() {
         drop(w);
         crate::world::drop_scratch(scratch).await;

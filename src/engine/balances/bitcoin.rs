@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::explain::{conclude, CheckError, Item};
 use super::ChainCheck;
 use crate::chain::{AddressTx, BitcoinClient, ChainError, BITCOIN_TIME_SKEW};
-use crate::domain::{Address, Asset, ChainHead, Delta, Flow, PaymentKey, U256};
+use crate::domain::{Address, Asset, ChainHead, Flow, PaymentKey, U256};
 use crate::store::{BalanceRow, BalanceScope};
 
 /// Addresses read at once.
@@ -115,15 +115,7 @@ async fn read(
         .flat_map(|t| flows_of(chain, &address, t))
         .collect();
     let item = match prev {
-        Some(p) => Item {
-            address,
-            asset: Asset::Native,
-            lo: p.checked_block,
-            lo_balance: p.balance,
-            expected: p.expected,
-            opening: None,
-            previous: Some(p),
-        },
+        Some(p) => Item::resumed(address, Asset::Native, p),
         None => {
             // The opening: the balance before the first transaction in the window.
             let window: i128 = mine.iter().map(|t| t.net()).sum();
@@ -134,16 +126,7 @@ async fn read(
                 .map(|t| t.block.number)
                 .min()
                 .map_or(f, |b| b.saturating_sub(1));
-            let opening = U256::from(opening);
-            Item {
-                address,
-                asset: Asset::Native,
-                lo: block,
-                lo_balance: opening,
-                expected: Delta::positive(opening),
-                opening: Some((block, opening)),
-                previous: None,
-            }
+            Item::opened(address, Asset::Native, block, U256::from(opening))
         }
     };
     Ok(Read {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::explain::{conclude, CheckError, Item};
 use super::ChainCheck;
 use crate::chain::EvmClient;
-use crate::domain::{Address, Asset, ChainHead, Delta, Flow, U256};
+use crate::domain::{Address, Asset, ChainHead, Flow, U256};
 use crate::store::{BalanceRow, BalanceScope};
 
 /// Checks `scope` (one chain's deposit addresses) against `previous` checks.
@@ -55,15 +55,7 @@ async fn items(
         let prev = previous.get(&(chain.to_string(), s.address.clone(), s.asset.clone()));
         match prev {
             Some(p) if p.checked_block >= f => continue,
-            Some(p) => out.push(Item {
-                address,
-                asset,
-                lo: p.checked_block,
-                lo_balance: p.balance,
-                expected: p.expected,
-                opening: None,
-                previous: Some(p.clone()),
-            }),
+            Some(p) => out.push(Item::resumed(address, asset, p.clone())),
             None => {
                 let second = s.oldest_order.as_second();
                 let start = match starts.get(&second) {
@@ -80,15 +72,7 @@ async fn items(
                     continue;
                 }
                 new_at.entry(opening).or_default().push(out.len());
-                out.push(Item {
-                    address,
-                    asset,
-                    lo: opening,
-                    lo_balance: U256::ZERO,
-                    expected: Delta::default(),
-                    opening: Some((opening, U256::ZERO)),
-                    previous: None,
-                });
+                out.push(Item::opened(address, asset, opening, U256::ZERO));
             }
         }
     }
@@ -98,9 +82,7 @@ async fn items(
             .map(|i| (out[*i].address.clone(), out[*i].asset.clone()))
             .collect();
         for (i, b) in at.into_iter().zip(evm.balances_at(block, &holdings).await?) {
-            out[i].lo_balance = b;
-            out[i].expected = Delta::positive(b);
-            out[i].opening = Some((block, b));
+            out[i] = Item::opened(out[i].address.clone(), out[i].asset.clone(), block, b);
         }
     }
     Ok(out)

@@ -35,6 +35,35 @@ pub(super) struct Item {
     pub previous: Option<BalanceRow>,
 }
 
+impl Item {
+    /// An address checked before: read from where its last check (`p`) ended.
+    pub fn resumed(address: Address, asset: Asset, p: BalanceRow) -> Item {
+        Item {
+            address,
+            asset,
+            lo: p.checked_block,
+            lo_balance: p.balance,
+            expected: p.expected,
+            opening: None,
+            previous: Some(p),
+        }
+    }
+
+    /// An address checked for the first time, holding `balance` at `block`: its opening,
+    /// what the ledger expects to start from.
+    pub fn opened(address: Address, asset: Asset, block: u64, balance: U256) -> Item {
+        Item {
+            address,
+            asset,
+            lo: block,
+            lo_balance: balance,
+            expected: Delta::positive(balance),
+            opening: Some((block, balance)),
+            previous: None,
+        }
+    }
+}
+
 /// Each item's verdict at the final block `f`: its flows sorted (inflows to settle, sweeps
 /// recorded, outflows elsewhere flagged), what nothing explains flagged `balance_mismatch`, and
 /// the row to save.

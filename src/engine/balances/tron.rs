@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::explain::{conclude, CheckError, Item};
 use super::ChainCheck;
 use crate::chain::{ChainClient, ChainError, TronClient};
-use crate::domain::{Address, Asset, ChainHead, ChainKind, Delta, Flow, U256};
+use crate::domain::{Address, Asset, ChainHead, ChainKind, Flow, U256};
 use crate::store::{BalanceRow, BalanceScope};
 
 /// What one address and asset is checked from: after its last check, or (first time) from
@@ -76,27 +76,11 @@ pub(super) async fn check(
         };
         let at_f = undo(tip, &me, above).ok_or_else(|| inconsistent("at the final block"))?;
         let item = match w.prev {
-            Some(p) => Item {
-                address: w.address.clone(),
-                asset: w.asset.clone(),
-                lo: p.checked_block,
-                lo_balance: p.balance,
-                expected: p.expected,
-                opening: None,
-                previous: Some(p),
-            },
+            Some(p) => Item::resumed(w.address.clone(), w.asset.clone(), p),
             None => {
                 let opening =
                     undo(at_f, &me, inside.iter()).ok_or_else(|| inconsistent("at its opening"))?;
-                Item {
-                    address: w.address.clone(),
-                    asset: w.asset.clone(),
-                    lo: w.lo,
-                    lo_balance: opening,
-                    expected: Delta::positive(opening),
-                    opening: Some((w.lo, opening)),
-                    previous: None,
-                }
+                Item::opened(w.address.clone(), w.asset.clone(), w.lo, opening)
             }
         };
         window.insert((me, w.asset.to_string()), inside);
