@@ -17,6 +17,7 @@ pub mod page_search;
 mod plan;
 mod reconcile;
 mod reorg;
+mod solana;
 mod tron;
 
 #[cfg(test)]
@@ -45,4 +46,5 @@ pub use plan::{
 };
 pub use reconcile::{pick_transfer, reconcile};
 pub use reorg::{moved_detail, place, Placement, Receipt};
+pub use solana::{instruction_index, instruction_of, parse_solana_signature, SolanaKey};
 pub use tron::TronAddress;
