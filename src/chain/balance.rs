@@ -116,7 +116,9 @@ impl super::EvmClient {
     ) -> Result<Vec<(u64, U256)>, ChainError> {
         const ATTEMPTS: usize = 3;
         let mut out = Vec::with_capacity(holdings.len());
-        for chunk in holdings.chunks(self.settings.batch_size.max(1)) {
+        // Room in each batch for the two `eth_blockNumber` around it.
+        let size = self.settings.batch_size.saturating_sub(2).max(1);
+        for chunk in holdings.chunks(size) {
             let mut calls = vec![("eth_blockNumber", json!([]))];
             calls.extend(balance_calls(chunk, "latest"));
             calls.push(("eth_blockNumber", json!([])));
@@ -333,7 +335,8 @@ impl super::EvmClient {
     }
 
     /// The top-level native transfers into and out of `address` in `block` (the transaction's
-    /// `value`; for one it sent, the fee it paid too, from the receipt). Transfers made inside
+    /// `value`; for one it sent, the fee it paid too, from the receipt; one it sent to itself
+    /// or that created a contract is there for its fee). Transfers made inside
     /// a contract call have no transaction of their own and are not among them.
     pub async fn native_flows(
         &self,
@@ -353,9 +356,8 @@ impl super::EvmClient {
             .transactions
             .iter()
             .filter(|t| {
-                let from = domain_address(t.from);
                 let to = t.to.map(domain_address);
-                (from == *address) != (to.as_ref() == Some(address))
+                domain_address(t.from) == *address || to.as_ref() == Some(address)
             })
             .collect();
         let sent: Vec<(&'static str, Value)> = mine
@@ -392,7 +394,12 @@ impl super::EvmClient {
                         log_index: -1,
                     },
                     from: domain_address(t.from).to_string(),
-                    to: t.to.map(domain_address)?.to_string(),
+                    // A contract creation has no recipient: only its value and fee leave.
+                    to: t
+                        .to
+                        .map(domain_address)
+                        .map(|a| a.to_string())
+                        .unwrap_or_default(),
                     asset: Asset::Native,
                     amount: U256::from_limbs(t.value.into_limbs()),
                     fee: fees

@@ -74,8 +74,10 @@ struct ApiTx {
     tx: Tx,
 }
 
+/// A transaction's info: `{}` when the node has none; `fee` absent when it is zero.
 #[derive(Debug, Deserialize)]
 struct Fee {
+    id: Option<String>,
     #[serde(default)]
     fee: u64,
 }
@@ -268,7 +270,19 @@ impl TronApi {
         let info = self
             .post("/wallet/gettransactioninfobyid", json!({ "value": txid }))
             .await?;
-        Ok(Fee::deserialize(info).map_or(0, |f| f.fee))
+        match Fee::deserialize(info) {
+            Ok(Fee { id: Some(_), fee }) => Ok(fee),
+            // A node without the transaction's info (history off, a lite node): the fee is
+            // unknown, never taken as zero.
+            other => Err(ChainError::Rpc {
+                chain: self.rest.chain().to_string(),
+                what: "/wallet/gettransactioninfobyid",
+                reason: format!(
+                    "no fee for transaction {txid}: {}",
+                    other.map_or_else(|e| e.to_string(), |_| "the node has no info for it".into())
+                ),
+            }),
+        }
     }
 
     /// A transaction as a TRX flow of one of `mine`, if it is one's.

@@ -283,7 +283,7 @@ pub(crate) fn balance_of(s: &NodeState, holder: &str, asset: &str) -> i128 {
             ),
             TronTx::Other { value, .. } => {
                 let owner = value["owner_address"].as_str().unwrap_or_default();
-                (owner.trim_start_matches("41").to_string(), None)
+                (owner.strip_prefix("41").unwrap_or(owner).to_string(), None)
             }
         };
         if native && sender == holder {

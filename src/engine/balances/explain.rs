@@ -142,9 +142,15 @@ fn explain(
     let (mut inflows, mut outflows) = (U256::ZERO, U256::ZERO);
     for flow in flows {
         if flow.from == me {
+            // Sent to itself, only the fee leaves.
+            let amount = if flow.to == me {
+                U256::ZERO
+            } else {
+                flow.amount
+            };
             outflows = outflows
                 .checked_add(flow.fee)
-                .and_then(|o| o.checked_add(flow.amount))
+                .and_then(|o| o.checked_add(amount))
                 .ok_or_else(overflow)?;
         }
         let kind = match classify(&me, &flow.from, &flow.to, treasury) {

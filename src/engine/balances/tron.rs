@@ -2,8 +2,8 @@
 //! each balance comes with the block `T` it was read at, and the balance at the final block
 //! `F` is that less what the flows in `(F, T]` did. TRC-20 flows come from `Transfer` logs
 //! (JSON-RPC, like EVM's); TRX flows, and the TRX each transaction of a deposit address burned
-//! as its fee, from the blocks (HTTP API, 100 blocks a read), read only for addresses whose
-//! TRX balance moved since their last check or that are checked for the first time. A new
+//! as its fee, from the blocks (HTTP API, 100 blocks a read), for every TRX address (a payment
+//! in and a sweep out leave a balance where it was: only the blocks show them). A new
 //! address's opening is derived: its balance at `F` less its flows since the first block of
 //! its oldest order.
 
@@ -44,16 +44,14 @@ pub(super) async fn check(
         .collect();
     let tips = tron.balances_at_head(&holdings).await?;
     let top = tips.iter().map(|t| t.0).max().unwrap_or(head.number);
-    let (flows, trx_read) = read_flows(tron, &wants, &tips, top).await?;
+    let flows = read_flows(tron, &wants, top).await?;
     let f = head.final_block;
     let (mut items, mut at_final, mut window) = (Vec::new(), Vec::new(), HashMap::new());
     for (w, (tip_block, tip)) in wants.into_iter().zip(tips) {
         let me = w.address.to_string();
-        // A TRX balance that did not move had its blocks not read: none of its flows count.
-        let read = w.asset != Asset::Native || trx_read.contains(&w.address);
         let mine: Vec<&Flow> = flows
             .iter()
-            .filter(|x| read && x.asset == w.asset && (x.from == me || x.to == me))
+            .filter(|x| x.asset == w.asset && (x.from == me || x.to == me))
             .collect();
         let above = mine
             .iter()
@@ -74,12 +72,20 @@ pub(super) async fn check(
                 ),
             })
         };
+        if tip_block < f {
+            return Err(inconsistent(&format!(
+                "read at block {tip_block}, below the final block {f}: the node answering \
+                 balances is behind"
+            )));
+        }
         let at_f = undo(tip, &me, above).ok_or_else(|| inconsistent("at the final block"))?;
         let item = match w.prev {
             Some(p) => Item::resumed(w.address.clone(), w.asset.clone(), p),
             None => {
-                let opening =
-                    undo(at_f, &me, inside.iter()).ok_or_else(|| inconsistent("at its opening"))?;
+                // TRX that left with no flow read (a freeze, a call's inner transfer) can take
+                // the derived opening below zero: it opens at zero, and the check flags what
+                // nothing explains as `balance_mismatch` for this address alone.
+                let opening = undo(at_f, &me, inside.iter()).unwrap_or(U256::ZERO);
                 Item::opened(w.address.clone(), w.asset.clone(), w.lo, opening)
             }
         };
@@ -144,15 +150,10 @@ async fn wants(
 /// The flows the check needs, up to `top` (the highest block a balance was read at): TRC-20
 /// logs of every token item's address from the lowest start; TRX blocks for the TRX items
 /// checked for the first time or whose balance moved since their last check (returned too).
-async fn read_flows(
-    tron: &TronClient,
-    wants: &[Want],
-    tips: &[(u64, U256)],
-    top: u64,
-) -> Result<(Vec<Flow>, Vec<Address>), CheckError> {
+async fn read_flows(tron: &TronClient, wants: &[Want], top: u64) -> Result<Vec<Flow>, CheckError> {
     let (mut tokens, mut holders, mut trx) = (Vec::new(), Vec::new(), Vec::new());
     let (mut token_lo, mut trx_lo) = (u64::MAX, u64::MAX);
-    for (w, (_, tip)) in wants.iter().zip(tips) {
+    for w in wants {
         match &w.asset {
             Asset::Token(t) => {
                 if !tokens.contains(t) {
@@ -163,13 +164,14 @@ async fn read_flows(
                 }
                 token_lo = token_lo.min(w.lo);
             }
-            Asset::Native if w.prev.as_ref().is_none_or(|p| p.balance != *tip) => {
+            // Every TRX item, moved or not: a payment in and a sweep out (free bandwidth, no
+            // fee) leave the balance where it was, and only the blocks show them.
+            Asset::Native => {
                 if !trx.contains(&w.address) {
                     trx.push(w.address.clone());
                 }
                 trx_lo = trx_lo.min(w.lo);
             }
-            Asset::Native => {}
         }
     }
     let mut flows = Vec::new();
@@ -182,7 +184,7 @@ async fn read_flows(
     if !trx.is_empty() {
         flows.extend(tron.trx_flows(&trx, trx_lo + 1, top).await?);
     }
-    Ok((flows, trx))
+    Ok(flows)
 }
 
 /// `balance` before `flows` of `me`: less what came in, plus what went out (and its fees);

@@ -45,6 +45,8 @@ async fn a_payment_and_a_drain_that_leave_the_balance_as_it_was_are_both_found()
         app.engine
             .check_balances(lookback, &treasury, None, Trigger::Cli)
     };
+    // What the address held before its order (its opening), to pay a fee from later.
+    chain.fund_native(&addr(0x0d), alloy::primitives::U256::from(10u64.pow(16)));
     chain.mine(70);
     let r = check().await.unwrap();
     let e = entry(&r, "balances");
@@ -57,6 +59,9 @@ async fn a_payment_and_a_drain_that_leave_the_balance_as_it_was_are_both_found()
     chain.mine_block();
     let out = alloy::primitives::U256::from(due - U256::from(TX_FEE_WEI));
     let drain = chain.add_native_transfer(&addr(0x0d), &addr(0x66), out);
+    chain.mine_block();
+    // A transaction to itself (a wallet "cancel"): only its fee leaves.
+    chain.add_native_transfer(&addr(0x0d), &addr(0x0d), alloy::primitives::U256::ZERO);
     chain.mine(70);
     let r = check().await.unwrap();
     let e = entry(&r, "balances");
