@@ -51,6 +51,7 @@ fn native_symbol(kind: ChainKind) -> &'static str {
         ChainKind::Evm => "",
         ChainKind::Tron => "TRX",
         ChainKind::Bitcoin(_) => "BTC",
+        ChainKind::Solana => "SOL",
     }
 }
 

@@ -13,6 +13,9 @@ pub use scan::MAX_FILTER_ADDRESSES;
 mod preflight;
 mod rest;
 mod rpc;
+mod solana;
+mod solana_scan;
+mod solana_tx;
 mod tron;
 mod tron_api;
 
@@ -26,6 +29,7 @@ pub use decode::TRANSFER_TOPIC;
 pub use evm::EvmClient;
 pub use preflight::Preflight;
 pub use rpc::shown_url;
+pub use solana::SolanaClient;
 pub use tron::TronClient;
 
 /// How a chain decides that a block is final (docs/reference.md §2, `finality`).
@@ -147,6 +151,7 @@ pub enum ChainClient {
     Evm(EvmClient),
     Tron(TronClient),
     Bitcoin(BitcoinClient),
+    Solana(SolanaClient),
 }
 
 impl ChainClient {
@@ -156,6 +161,7 @@ impl ChainClient {
             ChainKind::Evm => ChainClient::Evm(EvmClient::new(settings)?),
             ChainKind::Tron => ChainClient::Tron(TronClient::new(settings)?),
             ChainKind::Bitcoin(_) => ChainClient::Bitcoin(BitcoinClient::new(settings)?),
+            ChainKind::Solana => ChainClient::Solana(SolanaClient::new(settings)?),
         })
     }
 
@@ -164,6 +170,7 @@ impl ChainClient {
             ChainClient::Evm(c) => c.settings(),
             ChainClient::Tron(c) => c.settings(),
             ChainClient::Bitcoin(c) => c.settings(),
+            ChainClient::Solana(c) => c.settings(),
         }
     }
 
@@ -172,19 +179,20 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.failovers(),
             ChainClient::Tron(c) => c.failovers(),
+            ChainClient::Solana(c) => c.failovers(),
             ChainClient::Bitcoin(_) => 0,
         }
     }
 
-    /// The node's chain id (`eth_chainId`); Bitcoin has none (an error).
+    /// The node's chain id (`eth_chainId`); Bitcoin and Solana have none (an error).
     pub async fn chain_id(&self) -> Result<u64, ChainError> {
         match self {
             ChainClient::Evm(c) => c.chain_id().await,
             ChainClient::Tron(c) => c.chain_id().await,
-            ChainClient::Bitcoin(c) => Err(ChainError::Rpc {
-                chain: c.settings().name.clone(),
+            ChainClient::Bitcoin(_) | ChainClient::Solana(_) => Err(ChainError::Rpc {
+                chain: self.settings().name.clone(),
                 what: "chain id",
-                reason: "Bitcoin has no chain id".into(),
+                reason: format!("{} has no chain id", self.settings().kind.as_str()),
             }),
         }
     }
@@ -195,6 +203,7 @@ impl ChainClient {
             ChainClient::Evm(c) => c.head().await,
             ChainClient::Tron(c) => c.head().await,
             ChainClient::Bitcoin(c) => c.head().await,
+            ChainClient::Solana(c) => c.head().await,
         }
     }
 
@@ -204,6 +213,7 @@ impl ChainClient {
             ChainClient::Evm(c) => c.preflight().await,
             ChainClient::Tron(c) => c.preflight().await,
             ChainClient::Bitcoin(c) => c.preflight().await,
+            ChainClient::Solana(c) => c.preflight().await,
         }
     }
 
@@ -218,6 +228,7 @@ impl ChainClient {
             ChainClient::Evm(c) => c.lookup(head, queries).await,
             ChainClient::Tron(c) => c.lookup(head, queries).await,
             ChainClient::Bitcoin(c) => c.lookup(head, queries).await,
+            ChainClient::Solana(c) => c.lookup(head, queries).await,
         }?;
         let Some(max) = self.settings().max_amount else {
             return Ok(found);
@@ -234,8 +245,8 @@ impl ChainClient {
         match self {
             ChainClient::Evm(c) => c.first_block_since(since, head).await,
             ChainClient::Tron(c) => c.evm().first_block_since(since, head).await,
-            // Bitcoin's scan is by address and block time (see `payments_to`).
-            ChainClient::Bitcoin(_) => Ok(head + 1),
+            // Bitcoin's and Solana's scans are by address and block time (`payments_to`).
+            ChainClient::Bitcoin(_) | ChainClient::Solana(_) => Ok(head + 1),
         }
     }
 
@@ -249,13 +260,14 @@ impl ChainClient {
             ChainClient::Evm(c) => c.block_times(blocks).await,
             ChainClient::Tron(c) => c.evm().block_times(blocks).await,
             ChainClient::Bitcoin(_) => Ok(std::collections::HashMap::new()),
+            ChainClient::Solana(c) => c.block_times(blocks).await,
         }
     }
 
     /// Whether the deposit scan reads this chain by address (every payment to an address,
-    /// native included: Bitcoin) rather than by token logs (EVM, Tron).
+    /// native included: Bitcoin, Solana) rather than by token logs (EVM, Tron).
     pub fn scans_by_address(&self) -> bool {
-        matches!(self, ChainClient::Bitcoin(_))
+        matches!(self, ChainClient::Bitcoin(_) | ChainClient::Solana(_))
     }
 
     /// The deposit scan by address (Bitcoin): payments to any of `recipients` in blocks at
@@ -268,6 +280,7 @@ impl ChainClient {
     ) -> Result<Vec<ChainTransfer>, ChainError> {
         let found = match self {
             ChainClient::Bitcoin(c) => c.payments_to(head, recipients, since).await,
+            ChainClient::Solana(c) => c.payments_to(head, recipients, since).await,
             ChainClient::Evm(_) | ChainClient::Tron(_) => Ok(Vec::new()),
         }?;
         Ok(self.storable(found))
@@ -285,8 +298,8 @@ impl ChainClient {
         let found = match self {
             ChainClient::Evm(c) => c.transfers_to(head, tokens, recipients, from).await,
             ChainClient::Tron(c) => c.transfers_to(head, tokens, recipients, from).await,
-            // Bitcoin has no tokens; its scan is `payments_to`.
-            ChainClient::Bitcoin(_) => Ok(Vec::new()),
+            // Bitcoin has no tokens; its scan, and Solana's, is `payments_to`.
+            ChainClient::Bitcoin(_) | ChainClient::Solana(_) => Ok(Vec::new()),
         }?;
         Ok(self.storable(found))
     }

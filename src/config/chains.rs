@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::sections::{RawChain, RawConfig};
+use super::sections::{RawChain, RawConfig, DEFAULT_CONFIRMATIONS, DEFAULT_FINAL_DEPTH};
 use super::{err, read_secret_file, ConfigError};
 use crate::chain::{ChainSettings, Finality};
 use crate::domain::{AmountPolicy, BtcNetwork, ChainKind, Tolerance};
@@ -134,7 +134,7 @@ fn tron_keys(
     }
     match kind {
         ChainKind::Bitcoin(_) => {}
-        ChainKind::Evm => {
+        ChainKind::Evm | ChainKind::Solana => {
             let set = [
                 ("api_url", api_url.is_some()),
                 ("api_key", c.api_key.is_some()),
@@ -159,7 +159,24 @@ fn tron_keys(
     Ok((api_url, api_key))
 }
 
-/// One `[chains.<name>]` table.
+/// Solana's states come from the cluster's commitment (SPEC §18): the keys that set them
+/// elsewhere, and `chain_id` (a cluster has none), are refused naming the key.
+fn solana_keys(name: &str, c: &RawChain) -> Result<(), ConfigError> {
+    let refused = [
+        ("confirmations", c.confirmations.is_some()),
+        ("finality", c.finality.is_some()),
+        ("final_depth", c.final_depth.is_some()),
+        ("chain_id", c.chain_id.is_some()),
+    ];
+    match refused.iter().find(|(_, on)| *on) {
+        Some((key, _)) => Err(err(format!(
+            "chains.{name}.{key}: does not apply to a kind = \"solana\" chain (its states are \
+             the cluster's commitment: processed, confirmed, finalized)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `chains.<name>.treasury`: each an address of the chain's kind, in the ledger's spelling.
 pub(super) fn treasury(c: &ChainSettings, given: &[String]) -> Result<Vec<String>, ConfigError> {
     given
@@ -178,8 +195,13 @@ pub(super) fn treasury(c: &ChainSettings, given: &[String]) -> Result<Vec<String
         .collect()
 }
 
+/// One `[chains.<name>]` table.
 pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigError> {
     let kind = kind_of(name, c)?;
+    if kind == ChainKind::Solana {
+        solana_keys(name, c)?;
+    }
+    let final_depth = c.final_depth.unwrap_or(DEFAULT_FINAL_DEPTH);
     let (api_url, api_key, rpc_urls) = match kind {
         ChainKind::Bitcoin(_) => (Some(bitcoin_keys(name, c)?), None, Vec::new()),
         _ => {
@@ -219,7 +241,7 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
             "chains.{name}.log_range: at most {TRON_LOG_RANGE} on Tron (java-tron's eth_getLogs limit)"
         )));
     }
-    if c.final_depth == 0 || c.rpc_batch_size == 0 || c.log_range == 0 {
+    if final_depth == 0 || c.rpc_batch_size == 0 || c.log_range == 0 {
         return Err(err(format!(
             "chains.{name}: final_depth, rpc_batch_size and log_range must be at least 1"
         )));
@@ -232,9 +254,9 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
         rpc_urls,
         chain_id: c.chain_id,
         max_requests_per_second: c.max_requests_per_second,
-        confirmations: c.confirmations,
+        confirmations: c.confirmations.unwrap_or(DEFAULT_CONFIRMATIONS),
         finality,
-        final_depth: c.final_depth,
+        final_depth,
         batch_size: c.rpc_batch_size,
         timeout: c.timeout,
         max_retries: c.max_retries,
@@ -309,7 +331,7 @@ pub(super) fn asset_decimals(raw: &RawConfig) -> Result<HashMap<String, u8>, Con
             .map_err(|e| err(format!("assets.\"{key}\": {e}")))?;
         decimals.insert(format!("{chain}:{asset}"), a.decimals);
     }
-    // A Tron or Bitcoin native coin without an [assets] entry: TRX 6, BTC 8 (an EVM chain's
+    // A Tron, Bitcoin or Solana native coin without an [assets] entry: TRX 6, BTC 8, SOL 9 (an EVM chain's
     // native coin keeps the readers' default of 18).
     for (name, c) in &raw.chains {
         let kind = kind_of(name, c)?;

@@ -148,12 +148,12 @@ pub(super) struct RawChain {
     pub(super) rpc_urls: Option<Vec<Secret>>,
     pub(super) chain_id: Option<u64>,
     pub(super) max_requests_per_second: Option<u32>,
-    #[serde(default = "default_confirmations")]
-    pub(super) confirmations: u64,
+    /// Default 12; not on Solana (its commitment decides).
+    pub(super) confirmations: Option<u64>,
     /// Default `finalized` (`depth` on Bitcoin, its only mode).
     pub(super) finality: Option<String>,
-    #[serde(default = "default_final_depth")]
-    pub(super) final_depth: u64,
+    /// Default 64; not on Solana.
+    pub(super) final_depth: Option<u64>,
     #[serde(default = "default_rpc_batch")]
     pub(super) rpc_batch_size: usize,
     #[serde(default = "default_timeout", with = "duration::serde_duration")]
@@ -178,12 +178,10 @@ fn default_log_range() -> u64 {
     2000
 }
 
-fn default_confirmations() -> u64 {
-    12
-}
-fn default_final_depth() -> u64 {
-    64
-}
+/// `confirmations` when the table does not say.
+pub(super) const DEFAULT_CONFIRMATIONS: u64 = 12;
+/// `final_depth` when the table does not say.
+pub(super) const DEFAULT_FINAL_DEPTH: u64 = 64;
 fn default_rpc_batch() -> usize {
     50
 }

@@ -108,9 +108,13 @@ pub fn parse_address(
 /// Whether `s` is spelled as a Bitcoin address (a ledger value; validated by
 /// `parse_address_any`).
 pub(super) fn looks_like_address(s: &str) -> bool {
+    looks_like_bech32(s) || matches!(s.trim().chars().next(), Some('1' | '3' | 'm' | 'n' | '2'))
+}
+
+/// Whether `s` starts as a bech32 address does (`bc1`, `tb1`, `bcrt1`, any case).
+pub(super) fn looks_like_bech32(s: &str) -> bool {
     let l = s.trim().to_ascii_lowercase();
     ["bc1", "tb1", "bcrt1"].iter().any(|p| l.starts_with(p))
-        || matches!(s.trim().chars().next(), Some('1' | '3' | 'm' | 'n' | '2'))
 }
 
 /// A ledger value: an address of any network (the store does not know the chain's).

@@ -2,10 +2,11 @@
 //! how its addresses, transaction ids and assets are spelled. Every value from outside is
 //! parsed by its chain's kind into the one canonical form payrecon compares, stores and
 //! reports: EVM `0x` + lowercase hex, Tron base58check addresses (`T…`) and bare lowercase hex
-//! transaction ids.
+//! transaction ids, Bitcoin addresses and txids, Solana base58 keys and signatures (SPEC §18).
 
 use super::bitcoin::{self, BtcNetwork};
 use super::model::{Address, Asset, InputError, TxHash};
+use super::solana::{parse_solana_signature, SolanaKey};
 use super::tron::{parse_txid, TronAddress};
 
 /// `[chains.<name>] kind`.
@@ -19,18 +20,22 @@ pub enum ChainKind {
     /// Bitcoin on a network (docs/configuration.md, "Bitcoin"): outputs read from an Esplora
     /// API.
     Bitcoin(BtcNetwork),
+    /// Solana (docs/configuration.md, "Solana"): SOL and SPL tokens over the cluster's
+    /// JSON-RPC, states from its commitment levels.
+    Solana,
 }
 
 impl ChainKind {
-    /// `evm` | `tron` | `bitcoin` (mainnet; the table's `network` says otherwise).
+    /// `evm` | `tron` | `bitcoin` (mainnet; the table's `network` says otherwise) | `solana`.
     pub fn parse(s: &str) -> Result<ChainKind, InputError> {
         match s.trim() {
             "evm" => Ok(ChainKind::Evm),
             "tron" => Ok(ChainKind::Tron),
             "bitcoin" => Ok(ChainKind::Bitcoin(BtcNetwork::Mainnet)),
+            "solana" => Ok(ChainKind::Solana),
             other => Err(InputError::new(
                 "kind",
-                format!("must be \"evm\", \"tron\" or \"bitcoin\", not {other:?}"),
+                format!("must be \"evm\", \"tron\", \"bitcoin\" or \"solana\", not {other:?}"),
             )),
         }
     }
@@ -40,16 +45,18 @@ impl ChainKind {
             ChainKind::Evm => "evm",
             ChainKind::Tron => "tron",
             ChainKind::Bitcoin(_) => "bitcoin",
+            ChainKind::Solana => "solana",
         }
     }
 
     /// Decimals of the native coin when `[assets]` does not say: ETH-like 18, TRX 6 (sun),
-    /// BTC 8 (satoshis).
+    /// BTC 8 (satoshis), SOL 9 (lamports).
     pub fn native_decimals(self) -> u8 {
         match self {
             ChainKind::Evm => 18,
             ChainKind::Tron => 6,
             ChainKind::Bitcoin(_) => 8,
+            ChainKind::Solana => 9,
         }
     }
 
@@ -61,6 +68,9 @@ impl ChainKind {
             ChainKind::Bitcoin(n) => {
                 bitcoin::parse_address(field, s, n).map(Address::from_canonical)
             }
+            ChainKind::Solana => {
+                SolanaKey::parse(field, s).map(|k| Address::from_canonical(k.to_string()))
+            }
         }
     }
 
@@ -71,6 +81,7 @@ impl ChainKind {
             ChainKind::Tron | ChainKind::Bitcoin(_) => parse_txid(s)
                 .map(TxHash::from_canonical)
                 .map_err(|e| InputError::new("tx_hash", e.reason)),
+            ChainKind::Solana => parse_solana_signature(s).map(TxHash::from_canonical),
         }
     }
 
@@ -91,16 +102,27 @@ impl ChainKind {
     /// Whether a payment key's transaction id is in this kind's form (a ledger row of another
     /// kind's spelling is not looked up on this chain).
     pub fn owns_tx_hash(self, h: &TxHash) -> bool {
-        let bare = !h.as_str().starts_with("0x");
-        bare == (self != ChainKind::Evm)
+        match self {
+            ChainKind::Evm => h.as_str().starts_with("0x"),
+            ChainKind::Tron | ChainKind::Bitcoin(_) => parse_txid(h.as_str()).is_ok(),
+            ChainKind::Solana => parse_solana_signature(h.as_str()).is_ok(),
+        }
     }
 
     /// The kind whose canonical form `s` is in (a ledger value, written by payrecon or by
     /// the merchant's handler): `T…` is Tron's, `0x…` an EVM address, 64 bare hex digits a
-    /// Tron transaction id.
+    /// Tron transaction id, base58 of 32 or 64 bytes a Solana key or signature (after Tron's
+    /// addresses and Bitcoin's bech32 ones, which a 32-byte key could also spell).
     fn of_canonical(s: &str) -> ChainKind {
         let s = s.trim();
-        if s.starts_with('T') || (s.len() == 64 && !s.starts_with("0x")) {
+        let tron = s.starts_with('T') && TronAddress::parse("address", s).is_ok();
+        if tron || (s.len() == 64 && !s.starts_with("0x")) {
+            ChainKind::Tron
+        } else if !bitcoin::looks_like_bech32(s)
+            && (SolanaKey::parse("address", s).is_ok() || parse_solana_signature(s).is_ok())
+        {
+            ChainKind::Solana
+        } else if s.starts_with('T') {
             ChainKind::Tron
         } else if bitcoin::looks_like_address(s) {
             ChainKind::Bitcoin(BtcNetwork::Mainnet)

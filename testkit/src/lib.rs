@@ -7,6 +7,8 @@
 //! - `process`: the real binary as a child, with a clean environment.
 //! - `esplora`: a fake Esplora REST API (docs/configuration.md, "Bitcoin").
 //! - `tron`: a fake Tron node (java-tron's JSON-RPC and HTTP API, their documented shapes).
+//! - `surfnet`: a real local Solana cluster (surfpool) and payments made with Solana's own
+//!   libraries, through a Node helper (`testkit/surfnet.js`).
 //! - `sandbox`: the product's sandbox (the demo's Chaingateway and EVM node) with faults,
 //!   latency, counters, lists that move while read, block numbers and older nodes' tags.
 //! - `logguard`: the ERROR events a run logged, for tests to hold against what they injected.
@@ -34,6 +36,7 @@ pub mod qvard;
 pub mod rpc_counter;
 pub mod sandbox;
 pub mod scratch;
+pub mod surfnet;
 pub mod tron;
 
 pub use json_api::{HttpFault, JsonApi};

@@ -24,6 +24,7 @@ mod reconcile;
 mod reorg;
 mod rpc;
 mod serve;
+mod solana;
 mod status;
 mod store;
 mod support;

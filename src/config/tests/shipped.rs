@@ -39,10 +39,15 @@ fn shipped_config_toml_example_chains_are_valid() {
             "ethereum",
             "legacy",
             "polygon",
+            "solana",
             "tron",
             "tron_node"
         ]
     );
+    let sol = c.chain("solana").unwrap();
+    assert_eq!((sol.kind, sol.chain_id), (ChainKind::Solana, None));
+    let usdc = &c.assets[&format!("solana:{USDC_SOL}")];
+    assert_eq!((usdc.symbol.as_str(), usdc.decimals), ("USDC", 6));
     for name in ["bitcoin", "bitcoin_own"] {
         let b = c.chain(name).unwrap();
         assert!(matches!(b.kind, ChainKind::Bitcoin(_)), "{name}");
@@ -351,4 +356,31 @@ fn the_api_is_off_without_a_token_and_a_bad_token_is_named_never_shown() {
         unknown.contains("api") && unknown.contains("tokn"),
         "{unknown}"
     );
+}
+
+const USDC_SOL: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+
+/// A Solana chain's states are the cluster's commitment: the keys that set them elsewhere,
+/// and `chain_id`, are refused naming the key; a mint that is not base58 of 32 bytes is refused
+/// naming the asset.
+#[test]
+fn a_solana_chain_refuses_the_keys_its_commitment_replaces() {
+    let base = "[chains.solana]\nkind = \"solana\"\nrpc_url = \"http://127.0.0.1:8899\"\n";
+    let ok = load(base, &[]).unwrap();
+    assert_eq!(ok.chain("solana").unwrap().kind, ChainKind::Solana);
+    for (key, line) in [
+        ("confirmations", "confirmations = 1"),
+        ("finality", "finality = \"finalized\""),
+        ("final_depth", "final_depth = 32"),
+        ("chain_id", "chain_id = 101"),
+    ] {
+        let e = error_of(&format!("{base}{line}\n"), &[]);
+        assert!(
+            e.contains(&format!("chains.solana.{key}: does not apply")),
+            "{key}: {e}"
+        );
+    }
+    let bad_mint = format!("{base}[assets.\"solana:0xdac17f958d2ee523a2206206994597c13d831ec7\"]\nsymbol = \"X\"\ndecimals = 6\n");
+    let e = error_of(&bad_mint, &[]);
+    assert!(e.contains("assets.") && e.contains("base58"), "{e}");
 }

@@ -61,10 +61,49 @@ fn kinds_parse_by_name() {
         ChainKind::parse("bitcoin").unwrap(),
         ChainKind::Bitcoin(BtcNetwork::Mainnet)
     );
-    let e = ChainKind::parse("solana").unwrap_err();
+    assert_eq!(ChainKind::parse("solana").unwrap(), ChainKind::Solana);
+    let e = ChainKind::parse("sol").unwrap_err();
     assert!(
-        e.reason.contains("not \"solana\"") && e.reason.contains("\"bitcoin\""),
+        e.reason.contains("not \"sol\"") && e.reason.contains("\"solana\""),
         "{e}"
     );
     assert_eq!(ChainKind::default().as_str(), "evm");
+}
+
+/// Solana's spellings (SPEC §18): base58 keys of 32 bytes kept as written, signatures of 64,
+/// and a ledger value of either read as Solana's, never as a Bitcoin or Tron value.
+#[test]
+fn solana_values_are_base58_and_recognised_in_the_ledger() {
+    const USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+    // A key that starts as a Bitcoin base58 address does, and one that starts with T.
+    const WALLET: &str = "3YQcK46Mvbvit2QTSrPEiqLQewXY9eXhTk74w9ruNRZ5";
+    const TOKEN: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+    let sig = bs58::encode([7u8; 64]).into_string();
+    let k = ChainKind::Solana;
+    assert_eq!(k.address("pay_to", WALLET).unwrap().as_str(), WALLET);
+    assert_eq!(k.asset(USDC).unwrap().to_string(), USDC);
+    assert_eq!(k.asset("NATIVE").unwrap(), Asset::Native);
+    assert_eq!(k.tx_hash(&sig).unwrap().as_str(), sig);
+    assert!(k.owns_tx_hash(&k.tx_hash(&sig).unwrap()));
+    assert!(!k.owns_tx_hash(&ledger_tx_hash(TXID).unwrap()));
+    assert!(!ChainKind::Tron.owns_tx_hash(&k.tx_hash(&sig).unwrap()));
+    assert_eq!(k.native_decimals(), 9);
+    let e = k
+        .address("pay_to", "0xa614f803b6fd780986a42c78ec9c7f77e6ded13c")
+        .unwrap_err();
+    assert_eq!(e.field, "pay_to");
+    assert!(e.reason.contains("base58"), "{e}");
+    assert_eq!(
+        k.asset("EPjFWdd5AufqSSqeM2qN1xzyba").unwrap_err().field,
+        "asset"
+    );
+    for v in [WALLET, TOKEN, USDC] {
+        assert_eq!(ledger_address(v).unwrap().as_str(), v);
+        assert_eq!(ledger_asset(v).unwrap().to_string(), v);
+    }
+    assert_eq!(ledger_tx_hash(&sig).unwrap().as_str(), sig);
+    // Tron and Bitcoin values are still theirs.
+    assert_eq!(ledger_address(USDT_TRON).unwrap().as_str(), USDT_TRON);
+    let btc = "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa";
+    assert_eq!(ledger_address(btc).unwrap().as_str(), btc);
 }

@@ -82,7 +82,7 @@ fn tron_config_errors_name_their_keys() {
             "chains.tron.api_url",
         ),
         (
-            base("kind = \"solana\"\nrpc_url = \"https://x.example\"", USDT),
+            base("kind = \"cardano\"\nrpc_url = \"https://x.example\"", USDT),
             "chains.tron.kind",
         ),
     ];
