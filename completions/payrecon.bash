@@ -1039,7 +1039,7 @@ _payrecon() {
             return 0
             ;;
         payrecon__subcmd__orders__subcmd__add)
-            opts="-h --ref --chain --pay-to --asset --amount --expires-at --format --config --help"
+            opts="-h --ref --chain --pay-to --asset --amount --expires-at --reference --format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1066,6 +1066,10 @@ _payrecon() {
                     return 0
                     ;;
                 --expires-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reference)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -132,7 +132,7 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand export" -s h -l help -
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and not __fish_seen_subcommand_from add import help" -l config -d 'Configuration file' -r -F
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and not __fish_seen_subcommand_from add import help" -s h -l help -d 'Print help'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and not __fish_seen_subcommand_from add import help" -f -a "add" -d 'Register one expected payment (the same again changes nothing; exit 1 when the ref is registered with other fields, 2 when a field is invalid)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and not __fish_seen_subcommand_from add import help" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept'
+complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and not __fish_seen_subcommand_from add import help" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at,reference; the last two optional), committed per 1,000 rows; bad rows are named by line, the good ones kept'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and not __fish_seen_subcommand_from add import help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l ref -d 'The shop\'s order id (1 to 128 characters, unique)' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l chain -d 'A configured chain' -r
@@ -140,6 +140,7 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_see
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l asset -d '`native`, or a token contract with an [assets] table' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l amount -d 'The amount due in base units (25 USDT = 25000000)' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l expires-at -d 'When the order stops taking payments (RFC 3339)' -r
+complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l reference -d 'Solana only: the order\'s Solana Pay reference (base58 of 32 bytes)' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l format -r -f -a "text\t''
 json\t''"
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from add" -l config -d 'Configuration file' -r -F
@@ -147,7 +148,7 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_see
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from import" -l config -d 'Configuration file' -r -F
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from import" -s h -l help -d 'Print help'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "add" -d 'Register one expected payment (the same again changes nothing; exit 1 when the ref is registered with other fields, 2 when a field is invalid)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept'
+complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at,reference; the last two optional), committed per 1,000 rows; bad rows are named by line, the good ones kept'
 complete -c payrecon -n "__fish_payrecon_using_subcommand orders; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -l chain -d 'Only this chain\'s addresses' -r
 complete -c payrecon -n "__fish_payrecon_using_subcommand balances; and not __fish_seen_subcommand_from check help" -l format -r -f -a "text\t''
@@ -182,5 +183,5 @@ complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "attach" -d 'A payment to no order (unknown_payment): credit it to an order; the chain decides its state'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from exceptions" -f -a "dismiss" -d 'Close it with the ledger unchanged (refunded elsewhere, a test payment)'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from orders" -f -a "add" -d 'Register one expected payment (the same again changes nothing; exit 1 when the ref is registered with other fields, 2 when a field is invalid)'
-complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from orders" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept'
+complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from orders" -f -a "import" -d 'Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due, expires_at,reference; the last two optional), committed per 1,000 rows; bad rows are named by line, the good ones kept'
 complete -c payrecon -n "__fish_payrecon_using_subcommand help; and __fish_seen_subcommand_from balances" -f -a "check" -d 'Check now: each deposit address of the orders created within [balances] lookback, at the chain\'s final block; prints a run report (exit 1 when a chain could not be checked)'

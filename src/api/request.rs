@@ -35,15 +35,21 @@ pub struct OrderRequest {
     #[schema(format = DateTime, example = "2026-12-01T10:15:00Z")]
     #[serde(default)]
     pub expires_at: Option<String>,
+    /// Solana only: the Solana Pay reference the checkout put on the transfer (base58 of 32
+    /// bytes); a payment carrying it is matched to this order first.
+    #[schema(example = "7fQ4dMqsyDzWFMhUasRvZ5aLgKxoqRrdHU2JVQuoTXRs")]
+    #[serde(default)]
+    pub reference: Option<String>,
 }
 
-const FIELDS: [&str; 6] = [
+const FIELDS: [&str; 7] = [
     "order_ref",
     "chain",
     "pay_to",
     "asset",
     "amount_due",
     "expires_at",
+    "reference",
 ];
 
 /// The body read into an order, or every problem with it.
@@ -73,6 +79,7 @@ pub fn order(raw: &[u8], catalog: &Catalog) -> Result<ExpectedOrder, Vec<FieldPr
         asset: text("asset"),
         amount_due: text("amount_due"),
         expires_at: map.get("expires_at").and_then(Value::as_str),
+        reference: map.get("reference").and_then(Value::as_str),
     };
     let shaped: Vec<Option<String>> = problems.iter().map(|p| p.pointer.clone()).collect();
     match expected_order(&input, catalog) {
@@ -97,7 +104,7 @@ fn shape(map: &Map<String, Value>) -> Vec<FieldProblem> {
         .map(|k| FieldProblem::body(&escape(k), "unknown field"))
         .collect();
     for field in FIELDS {
-        let optional = field == "expires_at";
+        let optional = field == "expires_at" || field == "reference";
         match map.get(field) {
             None if optional => {}
             None => problems.push(FieldProblem::body(field, "required")),

@@ -286,6 +286,25 @@ impl ChainClient {
         Ok(self.storable(found))
     }
 
+    /// Solana Pay references (SPEC §18): the payments to each `(reference, pay_to)`'s
+    /// address in transactions carrying the reference, with it. Empty on other chains.
+    pub async fn payments_by_reference(
+        &self,
+        head: &ChainHead,
+        references: &[(String, Address)],
+        since: jiff::Timestamp,
+    ) -> Result<Vec<(String, ChainTransfer)>, ChainError> {
+        let ChainClient::Solana(c) = self else {
+            return Ok(Vec::new());
+        };
+        let found = c.payments_by_reference(head, references, since).await?;
+        let max = self.settings().max_amount;
+        Ok(found
+            .into_iter()
+            .filter(|(_, t)| max.is_none_or(|m| t.amount <= m))
+            .collect())
+    }
+
     /// Token transfers from any of `tokens` to any of `recipients` in blocks `from..=head`
     /// (the deposit scan).
     pub async fn transfers_to(

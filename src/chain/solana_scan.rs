@@ -81,6 +81,53 @@ impl SolanaClient {
             .collect())
     }
 
+    /// Payments carrying Solana Pay references (SPEC §18): for each `(reference, pay_to)`,
+    /// the transactions listed on the reference since `since`, and their transfers to
+    /// `pay_to`, each with the reference it was found by.
+    pub async fn payments_by_reference(
+        &self,
+        head: &ChainHead,
+        references: &[(String, Address)],
+        since: jiff::Timestamp,
+    ) -> Result<Vec<(String, ChainTransfer)>, ChainError> {
+        let listed: Vec<Vec<(String, String, Address)>> =
+            futures::stream::iter(references.to_vec())
+                .map(|(reference, to)| async move {
+                    let sigs = self.signatures(&reference, since).await?;
+                    Ok::<_, ChainError>(
+                        sigs.into_iter()
+                            .map(|s| (s, reference.clone(), to.clone()))
+                            .collect(),
+                    )
+                })
+                .buffered(IN_FLIGHT)
+                .try_collect()
+                .await?;
+        let mut refs = Vec::new();
+        let mut queries = Vec::new();
+        for (sig, reference, to) in listed.into_iter().flatten() {
+            let Ok(tx_hash) = ChainKind::Solana.tx_hash(&sig) else {
+                continue;
+            };
+            refs.push(reference);
+            queries.push(TransferQuery {
+                tx_hash,
+                asset: None,
+                to: Some(to),
+                log_index: None,
+            });
+        }
+        let answers = self.lookup(head, &queries).await?;
+        Ok(refs
+            .into_iter()
+            .zip(answers)
+            .flat_map(|(r, a)| match a {
+                Lookup::Found(ts) => ts.into_iter().map(|t| (r.clone(), t)).collect(),
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
     /// A wallet and its token accounts (Token and Token-2022): a token payment is listed on
     /// the account it credits, not on the wallet.
     async fn accounts_of(&self, wallet: &Address) -> Result<Vec<String>, ChainError> {

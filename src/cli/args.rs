@@ -95,7 +95,8 @@ pub enum OrdersAction {
     /// registered with other fields, 2 when a field is invalid).
     Add(OrderAddArgs),
     /// Register every row of a CSV file (header order_ref,chain,pay_to,asset,amount_due,
-    /// expires_at), committed per 1,000 rows; bad rows are named by line, the good ones kept.
+    /// expires_at,reference; the last two optional), committed per 1,000 rows; bad rows are
+    /// named by line, the good ones kept.
     Import {
         /// The CSV file (RFC 4180; `-` reads standard input).
         file: PathBuf,
@@ -122,6 +123,9 @@ pub struct OrderAddArgs {
     /// When the order stops taking payments (RFC 3339).
     #[arg(long)]
     pub expires_at: Option<String>,
+    /// Solana only: the order's Solana Pay reference (base58 of 32 bytes).
+    #[arg(long)]
+    pub reference: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }

@@ -18,14 +18,15 @@ use crate::domain::{
 };
 use crate::store::{OrderView, Registered, Retries, Store, REGISTER_BATCH};
 
-/// The import file's columns; `expires_at` may be left out.
-pub const COLUMNS: [&str; 6] = [
+/// The import file's columns; `expires_at` and `reference` may be left out.
+pub const COLUMNS: [&str; 7] = [
     "order_ref",
     "chain",
     "pay_to",
     "asset",
     "amount_due",
     "expires_at",
+    "reference",
 ];
 
 /// Runs `payrecon orders …`.
@@ -62,6 +63,7 @@ async fn add(config: &Config, a: OrderAddArgs) -> Outcome {
         asset: &a.asset,
         amount_due: &a.amount,
         expires_at: a.expires_at.as_deref(),
+        reference: a.reference.as_deref(),
     };
     let order = expected_order(&input, &config.catalog()).map_err(|e| field_errors(&e))?;
     let store = db::open(config, Access::Write).await?;
@@ -237,14 +239,14 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The position of each of `COLUMNS` in the header (`expires_at` may be missing); an unknown,
-/// repeated or missing column is an error.
-fn header<R: Read>(csv: &mut csv::Reader<NoCr<R>>) -> Result<[Option<usize>; 6], CliError> {
+/// The position of each of `COLUMNS` in the header (`expires_at` and `reference` may be
+/// missing); an unknown, repeated or missing column is an error.
+fn header<R: Read>(csv: &mut csv::Reader<NoCr<R>>) -> Result<[Option<usize>; 7], CliError> {
     let h = csv
         .headers()
         .map_err(|e| CliError::usage(format!("line 1: {}", one_line(&e.to_string()))))?
         .clone();
-    let mut index = [None; 6];
+    let mut index = [None; 7];
     for (i, name) in h.iter().enumerate() {
         let name = name.trim();
         let Some(c) = COLUMNS.iter().position(|c| *c == name) else {
@@ -271,7 +273,7 @@ fn header<R: Read>(csv: &mut csv::Reader<NoCr<R>>) -> Result<[Option<usize>; 6],
 
 fn row(
     record: &csv::StringRecord,
-    index: &[Option<usize>; 6],
+    index: &[Option<usize>; 7],
     catalog: &Catalog,
 ) -> Result<ExpectedOrder, Vec<FieldError>> {
     let cell = |c: usize| index[c].and_then(|i| record.get(i)).unwrap_or("");
@@ -292,6 +294,7 @@ fn row(
         asset: cell(3),
         amount_due: cell(4),
         expires_at: expires.as_deref(),
+        reference: Some(cell(6)).filter(|s| !s.is_empty()),
     };
     expected_order(&input, catalog)
 }

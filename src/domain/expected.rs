@@ -10,6 +10,8 @@
 //!   same rules as `pay_to`).
 //! - `amount_due`: base units, 1 to 78 decimal digits, at least 1, fitting U256.
 //! - `expires_at`: RFC 3339 with an offset (kept to the millisecond), or absent.
+//! - `reference`: a Solana Pay reference (base58 of 32 bytes) on a Solana chain's order, or
+//!   absent; refused on other chains.
 
 use std::collections::{HashMap, HashSet};
 
@@ -18,6 +20,7 @@ use sha3::{Digest, Keccak256};
 
 use super::kind::ChainKind;
 use super::model::{parse_base_units, Address, Asset, U256};
+use super::solana::SolanaKey;
 
 /// Longest `order_ref` accepted.
 pub const MAX_ORDER_REF: usize = 128;
@@ -31,6 +34,7 @@ pub struct OrderInput<'a> {
     pub asset: &'a str,
     pub amount_due: &'a str,
     pub expires_at: Option<&'a str>,
+    pub reference: Option<&'a str>,
 }
 
 /// One bad field: its name (a key of the request body, a flag, a CSV column) and why.
@@ -106,6 +110,8 @@ pub struct ExpectedOrder {
     pub asset: Asset,
     pub amount_due: U256,
     pub expires_at: Option<Timestamp>,
+    /// A Solana Pay reference (SPEC §18), base58.
+    pub reference: Option<String>,
 }
 
 /// An order already stored under the same `order_ref`, as read back (ledger spelling).
@@ -116,6 +122,7 @@ pub struct StoredOrder<'a> {
     pub asset: &'a str,
     pub amount_due: &'a str,
     pub expires_at: Option<Timestamp>,
+    pub reference: Option<&'a str>,
 }
 
 impl ExpectedOrder {
@@ -137,6 +144,9 @@ impl ExpectedOrder {
         }
         if stored.expires_at != self.expires_at {
             d.push("expires_at");
+        }
+        if stored.reference != self.reference.as_deref() {
+            d.push("reference");
         }
         d
     }
@@ -193,6 +203,21 @@ pub fn expected_order(
             None
         }
     };
+    let reference = match (kind, input.reference) {
+        (_, None) => None,
+        (Some(ChainKind::Solana), Some(r)) => SolanaKey::parse("reference", r)
+            .map(|k| k.to_string())
+            .map_err(|e| errors.push(FieldError::new("reference", e.reason)))
+            .ok(),
+        (Some(_), Some(_)) => {
+            errors.push(FieldError::new(
+                "reference",
+                "only an order on a Solana chain has one (a Solana Pay reference)",
+            ));
+            None
+        }
+        (None, Some(_)) => None,
+    };
     match (order_ref, pay_to, asset, amount_due) {
         (Some(order_ref), Some(pay_to), Some(asset), Some(amount_due)) if errors.is_empty() => {
             Ok(ExpectedOrder {
@@ -202,6 +227,7 @@ pub fn expected_order(
                 asset,
                 amount_due,
                 expires_at,
+                reference,
             })
         }
         _ => Err(errors),

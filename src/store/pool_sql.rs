@@ -177,12 +177,12 @@ where
                 let cols: Vec<String> = (0..4).map(|_| next()).collect();
                 let due = format!("{}{}", next(), DB::AMOUNT_CAST);
                 let expires = format!("{}{}", next(), DB::TS_CAST);
-                format!("({}, {due}, {expires})", cols.join(", "))
+                format!("({}, {due}, {expires}, {})", cols.join(", "), next())
             })
             .collect();
         let sql = format!(
-            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) \
-             VALUES {} ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref",
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at, \
+             reference) VALUES {} ON CONFLICT (order_ref) DO NOTHING RETURNING order_ref",
             rows.join(", ")
         );
         let mut q = sqlx::query_scalar::<_, String>(&sql);
@@ -193,7 +193,8 @@ where
                 .bind(o.pay_to.as_str())
                 .bind(o.asset.as_str())
                 .bind(o.amount_due.to_string())
-                .bind(o.expires_at.map(sqlite_ts));
+                .bind(o.expires_at.map(sqlite_ts))
+                .bind(o.reference.clone());
         }
         let mut tx = counted(pool).begin_with(DB::BEGIN_WRITE).await?;
         let inserted = q.fetch_all(counted(&mut *tx)).await?;
@@ -209,7 +210,7 @@ pub(crate) fn view_columns<D: Dialect>() -> String {
         "o.id, {order_ref} AS order_ref, o.chain, o.pay_to, o.asset, {due} AS amount_due, \
          {paid} AS amount_paid, o.state, o.tx_hash, o.log_index, o.block_number, o.block_hash, \
          {exp} AS expires_ms, {created} AS created_ms, {changed} AS changed_ms, \
-         {updated} AS updated_ms",
+         {updated} AS updated_ms, {reference} AS reference",
         order_ref = D::exact_text("o.order_ref"),
         due = D::amount_text("o.amount_due"),
         paid = D::amount_text("o.amount_paid"),
@@ -217,5 +218,6 @@ pub(crate) fn view_columns<D: Dialect>() -> String {
         created = D::ms("o.created_at"),
         changed = D::ms("o.state_changed_at"),
         updated = D::ms("o.payrecon_updated_at"),
+        reference = D::exact_text("o.reference"),
     )
 }

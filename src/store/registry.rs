@@ -49,6 +49,8 @@ pub struct OrderView {
     pub created_at: Option<String>,
     pub state_changed_at: Option<String>,
     pub updated_at: Option<String>,
+    /// Solana only: the order's Solana Pay reference (base58), or null.
+    pub reference: Option<String>,
     /// Where this order sits in the list (`OrderPage::after`), when read by `order_page`.
     #[serde(skip)]
     pub position: Option<String>,
@@ -121,6 +123,7 @@ impl ViewRow {
             created_at: ms_text(self.created_ms),
             state_changed_at: ms_text(self.changed_ms),
             updated_at: ms_text(self.updated_ms),
+            reference: self.reference,
             position: None,
         }
     }
@@ -164,6 +167,7 @@ impl Store {
                     asset: &view.asset,
                     amount_due: &view.amount_due,
                     expires_at,
+                    reference: view.reference.as_deref(),
                 });
                 out.push(if diff.is_empty() {
                     Registered::Same(view)

@@ -255,6 +255,7 @@ pub(crate) struct ViewRow {
     pub(crate) created_ms: Option<i64>,
     pub(crate) changed_ms: Option<i64>,
     pub(crate) updated_ms: Option<i64>,
+    pub(crate) reference: Option<String>,
 }
 
 #[cfg(test)]

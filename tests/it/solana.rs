@@ -6,9 +6,9 @@
 
 use payrecon::app::App;
 use payrecon::config::Config;
-use payrecon::domain::{State, U256};
+use payrecon::domain::{expected_order, Catalog, ChainKind, OrderInput, State, U256};
 use payrecon::report::Report;
-use payrecon::store::NewOrder;
+use payrecon::store::{NewOrder, Registered, Retries};
 use payrecon_testkit::inspect::Inspect;
 use payrecon_testkit::qvard::{FakeQvard, QvardPayment};
 use payrecon_testkit::surfnet::{Surfnet, TokenPay, USDC};
@@ -17,15 +17,16 @@ use crate::reconcile::{entry, found, minutes_ago, on_backends, opts};
 
 const QKEY: &str = "qk_live_solana_5be1c0d7a9f3e284";
 
-struct SolWorld {
-    net: Surfnet,
-    qvard: FakeQvard,
-    app: App,
+mod standin;
+
+pub(crate) struct SolWorld {
+    pub qvard: FakeQvard,
+    pub app: App,
 }
 
 impl SolWorld {
-    async fn start(db: &str) -> Option<SolWorld> {
-        let net = Surfnet::start().await?;
+    /// payrecon on `db` reading the Solana JSON-RPC at `rpc`, with Qvard as a provider.
+    pub async fn start(db: &str, rpc: &str) -> SolWorld {
         let qvard = FakeQvard::start(QKEY).await;
         let text = format!(
             r#"[database]
@@ -51,15 +52,14 @@ timeout = "5s"
 max_retries = 1
 backoff = "20ms"
 "#,
-            rpc = net.url,
             qvard = qvard.base_url(),
         );
         let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
         let app = App::build(config).await.expect("App::build");
-        Some(SolWorld { net, qvard, app })
+        SolWorld { qvard, app }
     }
 
-    async fn order(&self, order_ref: &str, pay_to: &str, asset: &str, amount: u64) {
+    pub async fn order(&self, order_ref: &str, pay_to: &str, asset: &str, amount: u64) {
         let o = NewOrder {
             order_ref: order_ref.into(),
             chain: "solana".into(),
@@ -70,17 +70,17 @@ backoff = "20ms"
         self.app.engine.store.insert_orders(&[o]).await.unwrap();
     }
 
-    async fn row(&self, order_ref: &str) -> payrecon_testkit::inspect::OrderSnapshot {
+    pub async fn row(&self, order_ref: &str) -> payrecon_testkit::inspect::OrderSnapshot {
         let o = self.app.engine.store.order_by_ref(order_ref).await.unwrap();
         o.unwrap_or_else(|| panic!("no order {order_ref}"))
     }
 
-    async fn run(&self) -> Report {
+    pub async fn run(&self) -> Report {
         self.app.engine.run(&opts()).await.expect("run")
     }
 
     /// A completed Qvard payment naming `sig` at `log_index`.
-    fn qvard(&self, id: &str, sig: &str, log_index: i64, asset: &str, amount: &str) {
+    pub fn qvard(&self, id: &str, sig: &str, log_index: i64, asset: &str, amount: &str) {
         self.qvard.add_payment(&QvardPayment {
             id: id.into(),
             status: "completed".into(),
@@ -103,10 +103,11 @@ backoff = "20ms"
 #[tokio::test]
 async fn sol_and_usdc_payments_are_found_resolved_and_finalized() {
     on_backends(|db| async move {
-        let Some(w) = SolWorld::start(&db).await else {
+        let Some(n) = Surfnet::start().await else {
             return;
         };
-        let n = &w.net;
+        let w = SolWorld::start(&db, &n.url).await;
+        let n = &n;
         assert_eq!(n.mint(Some(USDC), 6).await, USDC);
         n.wallet("alice").await;
         n.fund_token("alice", USDC, 100_000_000).await;
@@ -163,6 +164,87 @@ async fn sol_and_usdc_payments_are_found_resolved_and_finalized() {
         let again = w.run().await;
         let chain = entry(&again, "chain");
         assert_eq!((chain.status.as_str(), chain.applied), ("ok", 0), "{db}");
+    })
+    .await;
+}
+
+/// Solana Pay (SPEC §18): two orders for the same amount to one merchant wallet, each with its
+/// own reference (registered as the API and `orders import` do). A payment carrying the younger
+/// order's reference pays that order, not the older one §14 would pick by address; the older
+/// order's own payment then pays it. The reference is stored and read back, and registering
+/// the order again with another reference is a conflict naming `reference`.
+#[tokio::test]
+async fn a_solana_pay_reference_picks_its_order_among_orders_to_one_wallet() {
+    on_backends(|db| async move {
+        let Some(n) = Surfnet::start().await else {
+            return;
+        };
+        let w = SolWorld::start(&db, &n.url).await;
+        let n = &n;
+        n.mint(Some(USDC), 6).await;
+        n.wallet("alice").await;
+        n.fund_token("alice", USDC, 100_000_000).await;
+        let shop = n.key().await;
+        let (ref1, ref2) = (n.key().await, n.key().await);
+        let catalog = Catalog::new([("solana".to_string(), ChainKind::Solana)])
+            .with_asset_key(&format!("solana:{USDC}"));
+        let order = |r: &'static str, reference: String| {
+            let input = OrderInput {
+                order_ref: r,
+                chain: "solana",
+                pay_to: &shop,
+                asset: USDC,
+                amount_due: "10000000",
+                expires_at: None,
+                reference: Some(&reference),
+            };
+            expected_order(&input, &catalog).expect("a valid order")
+        };
+        let orders = [order("R-1", ref1.clone()), order("R-2", ref2.clone())];
+        let store = &w.app.engine.store;
+        let done = store
+            .register_orders(&orders, &Retries::default())
+            .await
+            .unwrap();
+        assert!(
+            done.iter().all(|r| matches!(r, Registered::Created(_))),
+            "{db}"
+        );
+        let view = store.order_view("R-2").await.unwrap().unwrap();
+        assert_eq!(view.reference.as_deref(), Some(ref2.as_str()), "{db}");
+        let other = [order("R-2", ref1.clone())];
+        let again = store
+            .register_orders(&other, &Retries::default())
+            .await
+            .unwrap();
+        assert!(
+            matches!(&again[0], Registered::Conflict(_, f) if f == &["reference"]),
+            "{db}: {again:?}"
+        );
+
+        let paid2 = n
+            .pay_token(TokenPay {
+                reference: Some(&ref2),
+                ..usdc(&shop, 10_000_000)
+            })
+            .await;
+        let report = w.run().await;
+        let json = report.to_json();
+        assert_eq!(w.row("R-1").await.state, State::Unpaid, "{db}: {json}");
+        let r2 = w.row("R-2").await;
+        assert_eq!(r2.state, State::Confirmed, "{db}: {json}");
+        assert_eq!(r2.tx_hash.as_deref(), Some(paid2.as_str()), "{db}");
+
+        let paid1 = n
+            .pay_token(TokenPay {
+                reference: Some(&ref1),
+                ..usdc(&shop, 10_000_000)
+            })
+            .await;
+        w.run().await;
+        let r1 = w.row("R-1").await;
+        assert_eq!(r1.state, State::Confirmed, "{db}");
+        assert_eq!(r1.tx_hash.as_deref(), Some(paid1.as_str()), "{db}");
     })
     .await;
 }

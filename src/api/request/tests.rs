@@ -45,6 +45,38 @@ fn a_body_is_read_strictly_and_every_problem_named() {
     );
 }
 
+/// `reference` (SPEC §18): a Solana order's, base58 of 32 bytes; named in the 422 when it is
+/// not one, or on another chain's order, or not a string.
+#[test]
+fn a_reference_is_read_for_solana_orders_and_named_when_bad() {
+    let c = Catalog::new([
+        ("ethereum".to_string(), ChainKind::Evm),
+        ("solana".to_string(), ChainKind::Solana),
+    ]);
+    let sol = |reference: &str| {
+        format!(
+            r#"{{"order_ref":"S-1","chain":"solana","pay_to":"3YQcK46Mvbvit2QTSrPEiqLQewXY9eXhTk74w9ruNRZ5","asset":"native","amount_due":"5","reference":{reference}}}"#
+        )
+    };
+    let ok = order(
+        sol("\"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA\"").as_bytes(),
+        &c,
+    )
+    .unwrap();
+    assert_eq!(
+        ok.reference.as_deref(),
+        Some("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
+    );
+    assert_eq!(order(sol("null").as_bytes(), &c).unwrap().reference, None);
+    assert_eq!(
+        pointers(order(sol("\"abc\"").as_bytes(), &c)),
+        ["#/reference"]
+    );
+    assert_eq!(pointers(order(sol("7").as_bytes(), &c)), ["#/reference"]);
+    let evm = br#"{"order_ref":"A","chain":"ethereum","pay_to":"0x52908400098527886e0f7030069857d2e4169ee7","asset":"native","amount_due":"5","reference":"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"}"#;
+    assert_eq!(pointers(order(evm, &c)), ["#/reference"]);
+}
+
 #[test]
 fn queries_and_cursors_round_trip_or_are_named() {
     let q = |pairs: &[(&str, &str)]| -> HashMap<String, String> {

@@ -336,6 +336,7 @@ fn the_api_is_off_without_a_token_and_a_bad_token_is_named_never_shown() {
         asset: "0xDAC17F958D2EE523A2206206994597C13D831EC7",
         amount_due: "1",
         expires_at: None,
+        reference: None,
     };
     assert!(crate::domain::expected_order(&input, &cat).is_ok());
     let short = error_of(&format!("{BASE}\n[api]\ntoken = \"short-secret\"\n"), &[]);

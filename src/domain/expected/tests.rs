@@ -25,6 +25,7 @@ fn input<'a>(pay_to: &'a str, asset: &'a str, amount: &'a str) -> OrderInput<'a>
         asset,
         amount_due: amount,
         expires_at: None,
+        reference: None,
     }
 }
 
@@ -72,6 +73,7 @@ fn every_bad_field_is_named() {
         asset: "0x0000000000000000000000000000000000000001",
         amount_due: "1.5",
         expires_at: Some("tomorrow"),
+        reference: None,
     };
     assert_eq!(
         fields(expected_order(&i, &c)),
@@ -160,6 +162,7 @@ fn the_same_order_has_no_differences() {
         asset: &USDT.to_lowercase(),
         amount_due: "25000000",
         expires_at: Some("2026-12-01T10:00:00.123Z".parse().unwrap()),
+        reference: None,
     };
     assert!(o.differences(&stored).is_empty());
     let other = StoredOrder {
@@ -169,4 +172,57 @@ fn the_same_order_has_no_differences() {
         ..stored
     };
     assert_eq!(o.differences(&other), ["asset", "amount_due", "expires_at"]);
+}
+
+/// A reference is a Solana order's only (base58 of 32 bytes, named when not), is kept as
+/// given, and a registration that adds or changes it differs from the stored order.
+#[test]
+fn a_reference_belongs_to_a_solana_order() {
+    const WALLET: &str = "3YQcK46Mvbvit2QTSrPEiqLQewXY9eXhTk74w9ruNRZ5";
+    const REF: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+    let c = Catalog::new([("solana".to_string(), ChainKind::Solana)])
+        .with_asset_key("solana:EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+    let sol = OrderInput {
+        chain: "solana",
+        pay_to: WALLET,
+        reference: Some(REF),
+        ..input(
+            WALLET,
+            "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+            "5000000",
+        )
+    };
+    let o = expected_order(&sol, &c).unwrap();
+    assert_eq!(o.reference.as_deref(), Some(REF));
+    let bad = OrderInput {
+        reference: Some("0xdac17f958d2ee523a2206206994597c13d831ec7"),
+        ..sol
+    };
+    let e = expected_order(&bad, &c).unwrap_err();
+    assert_eq!(fields(Err(e.clone())), ["reference"]);
+    assert!(e[0].detail.contains("base58"), "{e:?}");
+    let evm = OrderInput {
+        reference: Some(REF),
+        ..input(USDT, USDT, "25000000")
+    };
+    let e = expected_order(&evm, &catalog()).unwrap_err();
+    assert_eq!(e[0].field, "reference");
+    assert!(
+        e[0].detail.contains("only an order on a Solana chain"),
+        "{e:?}"
+    );
+    let stored = StoredOrder {
+        chain: "solana",
+        pay_to: WALLET,
+        asset: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+        amount_due: "5000000",
+        expires_at: None,
+        reference: None,
+    };
+    assert_eq!(o.differences(&stored), ["reference"]);
+    let same = StoredOrder {
+        reference: Some(REF),
+        ..stored
+    };
+    assert!(o.differences(&same).is_empty());
 }

@@ -4,11 +4,11 @@
 //! provider records. It finds the payments no provider reported: Qvard never lists an underpaid or
 //! pending payment, and a notification can be missing from every list.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{fingerprint, observe, Sweep};
 use crate::chain::{ChainClient, MAX_FILTER_ADDRESSES};
-use crate::domain::{Address, Asset, ChainHead, LedgerView};
+use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, LedgerView, PaymentKey};
 use crate::engine::error::PartError;
 
 impl Sweep<'_> {
@@ -45,14 +45,17 @@ impl Sweep<'_> {
                 .unpaid_page(chain, after, MAX_FILTER_ADDRESSES as i64)
                 .await?;
             let Some(last) = last else { break };
-            after = last;
+            let first = std::mem::replace(&mut after, last);
             let recipients: BTreeSet<Address> = rows.iter().map(|r| r.pay_to.clone()).collect();
             if client.scans_by_address() {
                 let recipients: Vec<Address> = recipients.into_iter().collect();
-                let found = client
+                let (mut found, named) =
+                    self.by_reference(chain, client, head, first, last).await?;
+                let to = client
                     .payments_to(head, &recipients, self.ctx.since)
                     .await?;
-                self.settle_scanned(chain, found).await?;
+                found.extend(to.into_iter().filter(|t| !named.contains_key(&t.key)));
+                self.settle_scanned(chain, found, &named).await?;
                 continue;
             }
             // Native payments emit no log: only token orders are scanned.
@@ -82,15 +85,63 @@ impl Sweep<'_> {
                 let found = client.transfers_to(head, t, &recipients, start).await?;
                 transfers.extend(found);
             }
-            self.settle_scanned(chain, transfers).await?;
+            self.settle_scanned(chain, transfers, &HashMap::new())
+                .await?;
         }
         Ok(())
     }
 
+    /// On Solana, the payments carrying the Solana Pay references of the unpaid orders in ids
+    /// `(first, last]`, each named for its order (matched to it first); none elsewhere.
+    async fn by_reference(
+        &self,
+        chain: &str,
+        client: &ChainClient,
+        head: &ChainHead,
+        first: i64,
+        last: i64,
+    ) -> Result<(Vec<ChainTransfer>, HashMap<PaymentKey, String>), PartError> {
+        let mut named = HashMap::new();
+        if client.settings().kind != ChainKind::Solana {
+            return Ok((Vec::new(), named));
+        }
+        let rows = self
+            .engine
+            .store
+            .unpaid_references(chain, first, last)
+            .await?;
+        let mut order_of = HashMap::new();
+        let mut pairs = Vec::new();
+        for (order_ref, reference, pay_to) in rows {
+            let Ok(to) = ChainKind::Solana.address("pay_to", &pay_to) else {
+                continue;
+            };
+            order_of.insert(reference.clone(), order_ref);
+            pairs.push((reference, to));
+        }
+        if pairs.is_empty() {
+            return Ok((Vec::new(), named));
+        }
+        let found = client
+            .payments_by_reference(head, &pairs, self.ctx.since)
+            .await?;
+        let mut out = Vec::with_capacity(found.len());
+        for (reference, t) in found {
+            if let Some(order_ref) = order_of.get(&reference) {
+                named.insert(t.key.clone(), order_ref.clone());
+                out.push(t);
+            }
+        }
+        Ok((out, named))
+    }
+
+    /// Settles scanned transfers; one in `named` is observed as naming that order (found by
+    /// its Solana Pay reference: the order it names is matched first).
     async fn settle_scanned(
         &mut self,
         chain: &str,
-        transfers: Vec<crate::domain::ChainTransfer>,
+        transfers: Vec<ChainTransfer>,
+        named: &HashMap<PaymentKey, String>,
     ) -> Result<(), PartError> {
         if transfers.is_empty() {
             return Ok(());
@@ -103,12 +154,22 @@ impl Sweep<'_> {
                 .mark_checked(&mut self.acc, chain, fingerprint(&t.key));
             keys.push(t.key.clone());
             slots.push((chain.to_string(), t.to.to_string(), t.asset.to_string()));
-            observations.push(observe(chain, t));
+            let mut obs = observe(chain, t);
+            obs.order_ref = named.get(&t.key).cloned();
+            observations.push(obs);
         }
         slots.sort();
         slots.dedup();
         let mut view: LedgerView = self.engine.store.load_view(&keys, &slots).await?;
         view.policy = self.engine.amounts.clone();
+        let mut refs: Vec<String> = named.values().cloned().collect();
+        refs.sort();
+        refs.dedup();
+        if !refs.is_empty() {
+            for row in self.engine.store.orders_by_ref(&refs).await? {
+                view.by_ref.insert(row.order_ref.clone(), row);
+            }
+        }
         self.settle(&observations, &view, Vec::new()).await
     }
 }

@@ -146,6 +146,7 @@ async fn registration_is_four_statements_per_thousand_orders() {
                     asset: "native",
                     amount_due: "7",
                     expires_at: None,
+                    reference: None,
                 };
                 expected_order(&input, &catalog).unwrap()
             })

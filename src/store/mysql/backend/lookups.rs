@@ -99,7 +99,7 @@ pub(super) async fn register_once(
         .collect();
     if !new.is_empty() {
         let mut qb = sqlx::QueryBuilder::<MySql>::new(
-            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at) ",
+            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at, reference) ",
         );
         qb.push_values(&new, |mut b, o| {
             b.push_bind(o.order_ref.as_str())
@@ -107,7 +107,8 @@ pub(super) async fn register_once(
                 .push_bind(o.pay_to.as_str())
                 .push_bind(o.asset.as_str())
                 .push_bind(o.amount_due.to_string())
-                .push_bind(o.expires_at.map(mysql_ts));
+                .push_bind(o.expires_at.map(mysql_ts))
+                .push_bind(o.reference.as_deref());
         });
         qb.build().execute(counted(&mut *tx)).await?;
     }

@@ -1,0 +1,241 @@
+//! A stand-in Solana node on loopback for what a real local cluster cannot do on request
+//! (SPEC §18): forget a signature (its fork dropped before `finalized`), keep a signature's
+//! status after pruning its transaction, answer 429 with `Retry-After`. It answers Solana's
+//! JSON-RPC as documented (single calls and batches) for the methods payrecon sends:
+//! `getSlot`, `getSignatureStatuses`, `getTransaction` (`jsonParsed` shapes),
+//! `getSignaturesForAddress` (newest first, `before`, `limit`), `getTokenAccountsByOwner`,
+//! `getBlockTime`. Counts HTTP requests and calls by method.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+const SYSTEM: &str = "11111111111111111111111111111111";
+/// Every slot's time: a minute ago (inside any run's window).
+fn block_time() -> i64 {
+    jiff::Timestamp::now().as_second() - 60
+}
+
+#[derive(Default)]
+struct Node {
+    confirmed: u64,
+    finalized: u64,
+    /// signature → (slot, transaction JSON without `slot`)
+    txs: HashMap<String, (u64, Value)>,
+    /// Signatures whose transaction is pruned: a status, no transaction.
+    pruned: Vec<String>,
+    /// address → signatures, oldest first.
+    lists: HashMap<String, Vec<String>>,
+    /// Requests still to refuse with 429.
+    refuse: u32,
+    /// Calls by method; HTTP requests (a batch counts once); batches.
+    calls: HashMap<String, u64>,
+    requests: u64,
+    batches: u64,
+    refused: u64,
+}
+
+type Shared = Arc<Mutex<Node>>;
+
+fn lock(s: &Shared) -> MutexGuard<'_, Node> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub struct FakeSolana {
+    state: Shared,
+    pub url: String,
+}
+
+impl FakeSolana {
+    /// Serves on a free loopback port; confirmed slot 1,000, finalized 968.
+    pub async fn start() -> FakeSolana {
+        let state: Shared = Arc::new(Mutex::new(Node {
+            confirmed: 1_000,
+            finalized: 968,
+            ..Node::default()
+        }));
+        let app = Router::new()
+            .route("/", post(rpc))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        FakeSolana { state, url }
+    }
+
+    /// A SOL transfer of `lamports` from `from` to `to` (top-level instruction 0) in `slot`,
+    /// listed on both addresses; the signature is `sig`.
+    pub fn pay_sol(&self, sig: &str, slot: u64, from: &str, to: &str, lamports: u64) {
+        let tx = json!({
+            "blockTime": block_time(),
+            "meta": {"err": null, "fee": 5000, "preBalances": [10_000_000_000u64, 0, 1],
+                     "postBalances": [10_000_000_000u64 - lamports - 5000, lamports, 1],
+                     "innerInstructions": [], "preTokenBalances": [], "postTokenBalances": []},
+            "transaction": {"signatures": [sig], "message": {
+                "accountKeys": [{"pubkey": from}, {"pubkey": to}, {"pubkey": SYSTEM}],
+                "instructions": [{"programId": SYSTEM, "program": "system", "parsed": {
+                    "type": "transfer",
+                    "info": {"source": from, "destination": to, "lamports": lamports}}}]}}
+        });
+        let mut s = lock(&self.state);
+        s.txs.insert(sig.to_string(), (slot, tx));
+        for a in [from, to] {
+            s.lists
+                .entry(a.to_string())
+                .or_default()
+                .push(sig.to_string());
+        }
+    }
+
+    /// The cluster forgets `sig` (its fork was dropped): no status, no transaction, unlisted.
+    pub fn forget(&self, sig: &str) {
+        let mut s = lock(&self.state);
+        s.txs.remove(sig);
+        for list in s.lists.values_mut() {
+            list.retain(|x| x != sig);
+        }
+    }
+
+    /// `sig` keeps its status, but its transaction is pruned from the node's history.
+    pub fn prune(&self, sig: &str) {
+        lock(&self.state).pruned.push(sig.to_string());
+    }
+
+    /// Moves both commitment levels forward by `n` slots.
+    pub fn advance(&self, n: u64) {
+        let mut s = lock(&self.state);
+        s.confirmed += n;
+        s.finalized += n;
+    }
+
+    /// The next `n` HTTP requests are answered 429 with `Retry-After: 1`.
+    pub fn refuse(&self, n: u32) {
+        lock(&self.state).refuse = n;
+    }
+
+    /// Calls of `method` so far (in batches or alone).
+    pub fn calls(&self, method: &str) -> u64 {
+        lock(&self.state).calls.get(method).copied().unwrap_or(0)
+    }
+
+    /// HTTP requests, batch requests among them, and requests refused with 429.
+    pub fn requests(&self) -> (u64, u64, u64) {
+        let s = lock(&self.state);
+        (s.requests, s.batches, s.refused)
+    }
+}
+
+async fn rpc(State(state): State<Shared>, Json(body): Json<Value>) -> Response {
+    let mut s = lock(&state);
+    s.requests += 1;
+    if s.refuse > 0 {
+        s.refuse -= 1;
+        s.refused += 1;
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "1".parse().unwrap());
+        let body = json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": 429, "message": "Too many requests for a specific RPC call"}});
+        return (StatusCode::TOO_MANY_REQUESTS, h, Json(body)).into_response();
+    }
+    let mut one = |req: &Value| {
+        let method = req["method"].as_str().unwrap_or_default().to_string();
+        *s.calls.entry(method.clone()).or_default() += 1;
+        let id = req["id"].clone();
+        match call(&s, &method, &req["params"]) {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err((code, message)) => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            }
+        }
+    };
+    let answer = match &body {
+        Value::Array(reqs) => Value::Array(reqs.iter().map(&mut one).collect()),
+        req => one(req),
+    };
+    if body.is_array() {
+        s.batches += 1;
+    }
+    Json(answer).into_response()
+}
+
+/// Base58 of `bytes` (a signature is 64 bytes).
+pub fn base58(bytes: &[u8]) -> String {
+    bs58::encode(bytes).into_string()
+}
+
+fn status(s: &Node, slot: u64) -> &'static str {
+    if slot <= s.finalized {
+        "finalized"
+    } else if slot <= s.confirmed {
+        "confirmed"
+    } else {
+        "processed"
+    }
+}
+
+fn call(s: &Node, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+    match method {
+        "getSlot" => Ok(match params[0]["commitment"].as_str() {
+            Some("finalized") | None => json!(s.finalized),
+            _ => json!(s.confirmed),
+        }),
+        "getSignatureStatuses" => {
+            let sigs = params[0].as_array().cloned().unwrap_or_default();
+            let value: Vec<Value> = sigs
+                .iter()
+                .map(|sig| match s.txs.get(sig.as_str().unwrap_or_default()) {
+                    Some((slot, _)) => json!({"slot": slot, "confirmations": null,
+                        "err": null, "status": {"Ok": null},
+                        "confirmationStatus": status(s, *slot)}),
+                    None => Value::Null,
+                })
+                .collect();
+            Ok(json!({"context": {"slot": s.confirmed}, "value": value}))
+        }
+        "getTransaction" => {
+            let sig = params[0].as_str().unwrap_or_default();
+            if s.pruned.iter().any(|p| p == sig) {
+                return Ok(Value::Null);
+            }
+            Ok(match s.txs.get(sig) {
+                Some((slot, tx)) => {
+                    let mut tx = tx.clone();
+                    tx["slot"] = json!(slot);
+                    tx
+                }
+                None => Value::Null,
+            })
+        }
+        "getSignaturesForAddress" => {
+            let list = s.lists.get(params[0].as_str().unwrap_or_default());
+            let limit = params[1]["limit"].as_u64().unwrap_or(1000) as usize;
+            let before = params[1]["before"].as_str();
+            let mut out = Vec::new();
+            let mut open = before.is_none();
+            for sig in list.into_iter().flatten().rev() {
+                if !open {
+                    open = Some(sig.as_str()) == before;
+                    continue;
+                }
+                let slot = s.txs.get(sig).map_or(0, |t| t.0);
+                out.push(
+                    json!({"signature": sig, "slot": slot, "err": null, "memo": null,
+                    "blockTime": block_time(), "confirmationStatus": status(s, slot)}),
+                );
+                if out.len() == limit {
+                    break;
+                }
+            }
+            Ok(Value::Array(out))
+        }
+        "getTokenAccountsByOwner" => Ok(json!({"context": {"slot": s.confirmed}, "value": []})),
+        "getBlockTime" => Ok(json!(block_time())),
+        other => Err((-32601, format!("Method not found: {other}"))),
+    }
+}
