@@ -40,6 +40,13 @@ struct Status {
     confirmation_status: Option<String>,
 }
 
+impl Status {
+    /// Confirmed or finalized, and not failed: its transaction can be read.
+    fn readable(&self) -> bool {
+        self.err.is_none() && self.confirmation_status.as_deref() != Some("processed")
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub(super) struct Context<T> {
     pub value: T,
@@ -150,16 +157,17 @@ impl SolanaClient {
                 found.extend(s.map(|s| (sig.clone(), s)));
             }
         }
+        // A `processed` transaction is not served by getTransaction yet: seen next run.
         let wanted: Vec<String> = found
             .iter()
-            .filter(|(_, s)| s.err.is_none())
+            .filter(|(_, s)| s.readable())
             .map(|(sig, _)| sig.clone())
             .collect();
         let mut txs = self.transactions(&wanted).await?;
         let mut out = HashMap::with_capacity(found.len());
         for (sig, status) in found {
             let tx = txs.remove(&sig).flatten();
-            if status.err.is_none() && tx.is_none() {
+            if status.readable() && tx.is_none() {
                 // Listed with a status but without its transaction: the node's history does
                 // not reach it (pruned), which is not "gone".
                 return Err(self.fail(
@@ -239,12 +247,18 @@ impl SolanaClient {
     }
 
     fn decode(&self, sig: &str, raw: &str) -> Result<Option<Tx>, ChainError> {
-        serde_json::from_str::<Option<Tx>>(raw).map_err(|e| {
+        let malformed = |why: String| {
             self.fail(
                 "getTransaction",
-                format!("malformed transaction {sig:.20}…: {e}"),
+                format!("malformed transaction {sig:.20}…: {why}"),
             )
-        })
+        };
+        let tx = serde_json::from_str::<Option<Tx>>(raw).map_err(|e| malformed(e.to_string()))?;
+        // Without `meta` nothing says whether it succeeded: an error, never "reverted".
+        if tx.as_ref().is_some_and(|t| t.meta.is_none()) {
+            return Err(malformed("no meta".into()));
+        }
+        Ok(tx)
     }
 
     /// One query's answer from what the cluster knows of its signature.
@@ -256,10 +270,19 @@ impl SolanaClient {
             return Lookup::Reverted;
         }
         let Some(tx) = &k.tx else {
+            // `processed` only: not yet readable, like an EVM transaction not yet mined.
             return Lookup::NotFound;
         };
         if tx.failed() {
             return Lookup::Reverted;
+        }
+        if tx.first_signature() != Some(q.tx_hash.as_str()) {
+            return Lookup::NoTransfer(format!(
+                "{} is not the first signature of its transaction: a Solana payment is keyed \
+                 by the first, {}",
+                q.tx_hash,
+                tx.first_signature().unwrap_or("(none)")
+            ));
         }
         let state = match k.status.confirmation_status.as_deref() {
             Some("finalized") => State::Final,

@@ -157,6 +157,7 @@ impl SolanaClient {
         let what = "getSignaturesForAddress";
         let mut out = Vec::new();
         let mut before: Option<String> = None;
+        let mut seen = HashSet::new();
         for _ in 0..MAX_PAGES {
             let mut opts = json!({ "limit": PAGE, "commitment": "confirmed" });
             if let Some(b) = &before {
@@ -168,6 +169,15 @@ impl SolanaClient {
                 return Ok(out);
             };
             let passed = self.time_of(oldest).await?.is_some_and(|t| t < since);
+            if !seen.insert(oldest.signature.clone()) {
+                return Err(self.fail(
+                    what,
+                    format!(
+                        "the history of {address} does not page on from {}",
+                        oldest.signature
+                    ),
+                ));
+            }
             before = Some(oldest.signature.clone());
             for entry in &page {
                 let old = plausible_time(entry.block_time).is_some_and(|t| t < since);

@@ -77,6 +77,8 @@ struct Instruction {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Body {
+    #[serde(default)]
+    signatures: Vec<String>,
     message: Message,
 }
 
@@ -123,7 +125,12 @@ struct Raw {
 impl Tx {
     /// Whether the transaction failed (`meta.err`): it pays nothing.
     pub fn failed(&self) -> bool {
-        self.meta.as_ref().is_none_or(|m| m.err.is_some())
+        self.meta.as_ref().is_some_and(|m| m.err.is_some())
+    }
+
+    /// The transaction's first signature: its name, and a payment key's `tx_hash`.
+    pub fn first_signature(&self) -> Option<&str> {
+        self.transaction.signatures.first().map(String::as_str)
     }
 
     /// The block time when it is plausible: surfpool 1.2.0 writes seconds ÷ 1000 here
@@ -166,14 +173,18 @@ impl Tx {
 
     /// The transfers whose recipient account's balance shows them, attributed to wallets.
     fn checked(&self, meta: &Meta, raws: Vec<Raw>) -> Parsed {
-        let mut credited: HashMap<&str, U256> = HashMap::new();
-        let mut debited: HashMap<&str, U256> = HashMap::new();
+        // By account and asset: lamports moved into a token account (its rent) are not tokens.
+        let mut credited: HashMap<(&str, Option<&str>), U256> = HashMap::new();
+        let mut debited: HashMap<(&str, Option<&str>), U256> = HashMap::new();
         for r in &raws {
-            *credited.entry(r.dest.as_str()).or_default() += r.amount;
-            *debited.entry(r.source.as_str()).or_default() += r.amount;
+            *credited.entry((&r.dest, r.mint.as_deref())).or_default() += r.amount;
+            *debited.entry((&r.source, r.mint.as_deref())).or_default() += r.amount;
         }
         let mut out = Parsed::default();
         for r in &raws {
+            if self.to_itself(meta, r) {
+                continue; // money moved within one wallet pays nothing
+            }
             let Some(i) = self.index_of(&r.dest) else {
                 out.refused.push(format!(
                     "transfer to {}: not among the transaction's accounts",
@@ -192,8 +203,9 @@ impl Tx {
                     token_amount(meta.post_token_balances.as_deref(), i),
                 ),
             };
-            let out_of = debited.get(r.dest.as_str()).copied().unwrap_or_default();
-            let into = credited.get(r.dest.as_str()).copied().unwrap_or_default();
+            let slot = (r.dest.as_str(), r.mint.as_deref());
+            let out_of = debited.get(&slot).copied().unwrap_or_default();
+            let into = credited.get(&slot).copied().unwrap_or_default();
             // What arrived must show: post − pre + what the account sent ≥ what it was sent.
             let shows =
                 matches!((pre, post), (Some(pre), Some(post)) if post + out_of >= pre + into);
@@ -226,6 +238,17 @@ impl Tx {
             });
         }
         out
+    }
+}
+
+impl Tx {
+    /// A transfer between two accounts of one wallet (or an account to itself).
+    fn to_itself(&self, meta: &Meta, r: &Raw) -> bool {
+        if r.source == r.dest {
+            return true;
+        }
+        let owner = |a: &str| self.index_of(a).and_then(|i| token_owner(meta, i));
+        r.mint.is_some() && owner(&r.source).is_some_and(|o| Some(o) == owner(&r.dest))
     }
 }
 

@@ -2,6 +2,8 @@
 //! loopback, a fresh SQLite ledger with a dozen orders in every situation, one real run
 //! through reqwest, alloy and sqlx, the report, then a balance check that finds what no
 //! provider reported (a native payment, a drained deposit address), and where to look next.
+//! A sandbox Solana node holds a USDC payment with a Solana Pay reference that only the
+//! deposit scan finds.
 
 use std::path::PathBuf;
 
@@ -20,6 +22,7 @@ use crate::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use crate::store::{ApplyContext, NewOrder, Source};
 
 mod balances;
+mod solana;
 use balances::{age_orders, check_balances};
 
 fn addr(n: u8) -> Address {
@@ -105,7 +108,13 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
         "[events]\nurl = \"{merchant_url}\"\nsecret = \"{SANDBOX_EVENTS_SECRET}\"\n\
          timeout = \"5s\"\nflush_timeout = \"10s\"\n"
     );
-    let toml = config_toml(&database_url, &cg_url, &rpc_url, &events);
+    let (sol, sol_toml) = solana::start().await?;
+    let toml = config_toml(
+        &database_url,
+        &cg_url,
+        &rpc_url,
+        &format!("{events}\n{sol_toml}"),
+    );
     let config = Config::from_toml(&toml, std::iter::empty()).map_err(err)?;
     let app = App::build(config).await?;
     let store = &app.engine.store;
@@ -113,6 +122,7 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
     let paid = pay_all(&chain)?;
     store.insert_orders(&orders()).await.map_err(err)?;
     age_orders(&database_url, now).await?;
+    solana::order_and_pay(store, &sol).await?;
     seed_handler(store, &chain, &paid).await?;
     list_notifications(&cg, &paid, now);
 
@@ -347,17 +357,13 @@ fn print_received(merchant: &SandboxMerchant, assets: &crate::assets::Assets) {
             "  {:<22} {:<7} {:<44} {}{}",
             e.kind,
             e.order_ref,
-            // Amounts for people: A-1005 and A-1013 are paid in the chain's coin, the others
-            // in the token.
-            assets.detail(
-                "ethereum",
-                Some(if paid_in_eth(&e.order_ref) {
-                    "native"
-                } else {
-                    SANDBOX_TOKEN
-                }),
-                &e.summary
-            ),
+            // Amounts for people: A-1005 and A-1013 are paid in the chain's coin, A-1014 in
+            // USDC on Solana, the others in the token.
+            match e.order_ref.as_str() {
+                "A-1014" => assets.detail("solana", Some(solana::USDC), &e.summary),
+                r if paid_in_eth(r) => assets.detail("ethereum", Some("native"), &e.summary),
+                _ => assets.detail("ethereum", Some(SANDBOX_TOKEN), &e.summary),
+            },
             e.id,
             if e.signature_ok {
                 ""

@@ -41,7 +41,13 @@ pub(super) fn plan_attach_by_ref(
     ledger: &LedgerView,
     in_plan: &mut InPlan,
 ) -> Credited {
-    let how = format!("order {} (named by the provider)", row.order_ref);
+    // The chain sweep names an order only by a Solana Pay reference the payment carried.
+    let by = if obs.provider == "chain" {
+        "its Solana Pay reference"
+    } else {
+        "the provider"
+    };
+    let how = format!("order {} (named by {by})", row.order_ref);
     plan_credit(plan, obs, t, row, ledger, in_plan, &how)
 }
 

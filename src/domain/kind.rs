@@ -104,7 +104,9 @@ impl ChainKind {
     pub fn owns_tx_hash(self, h: &TxHash) -> bool {
         match self {
             ChainKind::Evm => h.as_str().starts_with("0x"),
-            ChainKind::Tron | ChainKind::Bitcoin(_) => parse_txid(h.as_str()).is_ok(),
+            ChainKind::Tron | ChainKind::Bitcoin(_) => {
+                !h.as_str().starts_with("0x") && parse_txid(h.as_str()).is_ok()
+            }
             ChainKind::Solana => parse_solana_signature(h.as_str()).is_ok(),
         }
     }

@@ -1,5 +1,5 @@
 //! The demo's stand-ins for the outside world, served over real HTTP on loopback: a fake
-//! Chaingateway API, an EVM JSON-RPC node and the merchant's events receiver. `payrecon demo`
+//! Chaingateway API, an EVM JSON-RPC node, a Solana node and the merchant's events receiver. `payrecon demo`
 //! needs them (the tests and benchmarks use them too); nothing here is used by `serve` or `run`,
 //! and a build without the `demo` feature leaves them out. They serve a fixed world: what
 //! tests need besides (faults, latency, counters, lists that move while read, other chains'
@@ -9,6 +9,7 @@
 pub mod chain;
 pub mod chaingateway;
 pub mod merchant;
+pub mod solana;
 
 /// The token contract the sandbox pretends is USDT (6 decimals).
 pub const SANDBOX_TOKEN: &str = "0xdac17f958d2ee523a2206206994597c13d831ec7";

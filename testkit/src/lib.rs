@@ -7,8 +7,6 @@
 //! - `process`: the real binary as a child, with a clean environment.
 //! - `esplora`: a fake Esplora REST API (docs/configuration.md, "Bitcoin").
 //! - `tron`: a fake Tron node (java-tron's JSON-RPC and HTTP API, their documented shapes).
-//! - `solana`: a stand-in Solana node (documented JSON-RPC shapes) that forgets signatures,
-//!   prunes transactions and answers 429 on request.
 //! - `surfnet`: a real local Solana cluster (surfpool) and payments made with Solana's own
 //!   libraries, through a Node helper (`testkit/surfnet.js`).
 //! - `sandbox`: the product's sandbox (the demo's Chaingateway and EVM node) with faults,
@@ -38,7 +36,6 @@ pub mod qvard;
 pub mod rpc_counter;
 pub mod sandbox;
 pub mod scratch;
-pub mod solana;
 pub mod surfnet;
 pub mod tron;
 

@@ -120,3 +120,50 @@ fn an_amount_the_balance_does_not_show_is_refused() {
         p.refused
     );
 }
+
+/// Lamports moved into a token account (its rent, by an inner System transfer) are not
+/// tokens: the token payment into that account still shows. A move between two accounts of
+/// one wallet, and SOL sent to itself, pay nothing.
+#[test]
+fn rent_is_not_tokens_and_a_wallet_paying_itself_pays_nothing() {
+    const OTHER_ATA: &str = "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin";
+    let rent = json!({"programId": SYSTEM, "parsed": {"type": "transfer", "info": {
+        "source": PAYER, "destination": SHOP_ATA, "lamports": 2_039_280}}});
+    let pay = json!({"programId": TOKEN_2022, "parsed": {"type": "transferChecked", "info": {
+        "source": PAYER_ATA, "destination": SHOP_ATA, "mint": USDC,
+        "tokenAmount": {"amount": "700", "decimals": 6}}}});
+    let shuffle = json!({"programId": TOKEN, "parsed": {"type": "transfer", "info": {
+        "source": PAYER_ATA, "destination": OTHER_ATA, "amount": "5"}}});
+    let to_self = json!({"programId": SYSTEM, "parsed": {"type": "transfer", "info": {
+        "source": PAYER, "destination": PAYER, "lamports": 1}}});
+    let t = tx(json!({
+        "meta": {"err": null, "fee": 5000, "preBalances": [9_000_000, 0, 0, 0],
+                 "postBalances": [6_955_720, 0, 2_039_280, 0],
+                 "preTokenBalances": [token_balance(1, PAYER, "1000"),
+                                      token_balance(3, PAYER, "0")],
+                 "postTokenBalances": [token_balance(1, PAYER, "295"),
+                                       token_balance(2, SHOP, "700"),
+                                       token_balance(3, PAYER, "5")],
+                 "innerInstructions": [{"index": 0, "instructions": [rent]}]},
+        "transaction": {"signatures": ["first", "second"], "message": {
+            "accountKeys": keys(&[PAYER, PAYER_ATA, SHOP_ATA, OTHER_ATA]),
+            "instructions": [{"programId": "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+                              "parsed": {"type": "create", "info": {}}},
+                             pay, shuffle, to_self]}}
+    }));
+    assert_eq!(t.first_signature(), Some("first"));
+    let p = t.payments();
+    let got: Vec<(i64, &str, Option<&str>)> = p
+        .payments
+        .iter()
+        .map(|p| (p.index, p.wallet.as_str(), p.mint.as_deref()))
+        .collect();
+    // The rent (inner 0 of 0) pays SHOP_ATA's own address in SOL; the token payment at 1.
+    assert_eq!(
+        got,
+        [(1, SHOP_ATA, None), (65_536, SHOP, Some(USDC))],
+        "{:?}",
+        p.refused
+    );
+    assert!(p.refused.is_empty(), "{:?}", p.refused);
+}

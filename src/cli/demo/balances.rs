@@ -22,7 +22,8 @@ pub(super) async fn age_orders(database_url: &str, now: jiff::Timestamp) -> Resu
     conn.close().await.map_err(err)
 }
 
-/// `payrecon balances check`: every deposit address against the chain at its final block.
+/// `payrecon balances check --chain ethereum`: every deposit address against the chain at its
+/// final block (the check does not read Solana chains yet).
 /// It finds A-1013's payment in ETH (no provider reported it, and native coins emit no log
 /// for a scan to read) and the drain of A-1005's address.
 pub(super) async fn check_balances(
@@ -33,12 +34,12 @@ pub(super) async fn check_balances(
     let b = &app.config.balances;
     let report = app
         .engine
-        .check_balances(b.lookback, &b.treasury, None, Trigger::Cli)
+        .check_balances(b.lookback, &b.treasury, Some("ethereum"), Trigger::Cli)
         .await
         .map_err(err)?;
     println!();
     println!(
-        "payrecon balances check: each deposit address against the chain at its final block \
+        "payrecon balances check --chain ethereum: each deposit address against the chain at its final block \
          (A-1013 was paid in ETH, {}…, and no provider said so; {}… drained A-1005's address):",
         &paid.unreported.as_str()[..10],
         &paid.drain.as_str()[..10]

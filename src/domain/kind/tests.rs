@@ -87,6 +87,11 @@ fn solana_values_are_base58_and_recognised_in_the_ledger() {
     assert!(k.owns_tx_hash(&k.tx_hash(&sig).unwrap()));
     assert!(!k.owns_tx_hash(&ledger_tx_hash(TXID).unwrap()));
     assert!(!ChainKind::Tron.owns_tx_hash(&k.tx_hash(&sig).unwrap()));
+    // An EVM hash is not Tron's or Bitcoin's (it was skipped before Solana came, and still is).
+    let evm = ledger_tx_hash(&format!("0x{TXID}")).unwrap();
+    assert!(!ChainKind::Tron.owns_tx_hash(&evm));
+    assert!(!ChainKind::Bitcoin(BtcNetwork::Mainnet).owns_tx_hash(&evm));
+    assert!(ChainKind::Evm.owns_tx_hash(&evm));
     assert_eq!(k.native_decimals(), 9);
     let e = k
         .address("pay_to", "0xa614f803b6fd780986a42c78ec9c7f77e6ded13c")

@@ -127,7 +127,9 @@ impl Sweep<'_> {
             .await?;
         let mut out = Vec::with_capacity(found.len());
         for (reference, t) in found {
-            if let Some(order_ref) = order_of.get(&reference) {
+            // A transaction carrying two orders' references names the first.
+            if let (Some(order_ref), false) = (order_of.get(&reference), named.contains_key(&t.key))
+            {
                 named.insert(t.key.clone(), order_ref.clone());
                 out.push(t);
             }

@@ -172,7 +172,7 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
     // The balance check after the run finds what no provider reported: A-1013's payment in
     // ETH (paid, its events sent) and the drain of A-1005's address, in ETH for people.
     let (_, check) = head
-        .split_once("payrecon balances check:")
+        .split_once("payrecon balances check --chain ethereum:")
         .unwrap_or_else(|| panic!("no balance check shown:\n{head}"));
     let line = |kind: &str| {
         check
@@ -193,6 +193,19 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
         rest.contains("order.final            A-1013"),
         "A-1013's event: {rest}"
     );
+    // Solana (SPEC §18): A-1014's USDC payment, which only its Solana Pay reference names,
+    // found by the deposit scan; its event in USDC.
+    let a1014 = head
+        .lines()
+        .find(|l| l.contains("A-1014"))
+        .unwrap_or_else(|| panic!("no A-1014 finding:\n{head}"));
+    assert!(
+        a1014.contains("unpaid -> confirmed")
+            && a1014.contains("12.5 USDC")
+            && a1014.contains("named by its Solana Pay reference"),
+        "{a1014}"
+    );
+    assert!(rest.contains("paid 12.5 USDC of 12.5 USDC"), "{rest}");
 }
 
 /// A manual `run` beside `serve` on one SQLite ledger: both apply and both deliver (serve's

@@ -4,7 +4,7 @@
 //! retried; a node whose history is pruned fails the run with the reason, never reads as "gone".
 
 use payrecon::domain::{SolanaKey, State};
-use payrecon_testkit::solana::FakeSolana;
+use payrecon::sandbox::solana::{base58, SandboxSolana};
 
 use super::SolWorld;
 use crate::reconcile::{entry, found, on_backends};
@@ -16,13 +16,13 @@ fn key(n: u8) -> String {
 fn sig(n: u8) -> String {
     let mut b = [n; 64];
     b[0] = 0x5a;
-    payrecon_testkit::solana::base58(&b)
+    base58(&b)
 }
 
 #[tokio::test]
 async fn a_forgotten_signature_is_reorged_429s_are_retried_and_pruned_history_fails() {
     on_backends(|db| async move {
-        let node = FakeSolana::start().await;
+        let node = SandboxSolana::start().await.expect("the sandbox node");
         let w = SolWorld::start(&db, &node.url).await;
         let (payer, shop, other) = (key(1), key(2), key(3));
         w.order("F-1", &shop, "native", 1_000_000_000).await;

@@ -1,10 +1,11 @@
-//! A stand-in Solana node on loopback for what a real local cluster cannot do on request
-//! (SPEC §18): forget a signature (its fork dropped before `finalized`), keep a signature's
-//! status after pruning its transaction, answer 429 with `Retry-After`. It answers Solana's
-//! JSON-RPC as documented (single calls and batches) for the methods payrecon sends:
-//! `getSlot`, `getSignatureStatuses`, `getTransaction` (`jsonParsed` shapes),
-//! `getSignaturesForAddress` (newest first, `before`, `limit`), `getTokenAccountsByOwner`,
-//! `getBlockTime`. Counts HTTP requests and calls by method.
+//! A sandbox Solana node on loopback (SPEC §18): the demo's Solana chain, and for the tests
+//! what a real local cluster cannot do on request: forget a signature (its fork dropped before
+//! `finalized`), keep a signature's status after pruning its transaction, answer 429 with
+//! `Retry-After`. It answers Solana's JSON-RPC as documented (single calls and batches) for
+//! the methods payrecon sends: `getSlot`, `getSignatureStatuses`, `getTransaction`
+//! (`jsonParsed` shapes), `getSignaturesForAddress` (newest first, `before`, `limit`),
+//! `getTokenAccountsByOwner`, `getBlockTime`. Token accounts are derived from their owner and
+//! mint. Counts HTTP requests and calls by method.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,7 +17,10 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use sha3::{Digest, Keccak256};
+
 const SYSTEM: &str = "11111111111111111111111111111111";
+const TOKEN: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
 /// Every slot's time: a minute ago (inside any run's window).
 fn block_time() -> i64 {
     jiff::Timestamp::now().as_second() - 60
@@ -34,6 +38,8 @@ struct Node {
     lists: HashMap<String, Vec<String>>,
     /// Requests still to refuse with 429.
     refuse: u32,
+    /// owner → (token account, mint)
+    accounts: HashMap<String, Vec<(String, String)>>,
     /// Calls by method; HTTP requests (a batch counts once); batches.
     calls: HashMap<String, u64>,
     requests: u64,
@@ -47,14 +53,14 @@ fn lock(s: &Shared) -> MutexGuard<'_, Node> {
     s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub struct FakeSolana {
+pub struct SandboxSolana {
     state: Shared,
     pub url: String,
 }
 
-impl FakeSolana {
+impl SandboxSolana {
     /// Serves on a free loopback port; confirmed slot 1,000, finalized 968.
-    pub async fn start() -> FakeSolana {
+    pub async fn start() -> std::io::Result<SandboxSolana> {
         let state: Shared = Arc::new(Mutex::new(Node {
             confirmed: 1_000,
             finalized: 968,
@@ -63,10 +69,10 @@ impl FakeSolana {
         let app = Router::new()
             .route("/", post(rpc))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
         tokio::spawn(async move { axum::serve(listener, app).await });
-        FakeSolana { state, url }
+        Ok(SandboxSolana { state, url })
     }
 
     /// A SOL transfer of `lamports` from `from` to `to` (top-level instruction 0) in `slot`,
@@ -86,6 +92,79 @@ impl FakeSolana {
         let mut s = lock(&self.state);
         s.txs.insert(sig.to_string(), (slot, tx));
         for a in [from, to] {
+            s.lists
+                .entry(a.to_string())
+                .or_default()
+                .push(sig.to_string());
+        }
+    }
+
+    /// `owner`'s token account for `mint` (derived from both, created when first asked).
+    pub fn token_account(&self, owner: &str, mint: &str) -> String {
+        let mut h = Keccak256::new();
+        h.update(owner.as_bytes());
+        h.update(mint.as_bytes());
+        let account = base58(&h.finalize());
+        let mut s = lock(&self.state);
+        let list = s.accounts.entry(owner.to_string()).or_default();
+        if !list.iter().any(|(a, _)| *a == account) {
+            list.push((account.clone(), mint.to_string()));
+        }
+        account
+    }
+
+    /// A `transferChecked` of `amount` of `mint` (`decimals`) from `from`'s token account to
+    /// `to`'s (top-level instruction 0), carrying `reference` when given, in `slot`; listed on
+    /// `from`, both token accounts and the reference (not on `to`, as on a real cluster).
+    #[allow(clippy::too_many_arguments)]
+    pub fn pay_token(
+        &self,
+        sig: &str,
+        slot: u64,
+        from: &str,
+        to: &str,
+        mint: &str,
+        decimals: u8,
+        amount: u64,
+        reference: Option<&str>,
+    ) {
+        let (src, dst) = (self.token_account(from, mint), self.token_account(to, mint));
+        let balance = |i: u64, owner: &str, v: u64| {
+            json!({"accountIndex": i, "mint": mint, "owner": owner, "programId": TOKEN,
+                   "uiTokenAmount": {"amount": v.to_string(), "decimals": decimals}})
+        };
+        let mut keys = vec![
+            json!({"pubkey": from}),
+            json!({"pubkey": src}),
+            json!({"pubkey": dst}),
+            json!({"pubkey": TOKEN}),
+        ];
+        keys.extend(reference.map(|r| json!({"pubkey": r})));
+        let tx = json!({
+            "blockTime": block_time(),
+            "meta": {"err": null, "fee": 5000, "preBalances": [1_000_000_000u64, 2_039_280, 2_039_280, 1],
+                     "postBalances": [999_995_000u64, 2_039_280, 2_039_280, 1],
+                     "innerInstructions": [],
+                     "preTokenBalances": [balance(1, from, amount * 10), balance(2, to, 0)],
+                     "postTokenBalances": [balance(1, from, amount * 9), balance(2, to, amount)]},
+            "transaction": {"signatures": [sig], "message": {
+                "accountKeys": keys,
+                "instructions": [{"programId": TOKEN, "program": "spl-token", "parsed": {
+                    "type": "transferChecked",
+                    "info": {"source": src, "destination": dst, "mint": mint, "authority": from,
+                             "tokenAmount": {"amount": amount.to_string(), "decimals": decimals}}}}]}}
+        });
+        let mut s = lock(&self.state);
+        s.txs.insert(sig.to_string(), (slot, tx));
+        for a in [
+            Some(from),
+            Some(src.as_str()),
+            Some(dst.as_str()),
+            reference,
+        ]
+        .into_iter()
+        .flatten()
+        {
             s.lists
                 .entry(a.to_string())
                 .or_default()
@@ -138,7 +217,7 @@ async fn rpc(State(state): State<Shared>, Json(body): Json<Value>) -> Response {
         s.refuse -= 1;
         s.refused += 1;
         let mut h = HeaderMap::new();
-        h.insert("retry-after", "1".parse().unwrap());
+        h.insert("retry-after", axum::http::HeaderValue::from_static("1"));
         let body = json!({"jsonrpc": "2.0", "id": null,
             "error": {"code": 429, "message": "Too many requests for a specific RPC call"}});
         return (StatusCode::TOO_MANY_REQUESTS, h, Json(body)).into_response();
@@ -234,7 +313,23 @@ fn call(s: &Node, method: &str, params: &Value) -> Result<Value, (i64, String)> 
             }
             Ok(Value::Array(out))
         }
-        "getTokenAccountsByOwner" => Ok(json!({"context": {"slot": s.confirmed}, "value": []})),
+        "getTokenAccountsByOwner" => {
+            let owner = params[0].as_str().unwrap_or_default();
+            let program = params[1]["programId"].as_str();
+            let value: Vec<Value> = s
+                .accounts
+                .get(owner)
+                .into_iter()
+                .flatten()
+                .filter(|_| program.is_none_or(|p| p == TOKEN))
+                .map(|(account, mint)| {
+                    json!({"pubkey": account, "account": {
+                    "owner": TOKEN, "lamports": 2_039_280, "data": {"program": "spl-token",
+                    "parsed": {"type": "account", "info": {"mint": mint, "owner": owner}}}}})
+                })
+                .collect();
+            Ok(json!({"context": {"slot": s.confirmed}, "value": value}))
+        }
         "getBlockTime" => Ok(json!(block_time())),
         other => Err((-32601, format!("Method not found: {other}"))),
     }
