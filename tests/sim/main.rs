@@ -20,6 +20,7 @@ mod lists;
 mod merchant;
 mod qvard;
 mod scenario;
+mod solana;
 mod tron;
 mod webhooks;
 mod world;
@@ -477,6 +478,11 @@ async fn sim_tron() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_bitcoin() {
     bitcoin::run_slice().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_solana() {
+    solana::run_slice().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
