@@ -125,11 +125,7 @@ impl BitcoinClient {
 
     /// Bitcoin has no chain id: the check is that the API answers with a tip.
     pub async fn preflight(&self) -> Result<Preflight, ChainError> {
-        Ok(Preflight {
-            chain_id: None,
-            head: self.head().await?,
-            unreachable: Vec::new(),
-        })
+        Ok(Preflight::head_only(self.head().await?))
     }
 
     /// One answer per query, in order: the outputs of each transaction paying the query's

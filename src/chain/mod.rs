@@ -298,11 +298,7 @@ impl ChainClient {
             return Ok(Vec::new());
         };
         let found = c.payments_by_reference(head, references, since).await?;
-        let max = self.settings().max_amount;
-        Ok(found
-            .into_iter()
-            .filter(|(_, t)| max.is_none_or(|m| t.amount <= m))
-            .collect())
+        Ok(found.into_iter().filter(|(_, t)| self.fits(t)).collect())
     }
 
     /// Token transfers from any of `tokens` to any of `recipients` in blocks `from..=head`
@@ -325,20 +321,24 @@ impl ChainClient {
 
     /// The scanned transfers the ledger can keep; each other one is logged and left out.
     fn storable(&self, mut found: Vec<ChainTransfer>) -> Vec<ChainTransfer> {
-        if let Some(max) = self.settings().max_amount {
-            found.retain(|t| {
-                let fits = t.amount <= max;
-                if !fits {
-                    tracing::warn!(
-                        chain = %t.key.chain, tx_hash = %t.key.tx_hash, log_index = t.key.log_index,
-                        "A transfer of {} base units is more than the database keeps ({} digits at most): not credited.",
-                        t.amount, max.to_string().len()
-                    );
-                }
-                fits
-            });
-        }
+        found.retain(|t| self.fits(t));
         found
+    }
+
+    /// Whether the ledger can keep `t`'s amount; logs the one it cannot.
+    fn fits(&self, t: &ChainTransfer) -> bool {
+        let Some(max) = self.settings().max_amount else {
+            return true;
+        };
+        let fits = t.amount <= max;
+        if !fits {
+            tracing::warn!(
+                chain = %t.key.chain, tx_hash = %t.key.tx_hash, log_index = t.key.log_index,
+                "A transfer of {} base units is more than the database keeps ({} digits at most): not credited.",
+                t.amount, max.to_string().len()
+            );
+        }
+        fits
     }
 }
 

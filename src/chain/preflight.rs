@@ -9,12 +9,23 @@ use crate::domain::ChainHead;
 /// What the start-of-run check found on a chain that passed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preflight {
-    /// `None` on a chain that has none (Bitcoin).
+    /// `None` on a chain that has none (Bitcoin, Solana).
     pub chain_id: Option<u64>,
     pub head: ChainHead,
     /// URLs that did not answer (without credentials, with the reason): the chain is usable
     /// through the others, but a failover has fewer places to go.
     pub unreachable: Vec<String>,
+}
+
+impl Preflight {
+    /// A chain without a chain id (Bitcoin, Solana): the check is that it answers its head.
+    pub(super) fn head_only(head: ChainHead) -> Preflight {
+        Preflight {
+            chain_id: None,
+            head,
+            unreachable: Vec::new(),
+        }
+    }
 }
 
 impl super::EvmClient {

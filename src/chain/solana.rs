@@ -104,11 +104,7 @@ impl SolanaClient {
 
     /// A cluster has no chain id: the check is that it answers with its slots.
     pub async fn preflight(&self) -> Result<Preflight, ChainError> {
-        Ok(Preflight {
-            chain_id: None,
-            head: self.head().await?,
-            unreachable: Vec::new(),
-        })
+        Ok(Preflight::head_only(self.head().await?))
     }
 
     /// One answer per query, in order. Each distinct signature's status is read once
@@ -292,6 +288,10 @@ impl SolanaClient {
             None => head.state_of(k.status.slot),
         };
         let parsed = tx.payments();
+        for why in &parsed.refused {
+            tracing::warn!(chain = %self.settings.name, tx_hash = %q.tx_hash,
+                "A transfer was left out: {why}.");
+        }
         let found: Vec<ChainTransfer> = parsed
             .payments
             .iter()

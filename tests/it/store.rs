@@ -171,7 +171,8 @@ async fn migrate_is_idempotent_and_creates_every_table() {
                 "state_changed_at",
                 "created_at",
                 "expires_at",
-                "payrecon_updated_at"
+                "payrecon_updated_at",
+                "reference"
             ],
             "{url}"
         );
