@@ -57,28 +57,9 @@ impl SolanaClient {
             .buffered(IN_FLIGHT)
             .try_collect()
             .await?;
-        let mut seen = HashSet::new();
-        let queries: Vec<TransferQuery> = listed
-            .into_iter()
-            .flatten()
-            .filter(|pair| seen.insert(pair.clone()))
-            .filter_map(|(sig, to)| {
-                Some(TransferQuery {
-                    tx_hash: ChainKind::Solana.tx_hash(&sig).ok()?,
-                    asset: None,
-                    to: Some(to),
-                    log_index: None,
-                })
-            })
-            .collect();
-        let answers = self.lookup(head, &queries).await?;
-        Ok(answers
-            .into_iter()
-            .flat_map(|a| match a {
-                Lookup::Found(ts) => ts,
-                _ => Vec::new(),
-            })
-            .collect())
+        let listed = listed.into_iter().flatten().map(|(sig, to)| (sig, to, ()));
+        let found = self.resolve_listed(head, listed).await?;
+        Ok(found.into_iter().map(|((), t)| t).collect())
     }
 
     /// Payments carrying Solana Pay references (SPEC §18): for each `(reference, pay_to)`,
@@ -103,13 +84,31 @@ impl SolanaClient {
                 .buffered(IN_FLIGHT)
                 .try_collect()
                 .await?;
-        let mut refs = Vec::new();
+        let listed = listed
+            .into_iter()
+            .flatten()
+            .map(|(sig, r, to)| (sig, to, r));
+        self.resolve_listed(head, listed).await
+    }
+
+    /// The transfers to `to` in each listed `(signature, to, tag)` (each pair once), with
+    /// its tag: one `lookup` for all of them.
+    async fn resolve_listed<T: Clone + Eq + std::hash::Hash>(
+        &self,
+        head: &ChainHead,
+        listed: impl Iterator<Item = (String, Address, T)>,
+    ) -> Result<Vec<(T, ChainTransfer)>, ChainError> {
+        let mut seen = HashSet::new();
+        let mut tags = Vec::new();
         let mut queries = Vec::new();
-        for (sig, reference, to) in listed.into_iter().flatten() {
+        for (sig, to, tag) in listed {
             let Ok(tx_hash) = ChainKind::Solana.tx_hash(&sig) else {
                 continue;
             };
-            refs.push(reference);
+            if !seen.insert((sig, to.clone(), tag.clone())) {
+                continue;
+            }
+            tags.push(tag);
             queries.push(TransferQuery {
                 tx_hash,
                 asset: None,
@@ -118,11 +117,11 @@ impl SolanaClient {
             });
         }
         let answers = self.lookup(head, &queries).await?;
-        Ok(refs
+        Ok(tags
             .into_iter()
             .zip(answers)
-            .flat_map(|(r, a)| match a {
-                Lookup::Found(ts) => ts.into_iter().map(|t| (r.clone(), t)).collect(),
+            .flat_map(|(tag, a)| match a {
+                Lookup::Found(ts) => ts.into_iter().map(|t| (tag.clone(), t)).collect(),
                 _ => Vec::new(),
             })
             .collect())
