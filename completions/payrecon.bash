@@ -40,6 +40,9 @@ _payrecon() {
             payrecon,migrate)
                 cmd="payrecon__subcmd__migrate"
                 ;;
+            payrecon,operators)
+                cmd="payrecon__subcmd__operators"
+                ;;
             payrecon,orders)
                 cmd="payrecon__subcmd__orders"
                 ;;
@@ -130,6 +133,9 @@ _payrecon() {
             payrecon__subcmd__help,migrate)
                 cmd="payrecon__subcmd__help__subcmd__migrate"
                 ;;
+            payrecon__subcmd__help,operators)
+                cmd="payrecon__subcmd__help__subcmd__operators"
+                ;;
             payrecon__subcmd__help,orders)
                 cmd="payrecon__subcmd__help__subcmd__orders"
                 ;;
@@ -160,11 +166,35 @@ _payrecon() {
             payrecon__subcmd__help__subcmd__exceptions,show)
                 cmd="payrecon__subcmd__help__subcmd__exceptions__subcmd__show"
                 ;;
+            payrecon__subcmd__help__subcmd__operators,add)
+                cmd="payrecon__subcmd__help__subcmd__operators__subcmd__add"
+                ;;
+            payrecon__subcmd__help__subcmd__operators,remove)
+                cmd="payrecon__subcmd__help__subcmd__operators__subcmd__remove"
+                ;;
             payrecon__subcmd__help__subcmd__orders,add)
                 cmd="payrecon__subcmd__help__subcmd__orders__subcmd__add"
                 ;;
             payrecon__subcmd__help__subcmd__orders,import)
                 cmd="payrecon__subcmd__help__subcmd__orders__subcmd__import"
+                ;;
+            payrecon__subcmd__operators,add)
+                cmd="payrecon__subcmd__operators__subcmd__add"
+                ;;
+            payrecon__subcmd__operators,help)
+                cmd="payrecon__subcmd__operators__subcmd__help"
+                ;;
+            payrecon__subcmd__operators,remove)
+                cmd="payrecon__subcmd__operators__subcmd__remove"
+                ;;
+            payrecon__subcmd__operators__subcmd__help,add)
+                cmd="payrecon__subcmd__operators__subcmd__help__subcmd__add"
+                ;;
+            payrecon__subcmd__operators__subcmd__help,help)
+                cmd="payrecon__subcmd__operators__subcmd__help__subcmd__help"
+                ;;
+            payrecon__subcmd__operators__subcmd__help,remove)
+                cmd="payrecon__subcmd__operators__subcmd__help__subcmd__remove"
                 ;;
             payrecon__subcmd__orders,add)
                 cmd="payrecon__subcmd__orders__subcmd__add"
@@ -191,7 +221,7 @@ _payrecon() {
 
     case "${cmd}" in
         payrecon)
-            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export orders balances help"
+            opts="-h -V --config --help --version serve run migrate check demo status events exceptions export orders balances operators help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -709,7 +739,7 @@ _payrecon() {
             return 0
             ;;
         payrecon__subcmd__help)
-            opts="serve run migrate check demo status events exceptions export orders balances help"
+            opts="serve run migrate check demo status events exceptions export orders balances operators help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -918,6 +948,48 @@ _payrecon() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        payrecon__subcmd__help__subcmd__operators)
+            opts="add remove"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__operators__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__help__subcmd__operators__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         payrecon__subcmd__help__subcmd__orders)
             opts="add import"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1005,6 +1077,116 @@ _payrecon() {
         payrecon__subcmd__migrate)
             opts="-h --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators)
+            opts="-h --config --help add remove help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators__subcmd__add)
+            opts="-h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators__subcmd__help)
+            opts="add remove help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators__subcmd__help__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        payrecon__subcmd__operators__subcmd__remove)
+            opts="-h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -225,6 +225,7 @@ async fn sweep_requests(args: &Args) -> anyhow::Result<()> {
             no_resend: true,
             trigger: Trigger::Cli,
             progress: false,
+            backfill: false,
         };
         let (r0, c0) = (chain.requests(), chain.calls());
         let t = Instant::now();

@@ -13,9 +13,11 @@ use crate::secret::Secret;
 
 mod api;
 mod chains;
+mod console;
 mod duration;
 mod events;
 pub use api::ApiConfig;
+pub use console::{ConsoleConfig, DEFAULT_OPERATORS_FILE};
 pub use events::{decode_secret, EventsConfig};
 mod http_provider;
 pub use http_provider::http_settings_from_toml;
@@ -118,6 +120,8 @@ pub struct Config {
     pub amounts: crate::domain::AmountPolicy,
     /// `[api]` with a token: the expected-payments API is on (docs/api.md).
     pub api: Option<ApiConfig>,
+    /// `[console]` (SPEC §19): where `payrecon operators` keeps the operators.
+    pub console: ConsoleConfig,
 }
 
 impl Config {
@@ -326,6 +330,7 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
     }
     let events = raw.events.validate()?;
     let api = std::mem::take(&mut raw.api).validate()?;
+    let console = std::mem::take(&mut raw.console).validate()?;
     let mut balances = std::mem::take(&mut raw.balances);
     if !balances.cron.is_empty() {
         parse_cron_at("balances.cron", &balances.cron)?;
@@ -339,6 +344,7 @@ fn validate(mut raw: RawConfig, text: &str) -> Result<Config, ConfigError> {
         balances,
         events,
         api,
+        console,
         database: raw.database,
         schedule: raw.schedule,
         listen,

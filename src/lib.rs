@@ -28,6 +28,7 @@ pub mod assets;
 pub mod chain;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod daemon;
 pub mod domain;
 pub mod engine;

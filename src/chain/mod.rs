@@ -14,6 +14,7 @@ mod preflight;
 mod rest;
 mod rpc;
 mod solana;
+mod solana_balance;
 mod solana_scan;
 mod solana_tx;
 mod tron;
@@ -30,6 +31,9 @@ pub use evm::EvmClient;
 pub use preflight::Preflight;
 pub use rpc::shown_url;
 pub use solana::SolanaClient;
+pub use solana_balance::{Floor, Holding, Moved};
+pub use solana_scan::ScanCursors;
+pub use solana_tx::Moves;
 pub use tron::TronClient;
 
 /// How a chain decides that a block is final (docs/reference.md §2, `finality`).
@@ -270,34 +274,41 @@ impl ChainClient {
         matches!(self, ChainClient::Bitcoin(_) | ChainClient::Solana(_))
     }
 
-    /// The deposit scan by address (Bitcoin): payments to any of `recipients` in blocks at
-    /// or after `since` by block time, up to the head. Empty where the chain scans by logs.
+    /// The deposit scan by address (Bitcoin, Solana): payments to any of `recipients` in
+    /// blocks at or after `since` by block time, up to the head; on Solana, each account's
+    /// listing also stops at its cursor in `cursors` and leaves its new one there. Empty where
+    /// the chain scans by logs.
     pub async fn payments_to(
         &self,
         head: &ChainHead,
         recipients: &[Address],
         since: jiff::Timestamp,
+        cursors: &mut ScanCursors,
     ) -> Result<Vec<ChainTransfer>, ChainError> {
         let found = match self {
             ChainClient::Bitcoin(c) => c.payments_to(head, recipients, since).await,
-            ChainClient::Solana(c) => c.payments_to(head, recipients, since).await,
+            ChainClient::Solana(c) => c.payments_to(head, recipients, since, cursors).await,
             ChainClient::Evm(_) | ChainClient::Tron(_) => Ok(Vec::new()),
         }?;
         Ok(self.storable(found))
     }
 
     /// Solana Pay references (SPEC §18): the payments to each `(reference, pay_to)`'s
-    /// address in transactions carrying the reference, with it. Empty on other chains.
+    /// address in transactions carrying the reference, with it; cursors as `payments_to`.
+    /// Empty on other chains.
     pub async fn payments_by_reference(
         &self,
         head: &ChainHead,
         references: &[(String, Address)],
         since: jiff::Timestamp,
+        cursors: &mut ScanCursors,
     ) -> Result<Vec<(String, ChainTransfer)>, ChainError> {
         let ChainClient::Solana(c) = self else {
             return Ok(Vec::new());
         };
-        let found = c.payments_by_reference(head, references, since).await?;
+        let found = c
+            .payments_by_reference(head, references, since, cursors)
+            .await?;
         Ok(found.into_iter().filter(|(_, t)| self.fits(t)).collect())
     }
 

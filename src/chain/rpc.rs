@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use super::{ChainError, ChainSettings};
 
 mod errors;
+mod transport;
 pub use errors::shown_url;
 use errors::{classify, describe, is_rate_limit, url_password, Retry};
 
@@ -38,6 +39,8 @@ const MAX_REASON: usize = 300;
 /// One configured URL.
 struct Endpoint {
     client: RpcClient,
+    /// What its last throttled answer asked to wait (`Retry-After`).
+    wait: Arc<AtomicU64>,
     /// Never shown: the raw URL and its parsed (normalised) form, replaced by `shown`.
     raw: Vec<String>,
     /// Never shown: the URL's password, replaced by `***`.
@@ -133,9 +136,12 @@ impl Rpc {
             let _ = bare.set_password(None);
             let mut forms = vec![raw.clone(), url.to_string(), bare.to_string()];
             forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+            let is_local = alloy::transports::utils::guess_local_url(url.as_str());
+            let transport = transport::Http::new(http.clone(), url);
             endpoints.push(Endpoint {
                 raw: forms,
-                client: RpcClient::new_http_with_client(http.clone(), url),
+                wait: transport.wait_cell(),
+                client: RpcClient::new(transport, is_local),
                 password: url_password(raw),
                 shown,
             });
@@ -312,7 +318,9 @@ impl Rpc {
                 let round = (tries / n).saturating_sub(1).min(10) as u32;
                 let base = BACKOFF_BASE.saturating_mul(1 << round);
                 let jitter = rand::thread_rng().gen_range(0..=base.as_millis() as u64 / 2);
-                tokio::time::sleep(base + Duration::from_millis(jitter)).await;
+                // At least what the URL asked for (`Retry-After`), when it did.
+                let asked = transport::waited(&self.endpoints[idx].wait);
+                tokio::time::sleep(asked.max(base + Duration::from_millis(jitter))).await;
             }
         }
     }

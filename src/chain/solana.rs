@@ -7,7 +7,7 @@
 //! `finalized`: the sweep's `reorged`). The deposit scan is `solana_scan.rs`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
@@ -28,8 +28,9 @@ pub(super) const IN_FLIGHT: usize = 4;
 pub struct SolanaClient {
     settings: ChainSettings,
     pub(super) rpc: Rpc,
-    /// Set once the node refused a batch: single calls from then on.
-    singles: AtomicBool,
+    /// Until when (Unix seconds) transactions are read in single calls: the node refused a
+    /// batch. 0 while it takes them; batches are tried again after `BATCH_RETRY`.
+    singles_until: AtomicU64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -38,6 +39,13 @@ struct Status {
     slot: u64,
     err: Option<Value>,
     confirmation_status: Option<String>,
+}
+
+/// How long single calls are used after a node refused a batch.
+const BATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(3_600);
+
+fn now_secs() -> u64 {
+    u64::try_from(jiff::Timestamp::now().as_second()).unwrap_or(0)
 }
 
 impl Status {
@@ -65,7 +73,7 @@ impl SolanaClient {
         Ok(SolanaClient {
             settings,
             rpc,
-            singles: AtomicBool::new(false),
+            singles_until: AtomicU64::new(0),
         })
     }
 
@@ -182,7 +190,7 @@ impl SolanaClient {
 
     /// `getTransaction` of each signature: batches of `batch_size`, or single calls once the
     /// node refused a batch. `None` where the node has no transaction.
-    async fn transactions(
+    pub(super) async fn transactions(
         &self,
         sigs: &[String],
     ) -> Result<HashMap<String, Option<Tx>>, ChainError> {
@@ -192,7 +200,7 @@ impl SolanaClient {
         };
         let mut out = HashMap::with_capacity(sigs.len());
         for chunk in sigs.chunks(self.settings.batch_size.max(1)) {
-            if !self.singles.load(Ordering::Relaxed) {
+            if self.singles_until.load(Ordering::Relaxed) <= now_secs() {
                 let calls: Vec<(&'static str, Value)> = chunk
                     .iter()
                     .map(|s| ("getTransaction", params(s)))
@@ -226,7 +234,8 @@ impl SolanaClient {
     }
 
     /// After a failed batch: when the same call alone succeeds, the node refuses batches
-    /// (surfpool, some hosted RPCs): single calls from now on. Otherwise the batch's error.
+    /// (surfpool, some hosted RPCs): single calls for the next `BATCH_RETRY` (a node behind a
+    /// proxy may take them again). Otherwise the batch's error.
     async fn refused_batch(&self, e: ChainError, one: &Value) -> Result<(), ChainError> {
         let alone: Result<Value, ChainError> = self
             .rpc
@@ -235,9 +244,10 @@ impl SolanaClient {
         if alone.is_err() {
             return Err(e);
         }
-        if !self.singles.swap(true, Ordering::Relaxed) {
+        let until = now_secs() + BATCH_RETRY.as_secs();
+        if self.singles_until.swap(until, Ordering::Relaxed) <= now_secs() {
             tracing::info!(chain = %self.settings.name, error = %e,
-                "The Solana node refuses JSON-RPC batches; reading transactions in single calls, {IN_FLIGHT} at a time.");
+                "The Solana node refuses JSON-RPC batches; reading transactions in single calls, {IN_FLIGHT} at a time, for an hour.");
         }
         Ok(())
     }

@@ -1,9 +1,11 @@
 //! Solana's deposit scan (SPEC §18): `getSignaturesForAddress` on each unpaid order's wallet
 //! and each of its token accounts (a token payment into an existing account lists only that
 //! account), newest first in pages of 1,000, until a page reaches past the run's window; what
-//! they list is resolved like any other signature (`SolanaClient::lookup`).
+//! they list is resolved like any other signature (`SolanaClient::lookup`). Each account's
+//! listing stops at its cursor too (`until`): a run with nothing new costs one page per account
+//! and reads no transaction.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
@@ -12,28 +14,42 @@ use serde_json::{json, Value};
 use super::solana::{Context, SolanaClient, IN_FLIGHT};
 use super::solana_tx::plausible_time;
 use super::{ChainError, Lookup, TransferQuery};
-use crate::domain::{Address, ChainHead, ChainKind, ChainTransfer};
+use crate::domain::{Address, ChainHead, ChainKind, ChainTransfer, ScanCursor};
 
 /// Signatures per `getSignaturesForAddress` page (the most a node serves).
-const PAGE: usize = 1_000;
+pub(super) const PAGE: usize = 1_000;
 /// Pages of one address read in one run at most (1,000,000 signatures in the window).
-const MAX_PAGES: usize = 1_000;
+pub(super) const MAX_PAGES: usize = 1_000;
 const TOKEN: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
 const TOKEN_2022: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PazCLBjd6L8S8u";
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Listed {
-    signature: String,
-    slot: u64,
-    err: Option<Value>,
-    block_time: Option<i64>,
+pub(super) struct Listed {
+    pub signature: String,
+    pub slot: u64,
+    pub err: Option<Value>,
+    pub block_time: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Owned {
     pubkey: String,
 }
+
+/// The deposit scan's cursors for one page of orders (`payrecon_scan_cursors`).
+#[derive(Debug, Default)]
+pub struct ScanCursors {
+    /// Where each account's listing stops, by account; empty for a backfill (`run --since`
+    /// reads its whole window).
+    pub from: HashMap<String, ScanCursor>,
+    /// `(owner, account, cursor)` of every account whose listing reached a newer finalized
+    /// signature: where the next run stops, once this one's payments are settled.
+    pub moved: Vec<(String, String, ScanCursor)>,
+}
+
+/// One account's listing: the signatures to resolve, and its new cursor.
+type Listing = (Vec<String>, Option<ScanCursor>);
 
 impl SolanaClient {
     /// The deposit scan: every payment to one of `recipients` (wallets) in a transaction
@@ -43,22 +59,32 @@ impl SolanaClient {
         head: &ChainHead,
         recipients: &[Address],
         since: jiff::Timestamp,
+        cursors: &mut ScanCursors,
     ) -> Result<Vec<ChainTransfer>, ChainError> {
-        let listed: Vec<Vec<(String, Address)>> = futures::stream::iter(recipients.to_vec())
+        let from = &cursors.from;
+        let listed: Vec<Vec<(String, Listing)>> = futures::stream::iter(recipients.to_vec())
             .map(|to| async move {
-                let mut sigs = Vec::new();
+                let mut out = Vec::new();
                 for account in self.accounts_of(&to).await? {
-                    for s in self.signatures(&account, since).await? {
-                        sigs.push((s, to.clone()));
-                    }
+                    let until = from.get(&account);
+                    let listing = self.signatures(&account, since, until, head).await?;
+                    out.push((account, listing));
                 }
-                Ok::<_, ChainError>(sigs)
+                Ok::<_, ChainError>(out)
             })
             .buffered(IN_FLIGHT)
             .try_collect()
             .await?;
-        let listed = listed.into_iter().flatten().map(|(sig, to)| (sig, to, ()));
-        let found = self.resolve_listed(head, listed).await?;
+        let mut sigs = Vec::new();
+        for (to, accounts) in recipients.iter().zip(listed) {
+            for (account, (found, cursor)) in accounts {
+                if let Some(c) = cursor {
+                    cursors.moved.push((to.to_string(), account, c));
+                }
+                sigs.extend(found.into_iter().map(|s| (s, to.clone(), ())));
+            }
+        }
+        let found = self.resolve_listed(head, sigs.into_iter()).await?;
         Ok(found.into_iter().map(|((), t)| t).collect())
     }
 
@@ -70,25 +96,31 @@ impl SolanaClient {
         head: &ChainHead,
         references: &[(String, Address)],
         since: jiff::Timestamp,
+        cursors: &mut ScanCursors,
     ) -> Result<Vec<(String, ChainTransfer)>, ChainError> {
-        let listed: Vec<Vec<(String, String, Address)>> =
-            futures::stream::iter(references.to_vec())
-                .map(|(reference, to)| async move {
-                    let sigs = self.signatures(&reference, since).await?;
-                    Ok::<_, ChainError>(
-                        sigs.into_iter()
-                            .map(|s| (s, reference.clone(), to.clone()))
-                            .collect(),
-                    )
-                })
-                .buffered(IN_FLIGHT)
-                .try_collect()
-                .await?;
-        let listed = listed
-            .into_iter()
-            .flatten()
-            .map(|(sig, r, to)| (sig, to, r));
-        self.resolve_listed(head, listed).await
+        let from = &cursors.from;
+        let listed: Vec<Listing> = futures::stream::iter(references.to_vec())
+            .map(|(reference, _)| async move {
+                let until = from.get(&reference);
+                self.signatures(&reference, since, until, head).await
+            })
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let mut sigs = Vec::new();
+        for ((reference, to), (found, cursor)) in references.iter().zip(listed) {
+            if let Some(c) = cursor {
+                cursors
+                    .moved
+                    .push((reference.clone(), reference.clone(), c));
+            }
+            sigs.extend(
+                found
+                    .into_iter()
+                    .map(|s| (s, to.clone(), reference.clone())),
+            );
+        }
+        self.resolve_listed(head, sigs.into_iter()).await
     }
 
     /// The transfers to `to` in each listed `(signature, to, tag)` (each pair once), with
@@ -146,15 +178,20 @@ impl SolanaClient {
         Ok(out)
     }
 
-    /// The signatures of `address`'s successful transactions since `since`, newest first, a
-    /// page of 1,000 at a time, until a page is short or its oldest entry is before `since`.
+    /// The signatures of `address`'s successful transactions since `since` and after
+    /// `until`, newest first, a page of 1,000 at a time, until a page is short or its oldest
+    /// entry is before `since`; and the newest listed at or below the head's finalized slot
+    /// (the account's next cursor).
     async fn signatures(
         &self,
         address: &str,
         since: jiff::Timestamp,
-    ) -> Result<Vec<String>, ChainError> {
+        until: Option<&ScanCursor>,
+        head: &ChainHead,
+    ) -> Result<Listing, ChainError> {
         let what = "getSignaturesForAddress";
         let mut out = Vec::new();
+        let mut cursor = None;
         let mut before: Option<String> = None;
         let mut seen = HashSet::new();
         for _ in 0..MAX_PAGES {
@@ -162,10 +199,22 @@ impl SolanaClient {
             if let Some(b) = &before {
                 opts["before"] = json!(b);
             }
+            if let Some(u) = until {
+                opts["until"] = json!(u.signature);
+            }
             let page: Vec<Listed> = self.rpc.call(what, what, json!([address, opts])).await?;
             let full = page.len() >= PAGE;
+            if cursor.is_none() {
+                cursor = page
+                    .iter()
+                    .find(|e| e.slot <= head.final_block)
+                    .map(|e| ScanCursor {
+                        signature: e.signature.clone(),
+                        slot: e.slot,
+                    });
+            }
             let Some(oldest) = page.last() else {
-                return Ok(out);
+                return Ok((out, cursor));
             };
             let passed = self.time_of(oldest).await?.is_some_and(|t| t < since);
             if !seen.insert(oldest.signature.clone()) {
@@ -185,7 +234,7 @@ impl SolanaClient {
                 }
             }
             if passed || !full {
-                return Ok(out);
+                return Ok((out, cursor));
             }
         }
         Err(self.fail(
@@ -195,7 +244,10 @@ impl SolanaClient {
     }
 
     /// A listed entry's time: its own when plausible, else its slot's.
-    async fn time_of(&self, entry: &Listed) -> Result<Option<jiff::Timestamp>, ChainError> {
+    pub(super) async fn time_of(
+        &self,
+        entry: &Listed,
+    ) -> Result<Option<jiff::Timestamp>, ChainError> {
         match plausible_time(entry.block_time) {
             Some(t) => Ok(Some(t)),
             None => self.block_time(entry.slot).await,

@@ -1,10 +1,12 @@
 //! One Solana transaction (`getTransaction`, `jsonParsed`) into the payments it makes
 //! (SPEC §18): SOL by the System program's `transfer`/`transferWithSeed`, SPL tokens by the
-//! Token and Token-2022 programs' `transfer`/`transferChecked`, at top level or inner, each at
-//! its instruction index (`outer × 65536 + inner + 1`). A token transfer names token accounts:
+//! Token and Token-2022 programs' `transfer`/`transferChecked` (and Token-2022's
+//! `transferCheckedWithFee`, which credits the amount less its fee), at top level or inner, each
+//! at its instruction index (`outer × 65536 + inner + 1`). A token transfer names token accounts:
 //! its recipient is the account's owner and its mint the account's, read from the
 //! transaction's token balances (a plain `transfer` names neither). Every credited amount must
-//! show in the recipient account's balance change; one that does not is left out, saying why.
+//! show in the recipient account's balance change; one that does not is left out, saying why
+//! (except a Token-2022 transfer whose mint withholds a fee: what its account received).
 //! Amounts are integers from the node's strings and numbers, never `uiAmount`.
 
 use std::collections::HashMap;
@@ -120,6 +122,9 @@ struct Raw {
     dest: String,
     mint: Option<String>,
     amount: U256,
+    /// A Token-2022 transfer: its mint may withhold a transfer fee in the recipient account
+    /// even when the instruction does not name it (`transferChecked` on a fee-bearing mint).
+    fee_mint: bool,
 }
 
 impl Tx {
@@ -143,6 +148,12 @@ impl Tx {
         let Some(meta) = &self.meta else {
             return Parsed::default();
         };
+        let raws = self.raws(meta);
+        self.checked(meta, raws)
+    }
+
+    /// Every transfer instruction, top-level and inner, by instruction index.
+    fn raws(&self, meta: &Meta) -> Vec<Raw> {
         let mut raws = Vec::new();
         for (outer, ix) in self.transaction.message.instructions.iter().enumerate() {
             let outer = u16::try_from(outer).unwrap_or(u16::MAX);
@@ -160,7 +171,7 @@ impl Tx {
             }
         }
         raws.sort_by_key(|r| r.index);
-        self.checked(meta, raws)
+        raws
     }
 
     fn index_of(&self, key: &str) -> Option<usize> {
@@ -209,7 +220,10 @@ impl Tx {
             // What arrived must show: post − pre + what the account sent ≥ what it was sent.
             let shows =
                 matches!((pre, post), (Some(pre), Some(post)) if post + out_of >= pre + into);
-            if !shows {
+            let mut amount = r.amount;
+            if let (false, Some(got)) = (shows, withheld(r, pre, post, out_of, into)) {
+                amount = got;
+            } else if !shows {
                 out.refused.push(format!(
                     "the transfer of {} to {} does not show in its balance ({} → {})",
                     r.amount,
@@ -234,7 +248,7 @@ impl Tx {
                 index: r.index,
                 wallet,
                 mint: r.mint.clone(),
-                amount: r.amount,
+                amount,
             });
         }
         out
@@ -250,6 +264,20 @@ impl Tx {
         let owner = |a: &str| self.index_of(a).and_then(|i| token_owner(meta, i));
         r.mint.is_some() && owner(&r.source).is_some_and(|o| Some(o) == owner(&r.dest))
     }
+}
+
+/// What a Token-2022 transfer's account received when its mint withheld a fee the
+/// instruction did not name: the account's whole increase, when this was the only transfer into
+/// it and the increase is short of the amount but not nothing.
+fn withheld(
+    r: &Raw,
+    pre: Option<U256>,
+    post: Option<U256>,
+    out_of: U256,
+    into: U256,
+) -> Option<U256> {
+    let got = (post? + out_of).checked_sub(pre?)?;
+    (r.fee_mint && into == r.amount && !got.is_zero() && got < r.amount).then_some(got)
 }
 
 /// A native balance before the transaction, less the fee when the account paid it (key 0).
@@ -294,26 +322,50 @@ fn raw(ix: &Instruction, index: i64, meta: &Meta, tx: &Tx) -> Option<Raw> {
             dest: text("destination")?,
             mint: None,
             amount: U256::from(info.get("lamports")?.as_u64()?),
+            fee_mint: false,
         }),
         TOKEN | TOKEN_2022 if matches!(kind, "transfer" | "transferChecked") => {
-            let dest = text("destination")?;
-            let amount = info
-                .get("amount")
-                .or_else(|| info.get("tokenAmount")?.get("amount"))?
-                .as_str()?
-                .parse()
-                .ok()?;
-            let mint = text("mint").or_else(|| token_mint(meta, tx.index_of(&dest)?))?;
-            Some(Raw {
-                index,
-                source: text("source")?,
-                dest,
-                mint: Some(mint),
-                amount,
-            })
+            token_raw(info, index, None, ix.program_id == TOKEN_2022, meta, tx)
+        }
+        // The recipient's account is credited the amount less the fee it withholds.
+        TOKEN_2022 if kind == "transferCheckedWithFee" => {
+            let fee = units(info.get("feeAmount")?.get("amount")?)?;
+            token_raw(info, index, Some(fee), true, meta, tx)
         }
         _ => None,
     }
+}
+
+/// A token transfer's parts; `fee` is subtracted from its amount.
+fn token_raw(
+    info: &Value,
+    index: i64,
+    fee: Option<U256>,
+    fee_mint: bool,
+    meta: &Meta,
+    tx: &Tx,
+) -> Option<Raw> {
+    let text = |k: &str| info.get(k).and_then(Value::as_str).map(str::to_string);
+    let dest = text("destination")?;
+    let gross = units(
+        info.get("amount")
+            .or_else(|| info.get("tokenAmount")?.get("amount"))?,
+    )?;
+    let amount = gross.checked_sub(fee.unwrap_or_default())?;
+    let mint = text("mint").or_else(|| token_mint(meta, tx.index_of(&dest)?))?;
+    Some(Raw {
+        index,
+        source: text("source")?,
+        dest,
+        mint: Some(mint),
+        amount,
+        fee_mint,
+    })
+}
+
+/// Base units from the node's decimal string.
+fn units(v: &Value) -> Option<U256> {
+    v.as_str()?.parse().ok()
 }
 
 /// A block time in seconds, when it reads as after 2001 (surfpool 1.2.0 divides by 1000).
@@ -321,6 +373,9 @@ pub(super) fn plausible_time(t: Option<i64>) -> Option<jiff::Timestamp> {
     t.filter(|s| *s >= 1_000_000_000)
         .and_then(|s| jiff::Timestamp::from_second(s).ok())
 }
+
+mod moves;
+pub use moves::Moves;
 
 #[cfg(test)]
 mod tests;

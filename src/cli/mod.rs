@@ -18,13 +18,16 @@ pub mod demo;
 mod events;
 pub mod exceptions;
 pub mod export;
+mod man;
 mod migrate;
+mod operators;
 pub mod orders;
 mod run;
 mod serve;
 mod status;
 
 pub use args::*;
+pub use man::*;
 
 /// Why a command stopped, and its exit code. Its text is printed once, by `main.rs`, after
 /// `dispatch` has scrubbed every secret of the configuration from it.
@@ -140,6 +143,7 @@ pub async fn dispatch(cli: Cli, logs: Option<crate::telemetry::HeldLog>) -> Outc
         Command::Export(args) => export::command(config, args).await,
         Command::Orders(args) => orders::command(config, args).await,
         Command::Balances(args) => balances::command(config, args).await,
+        Command::Operators(args) => operators::command(&config, args),
         Command::Serve => serve::command(config).await,
         #[cfg(feature = "demo")]
         Command::Demo(_) => unreachable!("dispatched above"),

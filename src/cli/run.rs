@@ -40,6 +40,7 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> Outcome {
         no_resend: args.no_resend,
         trigger: crate::engine::Trigger::Cli,
         progress: std::io::stderr().is_terminal(),
+        backfill: args.since.is_some(),
     };
     let report = match app.engine.run(&opts).await {
         Ok(r) => r,

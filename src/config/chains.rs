@@ -2,8 +2,11 @@
 //! `"chain:asset"`: every key checked, every error naming it.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
-use super::sections::{RawChain, RawConfig, DEFAULT_CONFIRMATIONS, DEFAULT_FINAL_DEPTH};
+use super::sections::{
+    RawChain, RawConfig, DEFAULT_CONFIRMATIONS, DEFAULT_FINAL_DEPTH, DEFAULT_RECHECK_FINAL,
+};
 use super::{err, read_secret_file, ConfigError};
 use crate::chain::{ChainSettings, Finality};
 use crate::domain::{AmountPolicy, BtcNetwork, ChainKind, Tolerance};
@@ -260,7 +263,10 @@ pub(super) fn chain(name: &str, c: &RawChain) -> Result<ChainSettings, ConfigErr
         batch_size: c.rpc_batch_size,
         timeout: c.timeout,
         max_retries: c.max_retries,
-        recheck_final: c.recheck_final,
+        recheck_final: c.recheck_final.unwrap_or(match kind {
+            ChainKind::Solana => Duration::ZERO,
+            _ => DEFAULT_RECHECK_FINAL,
+        }),
         scan_unpaid: c.scan_unpaid,
         log_range: c.log_range,
         max_amount: None,

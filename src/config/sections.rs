@@ -160,8 +160,9 @@ pub(super) struct RawChain {
     pub(super) timeout: Duration,
     #[serde(default = "default_retries")]
     pub(super) max_retries: u32,
-    #[serde(default = "default_recheck_final", with = "duration::serde_duration")]
-    pub(super) recheck_final: Duration,
+    /// Default 1h; 0s on Solana (a finalized transaction cannot roll back).
+    #[serde(default, with = "duration::serde_opt_duration")]
+    pub(super) recheck_final: Option<Duration>,
     #[serde(default = "default_true")]
     pub(super) scan_unpaid: bool,
     #[serde(default = "default_log_range")]
@@ -185,9 +186,8 @@ pub(super) const DEFAULT_FINAL_DEPTH: u64 = 64;
 fn default_rpc_batch() -> usize {
     50
 }
-fn default_recheck_final() -> Duration {
-    Duration::from_secs(3600)
-}
+/// `recheck_final` when the table does not say (on Solana: zero).
+pub(super) const DEFAULT_RECHECK_FINAL: Duration = Duration::from_secs(3600);
 fn default_timeout() -> Duration {
     Duration::from_secs(10)
 }
@@ -275,4 +275,6 @@ pub(super) struct RawConfig {
     pub(super) events: super::events::RawEvents,
     #[serde(default)]
     pub(super) api: super::api::RawApi,
+    #[serde(default)]
+    pub(super) console: super::console::RawConsole,
 }

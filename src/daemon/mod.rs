@@ -308,6 +308,7 @@ async fn scheduled_run(
         no_resend: false,
         trigger: Trigger::Schedule,
         progress: false,
+        backfill: false,
     };
     notifier.status(&format!("Run started at {until}."));
     match engine.run(&opts).await {

@@ -46,5 +46,7 @@ pub use plan::{
 };
 pub use reconcile::{pick_transfer, reconcile};
 pub use reorg::{moved_detail, place, Placement, Receipt};
-pub use solana::{instruction_index, instruction_of, parse_solana_signature, SolanaKey};
+pub use solana::{
+    instruction_index, instruction_of, parse_solana_signature, ScanCursor, SolanaKey,
+};
 pub use tron::TronAddress;

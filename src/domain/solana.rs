@@ -96,5 +96,15 @@ fn decode(field: &'static str, s: &str, len: usize, what: &str) -> Result<Vec<u8
     Ok(bytes)
 }
 
+/// Where Solana's deposit scan left one account it lists (`payrecon_scan_cursors`): the
+/// newest signature listed on it whose slot was finalized when read. Every transaction at or
+/// before it has been resolved, and a finalized transaction never changes, so the next run
+/// lists only what came after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanCursor {
+    pub signature: String,
+    pub slot: u64,
+}
+
 #[cfg(test)]
 mod tests;

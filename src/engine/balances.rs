@@ -9,6 +9,7 @@
 mod bitcoin;
 mod evm;
 mod explain;
+mod solana;
 mod tron;
 
 use std::collections::{BTreeMap, HashMap};
@@ -64,6 +65,7 @@ impl Engine {
                 dry_run: false,
                 apply: self.settings.apply,
                 resend: false,
+                cursors: false,
                 heads: self.read_heads().await,
                 progress: None,
                 source: Source::Reconcile,
@@ -162,14 +164,8 @@ impl Engine {
             ChainClient::Tron(t) => {
                 tron::check(client, t, chain, &head, items, previous, treasury).await
             }
-            // Not built yet (docs/configuration.md, "Solana"): a failed check, never a pass.
-            ChainClient::Solana(_) => {
-                let e = format!(
-                    "chain {chain}: the balance check does not read Solana chains yet; \
-                     {} addresses not checked",
-                    items.len()
-                );
-                return self.fail(acc, e);
+            ChainClient::Solana(sol) => {
+                solana::check(sol, chain, &head, items, previous, treasury).await
             }
         };
         match found {

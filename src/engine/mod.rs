@@ -67,6 +67,9 @@ pub struct RunOptions {
     pub trigger: Trigger,
     /// Show a progress bar on stderr.
     pub progress: bool,
+    /// A backfill (`run --since`): Solana's deposit scan reads the whole window rather than
+    /// on from its cursors (`payrecon_scan_cursors`), and moves them on.
+    pub backfill: bool,
 }
 
 impl RunOptions {
@@ -81,6 +84,7 @@ impl RunOptions {
             no_resend: false,
             trigger: Trigger::Cli,
             progress: false,
+            backfill: false,
         }
     }
 
@@ -134,6 +138,8 @@ pub(crate) struct RunCtx {
     pub apply: bool,
     /// Request resends (not a dry run, no `--no-resend`, `reconcile.resend`).
     pub resend: bool,
+    /// Solana's deposit scan stops at each account's cursor (a run that is not a backfill).
+    pub cursors: bool,
     pub heads: BTreeMap<String, Result<ChainHead, HeadUnread>>,
     pub progress: Option<indicatif::ProgressBar>,
     /// `reconcile` for runs, `webhook` for deliveries (audit rows; no findings are recorded
@@ -207,6 +213,7 @@ impl Engine {
             dry_run: opts.dry_run,
             apply: !opts.dry_run && self.settings.apply,
             resend: !opts.dry_run && !opts.no_resend && self.settings.resend,
+            cursors: !opts.backfill,
             heads: self.read_heads().await,
             progress: opts.progress.then(progress_bar),
             source: Source::Reconcile,

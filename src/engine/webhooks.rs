@@ -190,6 +190,7 @@ impl Engine {
             dry_run: false,
             apply: self.settings.apply,
             resend: false,
+            cursors: false,
             heads: self.read_heads().await,
             progress: None,
             source: Source::Webhook,

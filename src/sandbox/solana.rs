@@ -3,7 +3,7 @@
 //! `finalized`), keep a signature's status after pruning its transaction, answer 429 with
 //! `Retry-After`. It answers Solana's JSON-RPC as documented (single calls and batches) for
 //! the methods payrecon sends: `getSlot`, `getSignatureStatuses`, `getTransaction`
-//! (`jsonParsed` shapes), `getSignaturesForAddress` (newest first, `before`, `limit`),
+//! (`jsonParsed` shapes), `getSignaturesForAddress` (newest first, `before`, `until`, `limit`),
 //! `getTokenAccountsByOwner`, `getBlockTime`. Token accounts are derived from their owner and
 //! mint. Counts HTTP requests and calls by method.
 
@@ -45,6 +45,9 @@ struct Node {
     requests: u64,
     batches: u64,
     refused: u64,
+    /// When the last refusal was sent, and how long after it the next request came.
+    refused_at: Option<std::time::Instant>,
+    retried_after: Option<std::time::Duration>,
 }
 
 type Shared = Arc<Mutex<Node>>;
@@ -203,6 +206,11 @@ impl SandboxSolana {
         lock(&self.state).calls.get(method).copied().unwrap_or(0)
     }
 
+    /// How long after the last 429 the next request came.
+    pub fn retried_after(&self) -> Option<std::time::Duration> {
+        lock(&self.state).retried_after
+    }
+
     /// HTTP requests, batch requests among them, and requests refused with 429.
     pub fn requests(&self) -> (u64, u64, u64) {
         let s = lock(&self.state);
@@ -213,9 +221,13 @@ impl SandboxSolana {
 async fn rpc(State(state): State<Shared>, Json(body): Json<Value>) -> Response {
     let mut s = lock(&state);
     s.requests += 1;
+    if let Some(at) = s.refused_at.take() {
+        s.retried_after = Some(at.elapsed());
+    }
     if s.refuse > 0 {
         s.refuse -= 1;
         s.refused += 1;
+        s.refused_at = Some(std::time::Instant::now());
         let mut h = HeaderMap::new();
         h.insert("retry-after", axum::http::HeaderValue::from_static("1"));
         let body = json!({"jsonrpc": "2.0", "id": null,
@@ -295,9 +307,13 @@ fn call(s: &Node, method: &str, params: &Value) -> Result<Value, (i64, String)> 
             let list = s.lists.get(params[0].as_str().unwrap_or_default());
             let limit = params[1]["limit"].as_u64().unwrap_or(1000) as usize;
             let before = params[1]["before"].as_str();
+            let until = params[1]["until"].as_str();
             let mut out = Vec::new();
             let mut open = before.is_none();
             for sig in list.into_iter().flatten().rev() {
+                if Some(sig.as_str()) == until {
+                    break;
+                }
                 if !open {
                     open = Some(sig.as_str()) == before;
                     continue;

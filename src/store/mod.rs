@@ -27,6 +27,7 @@ mod readonly;
 mod registry;
 mod rows;
 mod runs;
+mod scan_cursors;
 mod sqlite;
 mod status;
 mod sweep;

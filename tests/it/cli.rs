@@ -7,6 +7,7 @@ mod balances;
 pub(crate) mod codes;
 mod commands;
 mod kill;
+mod operators;
 mod paths;
 mod report;
 mod writes;

@@ -8,7 +8,7 @@ use sqlx::{Connection, MySqlConnection, Row};
 use crate::support::mysql_url;
 
 /// Every table PostgreSQL's and SQLite's migrations create, in the order listed here.
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
     "orders",
     "payrecon_balances",
     "payrecon_events",
@@ -19,6 +19,7 @@ const TABLES: [&str; 12] = [
     "payrecon_payments",
     "payrecon_resends",
     "payrecon_runs",
+    "payrecon_scan_cursors",
     "payrecon_transitions",
     "payrecon_webhook_events",
 ];
@@ -71,7 +72,7 @@ async fn the_schema_applies_to_a_fresh_database_and_a_second_time_changes_nothin
             .fetch_all(&mut conn)
             .await
             .expect("read _sqlx_migrations");
-    assert_eq!(applied, [(1, true), (2, true), (3, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
     insert_order(&mut conn, "A-1", "25000000", "unpaid")
         .await
         .expect("an order");

@@ -17,16 +17,24 @@ use crate::reconcile::{entry, found, minutes_ago, on_backends, opts};
 
 const QKEY: &str = "qk_live_solana_5be1c0d7a9f3e284";
 
+mod balances;
 mod standin;
 
 pub(crate) struct SolWorld {
     pub qvard: FakeQvard,
     pub app: App,
+    /// `[balances]` and the chains' treasuries, for `check_balances`.
+    pub balances: payrecon::config::BalancesConfig,
 }
 
 impl SolWorld {
     /// payrecon on `db` reading the Solana JSON-RPC at `rpc`, with Qvard as a provider.
     pub async fn start(db: &str, rpc: &str) -> SolWorld {
+        SolWorld::start_with(db, rpc, "").await
+    }
+
+    /// `start`, with `chain` added to `[chains.solana]`.
+    pub async fn start_with(db: &str, rpc: &str, chain: &str) -> SolWorld {
         let qvard = FakeQvard::start(QKEY).await;
         let text = format!(
             r#"[database]
@@ -37,6 +45,7 @@ kind = "solana"
 rpc_url = "{rpc}"
 timeout = "5s"
 max_retries = 1
+{chain}
 
 [assets."solana:{USDC}"]
 symbol = "USDC"
@@ -55,8 +64,13 @@ backoff = "20ms"
             qvard = qvard.base_url(),
         );
         let config = Config::from_toml(&text, std::iter::empty()).expect("a valid config");
+        let balances = config.balances.clone();
         let app = App::build(config).await.expect("App::build");
-        SolWorld { qvard, app }
+        SolWorld {
+            qvard,
+            app,
+            balances,
+        }
     }
 
     pub async fn order(&self, order_ref: &str, pay_to: &str, asset: &str, amount: u64) {
@@ -250,7 +264,7 @@ async fn a_solana_pay_reference_picks_its_order_among_orders_to_one_wallet() {
 }
 
 /// USDC from wallet "alice" to `to`, by `transferChecked`.
-fn usdc(to: &str, amount: u64) -> TokenPay<'_> {
+pub(crate) fn usdc(to: &str, amount: u64) -> TokenPay<'_> {
     TokenPay {
         from: "alice",
         to,

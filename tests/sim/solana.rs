@@ -1,13 +1,15 @@
 //! Solana seeds (SPEC §18) on the sandbox Solana node: from a seed, orders in SOL and in USDC,
 //! some sharing one merchant wallet told apart only by their Solana Pay references, paid by the
 //! payer's transfers that no provider reports (the deposit scan finds them on the wallet, its
-//! token accounts and the references): exact, short (held), over; stray payments to wallets
-//! no order has; payments the cluster forgets before `finalized` (their fork dropped); 429s
-//! the retries absorb. Checked after every run (no failure, the audit table, nothing
+//! token accounts and the references, each account read on from its cursor): exact, short
+//! (held, or within USDC's `underpaid_tolerance`), topped up, over; payments to orders already expired (late: held); stray payments to
+//! wallets no order has; payments the cluster forgets before `finalized` (their fork dropped);
+//! 429s the retries absorb. Checked after every run (no failure, the audit table, nothing
 //! backwards) and after the cluster finalizes everything: every payment still on chain is
-//! `final` on its own order (a referenced payment on the order of its reference, never on
-//! another order of the same wallet) with the amount it paid, a short one held, a forgotten
-//! one never moved back, every order nothing paid `unpaid`.
+//! credited to its own order (a referenced payment to the order of its reference, never to
+//! another order of the same wallet); an order covered in time is `final` on the payment that
+//! covered it with what it was paid, a short or late one held `unpaid` with what it was paid, a
+//! forgotten one never moved back, every order nothing paid `unpaid`.
 //!
 //! `PAYRECON_SIM_SOLANA_SEED=S` runs only seed S; `PAYRECON_SIM_SOLANA_SEEDS=N` runs 0..N
 //! (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and on MariaDB/MySQL).
@@ -30,8 +32,10 @@ const SEEDS: u64 = 16;
 const SERVER_SEEDS: u64 = 2;
 const PARALLEL_SEEDS: usize = 4;
 const USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+/// `[assets."solana:<USDC>"] underpaid_tolerance`, in base units (SOL has none).
+const USDC_TOLERANCE: u64 = 10_000;
 
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 9] = [
     "sol_payments",
     "sol_referenced",
     "sol_short",
@@ -39,8 +43,10 @@ pub const NAMES: [&str; 7] = [
     "sol_stray",
     "sol_forgotten",
     "sol_faults",
+    "sol_topups",
+    "sol_late",
 ];
-static COUNTS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static COUNTS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
 
 fn bump(i: usize) {
     COUNTS[i].fetch_add(1, Ordering::Relaxed);
@@ -60,6 +66,10 @@ struct Order {
     reference: Option<String>,
     due: u64,
     paid: Option<Paid>,
+    /// The rest of a short payment, paid later.
+    topup: Option<Paid>,
+    /// Expired before any payment (`expires_at` an hour ago): every payment is late.
+    expired: bool,
 }
 
 struct SWorld {
@@ -109,7 +119,7 @@ async fn start(seed: u64, backend: Backend) -> Result<SWorld, String> {
     let text = format!(
         "[database]\nurl = \"{}\"\n\n[chains.solana]\nkind = \"solana\"\nrpc_url = \"{}\"\n\
          timeout = \"5s\"\nmax_retries = 3\n\n[assets.\"solana:{USDC}\"]\nsymbol = \"USDC\"\n\
-         decimals = 6\n",
+         decimals = 6\nunderpaid_tolerance = \"{USDC_TOLERANCE}\"\n",
         ledger.url, node.url
     );
     let config = Config::from_toml(&text, std::iter::empty()).map_err(|e| e.to_string())?;
@@ -159,11 +169,15 @@ fn event(w: &mut SWorld, rng: &mut StdRng) {
             let i = unpaid[rng.gen_range(0..unpaid.len())];
             let due = w.orders[i].due;
             let amount = match rng.gen_range(0..10) {
-                0 => {
+                0 | 1 => {
                     bump(2);
-                    due - 1
+                    // Sometimes within USDC's tolerance.
+                    match rng.gen_bool(0.3) {
+                        true => due - rng.gen_range(1..=USDC_TOLERANCE),
+                        false => due - rng.gen_range(1..=due / 2),
+                    }
                 }
-                1 => {
+                2 => {
                     bump(3);
                     due + 1_000
                 }
@@ -174,6 +188,9 @@ fn event(w: &mut SWorld, rng: &mut StdRng) {
             if w.orders[i].reference.is_some() {
                 bump(1);
             }
+            if w.orders[i].expired {
+                bump(8);
+            }
             w.orders[i].paid = Some(Paid {
                 sig,
                 slot,
@@ -182,19 +199,45 @@ fn event(w: &mut SWorld, rng: &mut StdRng) {
             });
             bump(0);
         }
-        60..=69 => {
+        60..=62 => {
             pay(w, None, rng.gen_bool(0.5), 12_345);
             bump(4);
         }
-        70..=79 => {
+        63..=72 => {
+            // A short payment's rest.
+            let short: Vec<usize> = (0..w.orders.len())
+                .filter(|&i| {
+                    let o = &w.orders[i];
+                    o.topup.is_none()
+                        && o.paid.as_ref().is_some_and(|p| {
+                            let tolerance = if o.usdc { USDC_TOLERANCE } else { 0 };
+                            !p.forgotten && p.amount + tolerance < o.due
+                        })
+                })
+                .collect();
+            if let Some(&i) = short.get(rng.gen_range(0..short.len().max(1))) {
+                let rest = w.orders[i].due - w.orders[i].paid.as_ref().map_or(0, |p| p.amount);
+                let usdc = w.orders[i].usdc;
+                let (sig, slot) = pay(w, Some(i), usdc, rest);
+                w.orders[i].topup = Some(Paid {
+                    sig,
+                    slot,
+                    amount: rest,
+                    forgotten: false,
+                });
+                bump(7);
+            }
+        }
+        73..=80 => {
             // A recent payment's fork is dropped before finalized.
             let finalized = w.slot.saturating_sub(32);
             let recent: Vec<usize> = (0..w.orders.len())
                 .filter(|&i| {
-                    w.orders[i]
-                        .paid
-                        .as_ref()
-                        .is_some_and(|p| !p.forgotten && p.slot > finalized)
+                    w.orders[i].topup.is_none()
+                        && w.orders[i]
+                            .paid
+                            .as_ref()
+                            .is_some_and(|p| !p.forgotten && p.slot > finalized)
                 })
                 .collect();
             if let Some(&i) = recent.get(rng.gen_range(0..recent.len().max(1))) {
@@ -204,7 +247,7 @@ fn event(w: &mut SWorld, rng: &mut StdRng) {
                 bump(5);
             }
         }
-        80..=89 => {
+        81..=88 => {
             // One refused request: the retries (3) absorb it.
             w.node.refuse(1);
             bump(6);
@@ -245,6 +288,8 @@ async fn orders(w: &mut SWorld, rng: &mut StdRng) -> Result<(), String> {
                     reference: Some(key(seed, n * 10 + k, 0x22)),
                     due,
                     paid: None,
+                    topup: None,
+                    expired: false,
                 });
             }
         } else {
@@ -256,12 +301,15 @@ async fn orders(w: &mut SWorld, rng: &mut StdRng) -> Result<(), String> {
                 reference: None,
                 due: u64::from(rng.gen_range(1u32..5_000)) * 100_000,
                 paid: None,
+                topup: None,
+                expired: rng.gen_bool(0.15),
             });
         }
     }
     let catalog = Catalog::new([("solana".to_string(), ChainKind::Solana)])
         .with_asset_key(&format!("solana:{USDC}"));
     let mut expected = Vec::new();
+    let expired = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1)).to_string();
     for o in &w.orders {
         let due = o.due.to_string();
         let input = OrderInput {
@@ -270,7 +318,7 @@ async fn orders(w: &mut SWorld, rng: &mut StdRng) -> Result<(), String> {
             pay_to: &o.wallet,
             asset: if o.usdc { USDC } else { "native" },
             amount_due: &due,
-            expires_at: None,
+            expires_at: o.expired.then_some(expired.as_str()),
             reference: o.reference.as_deref(),
         };
         expected.push(expected_order(&input, &catalog).map_err(|e| format!("{e:?}"))?);
@@ -310,19 +358,29 @@ async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
     Ok(())
 }
 
-/// An order once everything is final: `final` on its own payment with what it paid, held
-/// unpaid when short, `unpaid` when nothing paid it; a forgotten payment's order only never
-/// moved back (checked after every run).
+/// An order once everything is final: `final` on the payment that covered it (a top-up's
+/// when topped up) with what it was paid, held unpaid when short or late, `unpaid` when nothing
+/// paid it; a forgotten payment's order only never moved back (checked after every run).
 fn settled(o: &Order, row: &payrecon_testkit::inspect::OrderSnapshot) -> Result<(), String> {
     let have = (row.state, row.tx_hash.clone(), row.amount_paid.clone());
-    let want = match &o.paid {
-        None => (State::Unpaid, None, None),
-        Some(p) if p.forgotten => return Ok(()),
-        Some(p) if p.amount < o.due => (State::Unpaid, None, Some(p.amount.to_string())),
-        Some(p) => (
+    let Some(p) = &o.paid else {
+        return match have == (State::Unpaid, None, None) {
+            true => Ok(()),
+            false => Err(format!("{}: unpaid, have {have:?}", o.order_ref)),
+        };
+    };
+    if p.forgotten {
+        return Ok(());
+    }
+    let covered_by = o.topup.as_ref().unwrap_or(p);
+    let paid = p.amount + o.topup.as_ref().map_or(0, |t| t.amount);
+    let tolerance = if o.usdc { USDC_TOLERANCE } else { 0 };
+    let want = match paid + tolerance < o.due || o.expired {
+        true => (State::Unpaid, None, Some(paid.to_string())),
+        false => (
             State::Final,
-            Some(p.sig.clone()),
-            Some(p.amount.to_string()),
+            Some(covered_by.sig.clone()),
+            Some(paid.to_string()),
         ),
     };
     if have == want {

@@ -106,6 +106,7 @@ pub fn opts(dry_run: bool) -> RunOptions {
         no_resend: false,
         trigger: Trigger::Cli,
         progress: false,
+        backfill: false,
     }
 }
 

@@ -167,3 +167,48 @@ fn rent_is_not_tokens_and_a_wallet_paying_itself_pays_nothing() {
     );
     assert!(p.refused.is_empty(), "{:?}", p.refused);
 }
+
+/// Token-2022 transfer fees: `transferCheckedWithFee` credits the amount less its fee (what the
+/// recipient's account keeps); `transferChecked` on a fee-bearing mint credits what arrived;
+/// the classic Token program withholds nothing, so the same shortfall there is refused.
+#[test]
+fn a_token_2022_transfer_fee_is_not_credited() {
+    let with_fee = |program: &str, kind: &str| {
+        json!({"programId": program, "parsed": {"type": kind, "info": {
+            "source": PAYER_ATA, "destination": SHOP_ATA, "mint": USDC, "authority": PAYER,
+            "tokenAmount": {"amount": "10000000", "decimals": 6},
+            "feeAmount": {"amount": "10000", "decimals": 6}}}})
+    };
+    let paid = |ix: Value| {
+        tx(json!({
+            "meta": {"err": null, "fee": 5000, "preBalances": [9, 9, 9], "postBalances": [9, 9, 9],
+                     "preTokenBalances": [token_balance(1, PAYER, "50000000"),
+                                          token_balance(2, SHOP, "5")],
+                     "postTokenBalances": [token_balance(1, PAYER, "40000000"),
+                                           token_balance(2, SHOP, "9990005")]},
+            "transaction": {"signatures": ["sig"], "message": {
+                "accountKeys": keys(&[PAYER, PAYER_ATA, SHOP_ATA]), "instructions": [ix]}}
+        }))
+        .payments()
+    };
+    for kind in ["transferCheckedWithFee", "transferChecked"] {
+        let p = paid(with_fee(TOKEN_2022, kind));
+        let got: Vec<(i64, &str, u64)> = p
+            .payments
+            .iter()
+            .map(|p| (p.index, p.wallet.as_str(), p.amount.to::<u64>()))
+            .collect();
+        assert_eq!(got, [(0, SHOP, 9_990_000)], "{kind}: {:?}", p.refused);
+    }
+    let classic = paid(with_fee(TOKEN, "transferChecked"));
+    assert!(classic.payments.is_empty());
+    assert!(
+        classic.refused[0].contains("does not show in its balance (5 → 9990005)"),
+        "{:?}",
+        classic.refused
+    );
+    // A fee larger than the amount is no transfer at all.
+    let mut over = with_fee(TOKEN_2022, "transferCheckedWithFee");
+    over["parsed"]["info"]["feeAmount"]["amount"] = json!("10000001");
+    assert!(paid(over).payments.is_empty());
+}

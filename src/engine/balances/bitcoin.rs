@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use futures::{StreamExt, TryStreamExt};
 
-use super::explain::{conclude, CheckError, Item};
+use super::explain::{conclude_reads, unchecked, CheckError, Item, Read};
 use super::ChainCheck;
 use crate::chain::{AddressTx, BitcoinClient, ChainError, BITCOIN_TIME_SKEW};
 use crate::domain::{Address, Asset, ChainHead, Flow, PaymentKey, U256};
@@ -21,13 +21,6 @@ use crate::store::{BalanceRow, BalanceScope};
 const IN_FLIGHT: usize = 4;
 /// Reads of an address whose balance moved while its history was read, before the check fails.
 const ATTEMPTS: usize = 3;
-
-/// What one address's reads say.
-struct Read {
-    item: Item,
-    at_final: U256,
-    flows: Vec<Flow>,
-}
 
 /// Checks `scope` (one chain's deposit addresses) against `previous` checks.
 pub(super) async fn check(
@@ -47,12 +40,9 @@ pub(super) async fn check(
         if s.asset != Asset::Native.to_string() {
             return Err(bad());
         }
-        let prev = previous
-            .get(&(chain.to_string(), s.address.clone(), s.asset.clone()))
-            .cloned();
-        if prev.as_ref().is_some_and(|p| p.checked_block >= f) {
+        let Some(prev) = unchecked(previous, s, f) else {
             continue;
-        }
+        };
         let since = u64::try_from(s.oldest_order.as_second()).unwrap_or(0);
         wanted.push((address, prev, since));
     }
@@ -61,14 +51,7 @@ pub(super) async fn check(
         .buffered(IN_FLIGHT)
         .try_collect()
         .await?;
-    let (mut items, mut at_final, mut flows) = (Vec::new(), Vec::new(), HashMap::new());
-    for r in reads {
-        let key = (r.item.address.to_string(), Asset::Native.to_string());
-        flows.insert(key, r.flows);
-        items.push(r.item);
-        at_final.push(r.at_final);
-    }
-    conclude(chain, head, items, at_final, flows, treasury)
+    conclude_reads(chain, head, reads, treasury)
 }
 
 /// One address: its balance at `f` and its flows since its last check (`prev`), or since

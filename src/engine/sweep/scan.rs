@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::{fingerprint, observe, Sweep};
-use crate::chain::{ChainClient, MAX_FILTER_ADDRESSES};
+use crate::chain::{ChainClient, ScanCursors, MAX_FILTER_ADDRESSES};
 use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, LedgerView, PaymentKey};
 use crate::engine::error::PartError;
 
@@ -49,13 +49,8 @@ impl Sweep<'_> {
             let recipients: BTreeSet<Address> = rows.iter().map(|r| r.pay_to.clone()).collect();
             if client.scans_by_address() {
                 let recipients: Vec<Address> = recipients.into_iter().collect();
-                let (mut found, named) =
-                    self.by_reference(chain, client, head, first, last).await?;
-                let to = client
-                    .payments_to(head, &recipients, self.ctx.since)
+                self.scan_addresses(chain, client, head, &recipients, (first, last))
                     .await?;
-                found.extend(to.into_iter().filter(|t| !named.contains_key(&t.key)));
-                self.settle_scanned(chain, found, &named).await?;
                 continue;
             }
             // Native payments emit no log: only token orders are scanned.
@@ -91,25 +86,57 @@ impl Sweep<'_> {
         Ok(())
     }
 
-    /// On Solana, the payments carrying the Solana Pay references of the unpaid orders in ids
-    /// `(first, last]`, each named for its order (matched to it first); none elsewhere.
-    async fn by_reference(
-        &self,
+    /// A chain scanned by address (Bitcoin, Solana), for the unpaid orders with ids in
+    /// `ids` (`(first, last]`) paying to `recipients`: on Solana, payments carrying their
+    /// Solana Pay references first, each listing from its account's cursor (not in a backfill),
+    /// the cursors moved on once the payments are settled (when the run writes).
+    async fn scan_addresses(
+        &mut self,
         chain: &str,
         client: &ChainClient,
         head: &ChainHead,
-        first: i64,
-        last: i64,
+        recipients: &[Address],
+        ids: (i64, i64),
+    ) -> Result<(), PartError> {
+        let store = &self.engine.store;
+        let solana = client.settings().kind == ChainKind::Solana;
+        let references = match solana {
+            true => store.unpaid_references(chain, ids.0, ids.1).await?,
+            false => Vec::new(),
+        };
+        let mut cursors = ScanCursors::default();
+        if solana && self.ctx.cursors {
+            let mut owners: Vec<String> = recipients.iter().map(|a| a.to_string()).collect();
+            owners.extend(references.iter().map(|r| r.1.clone()));
+            cursors.from = store.scan_cursors(chain, &owners).await?;
+        }
+        let (mut found, named) = self
+            .by_reference(client, head, references, &mut cursors)
+            .await?;
+        let since = self.ctx.since;
+        let to = client
+            .payments_to(head, recipients, since, &mut cursors)
+            .await?;
+        found.extend(to.into_iter().filter(|t| !named.contains_key(&t.key)));
+        self.settle_scanned(chain, found, &named).await?;
+        let ScanCursors { from, mut moved } = cursors;
+        moved.retain(|(_, account, c)| from.get(account) != Some(c));
+        if self.ctx.apply && !moved.is_empty() {
+            self.engine.store.save_scan_cursors(chain, &moved).await?;
+        }
+        Ok(())
+    }
+
+    /// The payments carrying the Solana Pay references of unpaid orders (`(order_ref,
+    /// reference, pay_to)`), each named for its order (matched to it first).
+    async fn by_reference(
+        &self,
+        client: &ChainClient,
+        head: &ChainHead,
+        rows: Vec<(String, String, String)>,
+        cursors: &mut ScanCursors,
     ) -> Result<(Vec<ChainTransfer>, HashMap<PaymentKey, String>), PartError> {
         let mut named = HashMap::new();
-        if client.settings().kind != ChainKind::Solana {
-            return Ok((Vec::new(), named));
-        }
-        let rows = self
-            .engine
-            .store
-            .unpaid_references(chain, first, last)
-            .await?;
         let mut order_of = HashMap::new();
         let mut pairs = Vec::new();
         for (order_ref, reference, pay_to) in rows {
@@ -123,7 +150,7 @@ impl Sweep<'_> {
             return Ok((Vec::new(), named));
         }
         let found = client
-            .payments_by_reference(head, &pairs, self.ctx.since)
+            .payments_by_reference(head, &pairs, self.ctx.since, cursors)
             .await?;
         let mut out = Vec::with_capacity(found.len());
         for (reference, t) in found {

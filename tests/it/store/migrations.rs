@@ -23,6 +23,7 @@ const LANDED: &[(&str, i64, &str)] = &[
     ("sqlite", 13, "ef29bbadc8ec26e7"),
     ("sqlite", 14, "d270ce887aea1b49"),
     ("sqlite", 15, "284caec35bfed72e"),
+    ("sqlite", 16, "854e7398a1257230"),
     ("postgres", 1, "1caff73826f9b85f"),
     ("postgres", 2, "51f1712715b9953f"),
     ("postgres", 3, "cd89ab917d7d6380"),
@@ -38,9 +39,11 @@ const LANDED: &[(&str, i64, &str)] = &[
     ("postgres", 13, "4ec85c88c50252b5"),
     ("postgres", 14, "af6bc8a53013097d"),
     ("postgres", 15, "86da9ef05933fd82"),
+    ("postgres", 16, "854e7398a1257230"),
     ("mysql", 1, "b95207b2a7dc4642"),
     ("mysql", 2, "5b201db01a68f537"),
     ("mysql", 3, "7a12326961f388d7"),
+    ("mysql", 4, "42c1a5b69cee6f37"),
 ];
 
 #[tokio::test]
