@@ -12,7 +12,7 @@ use super::{
 use crate::app::{db, Access};
 use crate::config::Config;
 use crate::engine::operator::{Decision, OperatorError};
-use crate::store::{ExceptionFilter, ExceptionRow, Resolve, StoreError};
+use crate::store::{ExceptionFilter, ExceptionRow, Resolve};
 
 /// Runs `payrecon exceptions …`.
 pub async fn command(config: Config, args: ExceptionsArgs) -> Outcome {
@@ -74,8 +74,8 @@ async fn list(config: &Config, args: &ExceptionsArgs) -> Outcome {
         },
         kind: args.kind.map(|k| kind_name(k).to_string()),
         order_ref: args.order.clone(),
-        id: None,
         limit: args.limit,
+        ..Default::default()
     };
     let store = db::open(config, Access::Read).await?;
     let rows = store.list_exceptions(&filter).await;
@@ -109,21 +109,9 @@ fn unknown(id: i64) -> CliError {
 
 async fn dismiss(config: &Config, r: Resolve) -> Outcome {
     let store = db::open(config, Access::Write).await?;
-    let done = store.dismiss_exception(&r).await;
+    let done = crate::engine::operator::dismiss(&store, r.clone()).await;
     store.close().await;
-    match done {
-        Ok(None) => {
-            tracing::info!(exception = r.id, by = %r.by, "Exception dismissed.");
-            println!(
-                "exception {} dismissed by {}: the ledger is unchanged",
-                r.id, r.by
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Ok(Some(x)) => Err(taken(&x)),
-        Err(StoreError::Invalid(_)) => Err(unknown(r.id)),
-        Err(e) => Err(e.into()),
-    }
+    told(done, r.id, &r.by, r.resolution)
 }
 
 /// `accept` (no order) or `attach` (to `order`), through the engine's apply path; the
@@ -135,11 +123,17 @@ async fn decide(config: Config, r: Resolve, order: Option<String>) -> Outcome {
         None => app.engine.accept_exception(r).await,
         Some(o) => app.engine.attach_exception(r, o).await,
     };
+    if let (Ok(Decision::Done(_)), Some(d)) = (&done, &app.events) {
+        d.flush(d.config().flush_timeout).await;
+    }
+    told(done, id, &by, resolution)
+}
+
+/// What became of a decision, as the command says it (exit 0, or 1 or 2 with why).
+fn told(done: Result<Decision, OperatorError>, id: i64, by: &str, resolution: &str) -> Outcome {
     match done {
         Ok(Decision::Done(what)) => {
-            if let Some(d) = &app.events {
-                d.flush(d.config().flush_timeout).await;
-            }
+            tracing::info!(exception = id, by = %by, resolution, "Exception decided.");
             println!("exception {id} {resolution} by {by}: {what}");
             Ok(ExitCode::SUCCESS)
         }

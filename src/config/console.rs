@@ -57,12 +57,6 @@ impl RawConsole {
                 ));
             }
         }
-        if self.enabled {
-            return Err(err(
-                "console.enabled: the console's pages are not in this version yet (`payrecon \
-                 operators add|remove` keeps its operators file already); set it to false",
-            ));
-        }
         Ok(ConsoleConfig {
             enabled: self.enabled,
             operators_file: self

@@ -1,6 +1,7 @@
 //! serve's listener (axum) and every route it serves: `/metrics`, `/healthz`, `/readyz`, the
 //! webhook ingest routes (`crate::webhook::router`, with the consumer that applies what they
-//! store) and, with `[api] token`, the API (`crate::api::router`).
+//! store), with `[api] token` the API (`crate::api::router`), and with `[console] enabled` the
+//! operator console (`crate::console::router`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +31,10 @@ pub fn router(engine: Arc<Engine>, webhooks: Option<Router>) -> Router {
 }
 
 /// The routes (webhooks, the listener's own, the API if set) and the spawned delivery consumer.
-pub(super) fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
+pub(super) fn routes(
+    app: &App,
+    console: Option<Arc<crate::console::Console>>,
+) -> (axum::Router, JoinHandle<()>) {
     // Webhook deliveries: stored by the route, applied by one consumer task in batches.
     let (sink, deliveries) = tokio::sync::mpsc::channel(super::DELIVERY_QUEUE);
     let ingest = crate::webhook::Ingest {
@@ -55,6 +59,9 @@ pub(super) fn routes(app: &App) -> (axum::Router, JoinHandle<()>) {
             app.engine.metrics.clone(),
         );
         router = router.merge(crate::api::router(Arc::new(api)));
+    }
+    if let Some(c) = console {
+        router = router.merge(crate::console::router(c));
     }
     (router, consumer)
 }

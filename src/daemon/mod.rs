@@ -45,7 +45,14 @@ pub async fn serve(
     if let Err(e) = app.engine.refresh_gauges().await {
         tracing::error!(error = %app.engine.redact(&e), "Reading the held orders and open exceptions for the gauges failed; the first run sets them.");
     }
-    let (router, consumer) = listener::routes(&app);
+    let console = match app.config.console.enabled {
+        true => Some(Arc::new(
+            crate::console::Console::load(&app.config, app.engine.clone(), addr)
+                .map_err(|e| AppError(e.0))?,
+        )),
+        false => None,
+    };
+    let (router, consumer) = listener::routes(&app, console);
     let http = spawn_http(listener, router, stop_rx.clone());
     // Events to the merchant: delivered continuously, woken by every committed batch.
     let deliverer = app
@@ -97,7 +104,10 @@ fn spawn_http(
         let graceful = async move {
             let _ = stop.wait_for(|s| *s).await;
         };
-        if let Err(e) = axum::serve(listener, router)
+        // The peer's address reaches the routes: the console believes a trusted header only
+        // from `[console] trusted_proxies`.
+        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        if let Err(e) = axum::serve(listener, service)
             .with_graceful_shutdown(graceful)
             .await
         {

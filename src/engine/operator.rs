@@ -8,7 +8,7 @@ use super::Engine;
 use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{ledger_tx_hash, plan_accept, plan_attach, LedgerView, PaymentKey, OPERATOR};
 use crate::store::{
-    ApplyContext, ApplyOutcome, ExceptionFilter, ExceptionRow, Resolve, Source, StoreError,
+    ApplyContext, ApplyOutcome, ExceptionFilter, ExceptionRow, Resolve, Source, Store, StoreError,
 };
 
 /// What became of a decision.
@@ -33,6 +33,17 @@ pub enum OperatorError {
     Store(#[from] StoreError),
 }
 
+/// Dismiss: the exception closed, the ledger unchanged (one conditional UPDATE; needs no
+/// chain, so the command opens only the database).
+pub async fn dismiss(store: &Store, r: Resolve) -> Result<Decision, OperatorError> {
+    match store.dismiss_exception(&r).await {
+        Ok(None) => Ok(Decision::Done("the ledger is unchanged".into())),
+        Ok(Some(x)) => Ok(Decision::Taken(Box::new(x))),
+        Err(StoreError::Invalid(_)) => Err(OperatorError::Unknown(r.id)),
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl Engine {
     /// `payrecon exceptions accept`: a held order (amount_mismatch or late_payment) moves to
     /// the state its payments have.
@@ -40,6 +51,11 @@ impl Engine {
         let id = r.id;
         let done = self.accept_open(r).await;
         self.told(id, done).await
+    }
+
+    /// `payrecon exceptions dismiss`, and the console's: `dismiss` on this engine's store.
+    pub async fn dismiss_exception(&self, r: Resolve) -> Result<Decision, OperatorError> {
+        dismiss(&self.store, r).await
     }
 
     async fn accept_open(&self, mut r: Resolve) -> Result<Decision, OperatorError> {

@@ -16,8 +16,8 @@ use prometheus_client::registry::Registry;
 
 pub use labels::{
     ApiL, ChainL, EventL, EventOutcome, ExceptionL, GapL, HeldL, HeldReason, HttpStatus, Kind,
-    ProviderChainL, ProviderL, RefuseReason, RefusedL, RequestL, ResendL, ResendOutcome, RunL,
-    RunOutcome, StateLabel, TransitionL, WebhookL, WebhookOutcome, API_ROUTES,
+    LoginL, LoginOutcome, ProviderChainL, ProviderL, RefuseReason, RefusedL, RequestL, ResendL,
+    ResendOutcome, RunL, RunOutcome, StateLabel, TransitionL, WebhookL, WebhookOutcome, API_ROUTES,
 };
 
 #[derive(Clone)]
@@ -58,6 +58,10 @@ pub struct Metrics {
     pub webhooks: Family<WebhookL, Counter>,
     /// API requests by route and status (series created by `init_api` when the API is on).
     pub api_requests: Family<ApiL, Counter>,
+    /// Console requests by route pattern and status (SPEC §19; created by `init_console`).
+    pub console_requests: Family<ApiL, Counter>,
+    /// Console logins by outcome.
+    pub console_logins: Family<LoginL, Counter>,
     /// Event delivery attempts to the merchant's application, by outcome
     /// (docs/reference.md §6).
     pub events: Family<EventL, Counter>,

@@ -1,7 +1,9 @@
 //! Recording: the series created later (webhooks, API) and the values set or counted as the
 //! daemon runs, and the Prometheus text of them all.
 
-use super::{ApiL, ExceptionL, Metrics, RequestL, WebhookL, WebhookOutcome, API_ROUTES};
+use super::{
+    ApiL, ExceptionL, LoginL, LoginOutcome, Metrics, RequestL, WebhookL, WebhookOutcome, API_ROUTES,
+};
 use crate::providers::StatusClass;
 
 impl Metrics {
@@ -71,6 +73,29 @@ impl Metrics {
                 self.api_request(route, *status, 0);
             }
         }
+    }
+
+    /// The console's series at 0 (when it is on): its logins by outcome and its overview.
+    pub fn init_console(&self) {
+        for outcome in [LoginOutcome::ok, LoginOutcome::failed, LoginOutcome::locked] {
+            let _ = self.console_logins.get_or_create(&LoginL { outcome });
+        }
+        self.console_request("GET /console", 200);
+    }
+
+    /// Counts one console answer of `route` (its pattern) with `status`.
+    pub fn console_request(&self, route: &str, status: u16) {
+        self.console_requests
+            .get_or_create(&ApiL {
+                route: route.to_string(),
+                status: status.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts one console login.
+    pub fn console_login(&self, outcome: LoginOutcome) {
+        self.console_logins.get_or_create(&LoginL { outcome }).inc();
     }
 
     /// Counts `n` answers of `route` with `status`.

@@ -36,6 +36,8 @@ impl Metrics {
             last_balance_check: Family::default(),
             webhooks: Family::default(),
             api_requests: Family::default(),
+            console_requests: Family::default(),
+            console_logins: Family::default(),
             events: Family::default(),
             events_pending: Gauge::default(),
             events_oldest_pending: FloatGauge::default(),
@@ -156,6 +158,16 @@ impl Metrics {
             "api_requests",
             "Requests to the expected-payments API by route and status",
             self.api_requests.clone(),
+        );
+        r.register(
+            "console_requests",
+            "Requests to the operator console by route and status",
+            self.console_requests.clone(),
+        );
+        r.register(
+            "console_logins",
+            "Logins to the operator console by outcome",
+            self.console_logins.clone(),
         );
     }
 

@@ -167,12 +167,19 @@ pub struct Lease {
 /// Connects read-only to the configured database and reads the status. Errors carry no
 /// secret (the URL is redacted, configured secrets are scrubbed).
 pub async fn collect(config: &Config) -> Result<Status, StatusError> {
-    let scrub = |e: &dyn std::fmt::Display| {
-        StatusError(crate::secret::redact(&e.to_string(), &config.secrets()))
-    };
     let store = crate::app::db::open(config, crate::app::Access::Read)
         .await
         .map_err(|e| StatusError(e.0))?;
+    let status = read(&store, config).await;
+    store.close().await;
+    status
+}
+
+/// The status read from `store` (the console's overview reads it from serve's pool).
+pub async fn read(store: &crate::store::Store, config: &Config) -> Result<Status, StatusError> {
+    let scrub = |e: &dyn std::fmt::Display| {
+        StatusError(crate::secret::redact(&e.to_string(), &config.secrets()))
+    };
     // Milliseconds, as the stored timestamps.
     let now = Timestamp::now();
     let now = Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now);
@@ -194,7 +201,6 @@ pub async fn collect(config: &Config) -> Result<Status, StatusError> {
         .await
         .map_err(|e| scrub(&e));
     let backend = store.backend_name();
-    store.close().await;
     let mut status = build(data?, &names, backend, now, since, cooldown);
     status.events.enabled = config.events.is_some();
     status.next_scheduled_run = crate::config::parse_cron(&config.schedule.cron)

@@ -356,6 +356,11 @@ pub struct ExceptionFilter {
     pub kind: Option<String>,
     pub order_ref: Option<String>,
     pub id: Option<i64>,
+    /// Keyset paging: only ids below this (the last id of the page before).
+    pub before: Option<i64>,
+    /// The console's search box: an order ref, a transaction hash or an order's `pay_to`,
+    /// matched exactly.
+    pub search: Option<String>,
     pub limit: i64,
 }
 

@@ -8,6 +8,7 @@ mod chain;
 mod chaingateway;
 mod cli;
 mod cli_docs;
+mod console;
 mod depfaults;
 mod events;
 mod evm;

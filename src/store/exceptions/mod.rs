@@ -125,11 +125,26 @@ impl Store {
             if let Some(r) = &f.order_ref {
                 push("o.order_ref = {}", r.clone(), &mut binds);
             }
-            let id_clause = f.id.map(|_| format!("x.id = {}", D::p(binds.len() + 1)));
-            let limit = D::p(binds.len() + 1 + usize::from(f.id.is_some()));
-            if let Some(c) = id_clause {
-                clauses.push(c);
+            if let Some(q) = &f.search {
+                // Three binds of one value: MariaDB/MySQL's `?` cannot be named twice.
+                binds.extend([q.clone(), q.clone(), q.clone()]);
+                let n = binds.len();
+                clauses.push(format!(
+                    "(o.order_ref = {} OR x.tx_hash = {} OR o.pay_to = {})",
+                    D::p(n - 2),
+                    D::p(n - 1),
+                    D::p(n)
+                ));
             }
+            // The integer binds after the text ones: the id, the keyset bound, the limit.
+            let mut ints: Vec<i64> = Vec::new();
+            for (v, op) in [(f.id, "="), (f.before, "<")] {
+                if let Some(v) = v {
+                    ints.push(v);
+                    clauses.push(format!("x.id {op} {}", D::p(binds.len() + ints.len())));
+                }
+            }
+            let limit = D::p(binds.len() + ints.len() + 1);
             let sql = format!(
                 "SELECT {cols} FROM payrecon_exceptions x LEFT JOIN orders o ON o.id = x.order_id \
                  WHERE {w} ORDER BY x.id DESC LIMIT {limit}",
@@ -141,8 +156,8 @@ impl Store {
                 for b in &binds {
                     q = q.bind(b);
                 }
-                if let Some(id) = f.id {
-                    q = q.bind(id);
+                for v in &ints {
+                    q = q.bind(*v);
                 }
                 q.bind(f.limit.max(1)).fetch_all(pool).await
             })
