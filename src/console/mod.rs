@@ -5,8 +5,9 @@
 //! through the engine's operator path, as `payrecon exceptions accept|attach|dismiss` do.
 //!
 //! Built so far: login and logout, the overview, the exceptions (filters, search, keyset
-//! pages) and an exception's page with its decisions. Not yet: the order's timeline, events,
-//! runs and balances pages, the plots.
+//! pages), an exception's page with its decisions, an order's story (`story.rs`), the events
+//! with replay. Not yet: provider records and chain states in the story, the runs and balances
+//! pages, the plots.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use crate::engine::Engine;
 mod auth;
 pub mod operators;
 mod pages;
+mod story;
 mod view;
 
 use auth::{Auth, Who};
@@ -156,6 +158,9 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/console/exceptions", get(pages::exceptions))
         .route("/console/exceptions/{id}", get(pages::exception))
         .route("/console/exceptions/{id}/decide", post(pages::decide))
+        .route("/console/orders/{order_ref}", get(story::order))
+        .route("/console/events", get(story::events))
+        .route("/console/events/replay", post(story::replay))
         .route("/console/{*rest}", get(pages::not_found))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(axum::middleware::from_fn_with_state(console.clone(), guard))

@@ -21,7 +21,7 @@ use crate::store::{ExceptionFilter, Resolve};
 pub const PAGE: i64 = 50;
 
 /// A database error as a page (secrets scrubbed), and in the log.
-fn failed(c: &Console, what: &str, e: &dyn std::fmt::Display) -> Response {
+pub(super) fn failed(c: &Console, what: &str, e: &dyn std::fmt::Display) -> Response {
     let msg = c.engine.redact(e);
     tracing::error!(error = %msg, "The console could not read {what}.");
     view::refusal(
@@ -152,7 +152,7 @@ pub async fn logout(
     resp
 }
 
-fn bad_token() -> Response {
+pub(super) fn bad_token() -> Response {
     view::refusal(
         StatusCode::FORBIDDEN,
         "The form's token is missing or wrong",

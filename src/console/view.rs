@@ -7,10 +7,13 @@ use axum::response::{Html, IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 use super::auth::Who;
+
+mod order;
 use super::pages::{ListQuery, PAGE};
 use crate::assets::Assets;
 use crate::status::Status;
-use crate::store::ExceptionRow;
+use crate::store::{ExceptionRow, EXCEPTION_KINDS};
+pub use order::{events, order, OrderStory};
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2330}\
 header{display:flex;gap:1.2em;align-items:center;padding:.6em 1.2em;background:#1d2330}\
@@ -20,7 +23,7 @@ table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{padding:.3em .7em;borde
 .num{text-align:right;font-variant-numeric:tabular-nums}.msg{padding:.6em 1em;background:#fff4d6;border-left:4px solid #e0a800}\
 .why{font-size:1.1em;padding:.5em 0}form.decide{margin:.8em 0;padding:.6em 1em;border:1px solid #dde}\
 label{display:block;margin:.3em 0}input[type=text],textarea{width:28em;max-width:100%}\
-.muted{color:#667}";
+.muted{color:#667}.when{white-space:nowrap}";
 
 pub async fn stylesheet() -> Response {
     (
@@ -50,6 +53,7 @@ fn page(title: &str, who: Option<&Who>, body: Markup) -> Markup {
                     @if let Some(w) = who {
                         a href="/console" { "Overview" }
                         a href="/console/exceptions" { "Exceptions" }
+                        a href="/console/events" { "Events" }
                         form method="post" action="/console/logout" {
                             input type="hidden" name="csrf" value=(w.csrf);
                             button type="submit" { "Log out " (w.name) }
@@ -168,15 +172,6 @@ pub fn overview(who: &Who, s: &Status, _assets: &Assets) -> Response {
     respond(StatusCode::OK, page("Overview", Some(who), body))
 }
 
-const KINDS: [&str; 6] = [
-    "amount_mismatch",
-    "late_payment",
-    "unknown_payment",
-    "reorged",
-    "unexpected_outflow",
-    "balance_mismatch",
-];
-
 fn amount(x: &ExceptionRow, assets: &Assets) -> String {
     x.amount
         .as_deref()
@@ -198,7 +193,7 @@ pub fn exceptions(who: &Who, q: &ListQuery, rows: &[ExceptionRow], assets: &Asse
             label { "Kind "
                 select name="kind" {
                     option value="" { "any" }
-                    @for k in KINDS { option value=(k) selected[k == kind] { (k) } }
+                    @for k in EXCEPTION_KINDS { option value=(k) selected[k == kind] { (k) } }
                 }
             }
             label { "Status "
@@ -217,7 +212,7 @@ pub fn exceptions(who: &Who, q: &ListQuery, rows: &[ExceptionRow], assets: &Asse
                     tr {
                         td.num { a href={ "/console/exceptions/" (x.id) } { (x.id) } }
                         td { (x.kind) }
-                        td { (x.order_ref.as_deref().unwrap_or("—")) }
+                        td { @if let Some(r) = &x.order_ref { a href=(order_href(r)) { (r) } } @else { "—" } }
                         td { (x.chain) }
                         td.num { (amount(x, assets)) }
                         td { (x.first_seen_at) }
@@ -231,6 +226,15 @@ pub fn exceptions(who: &Who, q: &ListQuery, rows: &[ExceptionRow], assets: &Asse
         }
     };
     respond(StatusCode::OK, page("Exceptions", Some(who), body))
+}
+
+/// The link to an order's page, its ref percent-encoded as a path segment.
+pub fn order_href(order_ref: &str) -> String {
+    let mut u = reqwest::Url::parse("http://console/console/orders/").expect("a valid URL");
+    if let Ok(mut segs) = u.path_segments_mut() {
+        segs.pop_if_empty().push(order_ref);
+    }
+    u.path().to_string()
 }
 
 /// The link to the page after the one ending at `id`, the filters kept (encoded).
@@ -270,7 +274,7 @@ pub fn exception(who: &Who, x: &ExceptionRow, assets: &Assets, msg: Option<&str>
         p.why { (why(x, assets)) }
         table {
             tr { th { "Kind" } td { (x.kind) } }
-            tr { th { "Order" } td { (x.order_ref.as_deref().unwrap_or("—")) } }
+            tr { th { "Order" } td { @if let Some(r) = &x.order_ref { a href=(order_href(r)) { (r) } } @else { "—" } } }
             tr { th { "Chain" } td { (x.chain) } }
             tr { th { "Transaction" } td { (x.tx_hash.as_deref().unwrap_or("—")) @if let Some(i) = x.log_index { " #" (i) } } }
             tr { th { "Amount" } td { (amount(x, assets)) } }

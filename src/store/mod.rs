@@ -48,7 +48,7 @@ use error::{is_retryable, is_unique_violation};
 pub use export::ExportRow;
 pub use held::HeldPayment;
 pub use outbox::event_type;
-pub use registry::{OrderPage, OrderView, PaymentView, Registered, REGISTER_BATCH};
+pub use registry::{OrderPage, OrderView, PaymentView, Registered, TransitionView, REGISTER_BATCH};
 pub use status::{LeaseRow, PendingResend, RunStatusRow, StatusData, STATUS_LIST_LIMIT};
 pub(crate) use types::Guard;
 #[cfg(feature = "demo")]

@@ -56,6 +56,18 @@ pub struct OrderView {
     pub position: Option<String>,
 }
 
+/// A transition of an order, from `payrecon_transitions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct TransitionView {
+    pub from_state: String,
+    pub to_state: String,
+    /// `reconcile`, `webhook` or `operator`.
+    pub source: String,
+    pub provider: String,
+    pub run_id: Option<String>,
+    pub created_at: Option<String>,
+}
+
 /// A payment credited to an order, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct PaymentView {
@@ -195,6 +207,23 @@ impl Store {
             sqlx::query_as(&sql).bind(order_id).fetch_all(counted(p)).await
         })
         .map_err(|e| db_error("read an order's payments", e))
+    }
+
+    /// An order's transitions (the audit), oldest first: the console's timeline.
+    pub async fn order_transitions(
+        &self,
+        order_id: i64,
+    ) -> Result<Vec<TransitionView>, StoreError> {
+        dispatch!(self, p => {
+            let sql = format!(
+                "SELECT from_state, to_state, source, provider, run_id, {} AS created_at \
+                 FROM payrecon_transitions WHERE order_id = {} ORDER BY id",
+                D::ts_text("created_at"),
+                D::p(1)
+            );
+            sqlx::query_as(&sql).bind(order_id).fetch_all(counted(p)).await
+        })
+        .map_err(|e| db_error("read an order's transitions", e))
     }
 
     /// One order by its ref.

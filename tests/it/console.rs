@@ -1,7 +1,9 @@
 //! The operator console (SPEC §19) on a real `serve` over HTTP, on every backend: login,
 //! sessions, lock-out, CSRF refusals, the overview, the exceptions with their search, and a
 //! decision made in a form, which goes through the same path as `payrecon exceptions accept`.
-//! (The same in a real browser: `console/browser.rs`.)
+//! The same in a real browser: `console/browser.rs`.
+
+mod browser;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -439,4 +441,108 @@ async fn a_trusted_proxy_names_the_operator_and_no_one_else_does() {
             false => assert_eq!(status, 303, "from {proxies}: {body}"),
         }
     }
+}
+
+/// The order's page tells what happened to it, oldest first, and why it is (not) paid; a dead
+/// event is sent again from the events page and then shows as delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_tells_its_story_and_a_dead_event_is_sent_again() {
+    use crate::events::receiver::{Receiver, Reply};
+    let (_guard, urls) = crate::support::backends().await;
+    for url in urls {
+        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let receiver = Receiver::start().await;
+        // X-1's first event fails twice: dead after the one retry.
+        receiver.script_order("X-1", [Reply::status(500), Reply::status(500)]);
+        let events = format!(
+            "[events]\nurl = \"{}\"\nsecret = \"{}\"\ntimeout = \"2s\"\n\
+             retry_schedule = [\"100ms\"]\nflush_timeout = \"10s\"\n",
+            receiver.url(),
+            crate::events::SECRET
+        );
+        let config = console_config(&w, &format!("\n{events}"));
+        let (x, tx) = held(&w, &config).await;
+        let served = Served::start(&config).await;
+        let mut a = Agent::new(&served.base);
+        assert_eq!(a.login("ana", ANA).await.status, 303);
+        let p = a.get("/console/orders/X-1").await;
+        assert_eq!(p.status, 200, "{url}: {}", p.body);
+        assert!(
+            p.body
+                .contains("Held: 20 USDT of 30 USDT paid, 10 USDT short"),
+            "{}",
+            p.body
+        );
+        assert!(
+            p.body.contains(&tx),
+            "the payment in the timeline: {}",
+            p.body
+        );
+        let csrf = p.hidden("csrf");
+        let decide = format!("/console/exceptions/{x}/decide");
+        let p = a
+            .post(
+                &decide,
+                &[("csrf", &csrf), ("action", "accept"), ("reason", "by card")],
+            )
+            .await;
+        assert_eq!(p.status, 303);
+
+        crate::support::wait_until("the event to die", Duration::from_secs(30), || async {
+            a_dead(&served.base, &csrf, &a.cookies).await
+        })
+        .await;
+        let dead = a.get("/console/events?status=dead").await;
+        let id = dead
+            .body
+            .split("name=\"id\" value=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string();
+        // Replay needs the form's token too.
+        assert_eq!(
+            a.post("/console/events/replay", &[("id", &id)])
+                .await
+                .status,
+            403
+        );
+        let p = a
+            .post("/console/events/replay", &[("csrf", &csrf), ("id", &id)])
+            .await;
+        assert_eq!(p.status, 200, "{}", p.body);
+        assert!(
+            p.body.contains("1 event(s) will be sent again"),
+            "{}",
+            p.body
+        );
+        crate::support::wait_until(
+            "the event to be delivered",
+            Duration::from_secs(30),
+            || async { !receiver.delivered().is_empty() },
+        )
+        .await;
+        let p = a.get("/console/orders/X-1").await;
+        for want in [
+            "Paid: 20 USDT of 30 USDT final since",
+            "accepted by ana: by card",
+            "delivered after 1 attempt(s)",
+            "unpaid → final (operator",
+        ] {
+            assert!(p.body.contains(want), "{url}: {want:?} in {}", p.body);
+        }
+        assert_eq!(a.get("/console/orders/X-404").await.status, 404);
+    }
+}
+
+/// Whether the events page lists a dead event (with a fresh agent on the same session).
+async fn a_dead(base: &str, _csrf: &str, cookies: &BTreeMap<String, String>) -> bool {
+    let mut a = Agent::new(base);
+    a.cookies = cookies.clone();
+    a.get("/console/events?status=dead")
+        .await
+        .body
+        .contains("name=\"id\" value=\"")
 }

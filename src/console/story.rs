@@ -1,0 +1,144 @@
+//! The order's page (its whole story) and the events page with replay: read in a handful of
+//! queries (the order, its payments, transitions, exceptions and newest events), never one per
+//! row.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use super::auth::{self, Who};
+use super::pages::{bad_token, failed, PAGE};
+use super::view::{self, OrderStory};
+use super::Console;
+use crate::store::{EventFilter, ExceptionFilter, StoreError};
+
+/// At most this many of an order's exceptions and events on its page (the newest).
+const STORY_LIMIT: i64 = 100;
+
+pub async fn order(
+    State(c): State<Arc<Console>>,
+    who: Who,
+    Path(order_ref): Path<String>,
+) -> Response {
+    match story(&c, &order_ref).await {
+        Ok(Some(s)) => view::order(&who, &s, &c.assets),
+        Ok(None) => view::refusal(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            &format!("There is no order {order_ref:?}."),
+        ),
+        Err(e) => failed(&c, "the order", &e),
+    }
+}
+
+async fn story(c: &Console, order_ref: &str) -> Result<Option<OrderStory>, StoreError> {
+    let store = &c.engine.store;
+    let Some(order) = store.order_view(order_ref).await? else {
+        return Ok(None);
+    };
+    let exceptions = ExceptionFilter {
+        order_ref: Some(order_ref.to_string()),
+        limit: STORY_LIMIT,
+        ..Default::default()
+    };
+    let events = EventFilter {
+        order_ref: Some(order_ref.to_string()),
+        limit: STORY_LIMIT,
+        ..Default::default()
+    };
+    Ok(Some(OrderStory {
+        payments: store.order_payments(order.id).await?,
+        transitions: store.order_transitions(order.id).await?,
+        exceptions: store.list_exceptions(&exceptions).await?,
+        events: store.list_events(&events).await?,
+        order,
+    }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct EventsQuery {
+    status: Option<String>,
+}
+
+pub async fn events(
+    State(c): State<Arc<Console>>,
+    who: Who,
+    Query(q): Query<EventsQuery>,
+) -> Response {
+    list(&c, &who, q.status.as_deref().unwrap_or("dead"), None).await
+}
+
+async fn list(c: &Console, who: &Who, status: &str, msg: Option<&str>) -> Response {
+    let status = match status {
+        "pending" | "delivered" => status,
+        _ => "dead",
+    };
+    let f = EventFilter {
+        status: Some(status.to_string()),
+        limit: PAGE,
+        ..Default::default()
+    };
+    match c.engine.store.list_events(&f).await {
+        Ok(rows) => view::events(who, status, &rows, msg),
+        Err(e) => failed(c, "the events", &e),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ReplayForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    order: String,
+}
+
+/// Sends one event again (`id`), or every event of an order (`order`), as `payrecon events
+/// replay` does: delivered or dead events are pending again, due now.
+pub async fn replay(
+    State(c): State<Arc<Console>>,
+    who: Who,
+    Form(f): Form<ReplayForm>,
+) -> Response {
+    if !auth::same(&who.csrf, &f.csrf) {
+        return bad_token();
+    }
+    let (id, order) = (f.id.trim(), f.order.trim());
+    if id.is_empty() == order.is_empty() {
+        let msg = "Name one event, or one order.";
+        let mut r = list(&c, &who, "dead", Some(msg)).await;
+        *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+        return r;
+    }
+    let filter = EventFilter {
+        id: (!id.is_empty()).then(|| id.to_string()),
+        order_ref: (!order.is_empty()).then(|| order.to_string()),
+        ..Default::default()
+    };
+    match c
+        .engine
+        .store
+        .replay_events(&filter, jiff::Timestamp::now())
+        .await
+    {
+        Ok(n) => {
+            tracing::info!(operator = %who.name, event = id, order, replayed = n, "Events replayed from the console.");
+            if let Some(w) = &c.engine.events_wake {
+                w.notify_one();
+            }
+            match order.is_empty() {
+                true => {
+                    let msg = format!("{n} event(s) will be sent again.");
+                    list(&c, &who, "pending", Some(&msg)).await
+                }
+                false => Redirect::to(&view::order_href(order)).into_response(),
+            }
+        }
+        Err(e) => failed(&c, "the replay", &e),
+    }
+}
