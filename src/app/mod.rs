@@ -202,7 +202,8 @@ impl App {
         let app = Self::with_store(config, store)?;
         let (mut lines, ok) = check_items(&app.engine, reached).await;
         let events_ok = check_events(&app.config, &mut lines).await;
-        Ok((lines, ok && events_ok))
+        let console_ok = check_console(&app.config, &mut lines);
+        Ok((lines, ok && events_ok && console_ok))
     }
 }
 
@@ -249,6 +250,33 @@ async fn check_events(config: &Config, lines: &mut Vec<String>) -> bool {
         Err(e) => {
             let why = crate::secret::redact(&e.to_string(), &config.secrets());
             lines.push(format!("FAILED events endpoint {shown}: {why}"));
+            false
+        }
+    }
+}
+
+/// The `[console]` line of `check` when the console is on: its operators file as `serve`
+/// reads it at start.
+fn check_console(config: &Config, lines: &mut Vec<String>) -> bool {
+    let c = &config.console;
+    if !c.enabled {
+        return true;
+    }
+    if c.trusted_header.is_some() && !c.operators_file.exists() {
+        lines.push("ok     console: operators named by the trusted proxies' header".into());
+        return true;
+    }
+    match crate::console::operators::Operators::load(&c.operators_file, "console.operators_file") {
+        Ok(ops) => {
+            lines.push(format!(
+                "ok     console: {} operator(s) in {}",
+                ops.names().count(),
+                c.operators_file.display()
+            ));
+            true
+        }
+        Err(e) => {
+            lines.push(format!("FAILED console: {e}"));
             false
         }
     }

@@ -411,6 +411,21 @@ async fn a_missing_operators_file_is_a_config_error_naming_the_key() {
         "{}",
         out.stderr
     );
+    // `check` says so too, in its console line; and counts the operators once there are some.
+    let out = payrecon(&config, &["check"]).await;
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("FAILED console: console.operators_file"),
+        "{}",
+        out.stdout
+    );
+    let out = payrecon(&console_config(&w, ""), &["check"]).await;
+    assert!(
+        out.stdout.contains("ok     console: 2 operator(s)"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// With `trusted_header`, the header names the operator only from `trusted_proxies`.
