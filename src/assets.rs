@@ -120,6 +120,14 @@ impl Assets {
             .unwrap_or_else(|| format!("{units} base units"))
     }
 
+    /// `amount` of a signed number of base units (`-5000000` is `-5 USDT`).
+    pub fn signed(&self, chain: &str, asset: &str, units: &str) -> String {
+        match units.strip_prefix('-') {
+            Some(abs) => format!("-{}", self.amount(chain, Some(asset), abs)),
+            None => self.amount(chain, Some(asset), units),
+        }
+    }
+
     /// A finding's or an exception's detail with its amounts in tokens: a base-unit number
     /// (a `-` before it kept) right after `paid `, ` of `, `short `, `excess `, or the balance
     /// check's `sent `, `holds `, `explain `, `leaving ` (how the details spell amounts) is

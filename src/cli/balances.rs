@@ -100,10 +100,7 @@ fn table(rows: &[BalanceRow], assets: &crate::assets::Assets) -> String {
     }
     for r in rows {
         // A signed amount in tokens where the asset's decimals are known.
-        let amount = |a: &str| match a.strip_prefix('-') {
-            Some(abs) => format!("-{}", assets.amount(&r.chain, Some(&r.asset), abs)),
-            None => assets.amount(&r.chain, Some(&r.asset), a),
-        };
+        let amount = |a: &str| assets.signed(&r.chain, &r.asset, a);
         let _ = writeln!(
             s,
             "{} {} {}: {} at block {} (expected {}, difference {}), checked {}",

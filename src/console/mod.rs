@@ -6,8 +6,8 @@
 //!
 //! Built so far: login and logout, the overview, the exceptions (filters, search, keyset
 //! pages), an exception's page with its decisions, an order's story (`story.rs`), the events
-//! with replay. Not yet: provider records and chain states in the story, the runs and balances
-//! pages, the plots.
+//! with replay, the runs and the balances. Not yet: provider records and chain states in the
+//! story, the plots.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -161,6 +161,8 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/console/orders/{order_ref}", get(story::order))
         .route("/console/events", get(story::events))
         .route("/console/events/replay", post(story::replay))
+        .route("/console/runs", get(story::runs))
+        .route("/console/balances", get(story::balances))
         .route("/console/{*rest}", get(pages::not_found))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(axum::middleware::from_fn_with_state(console.clone(), guard))

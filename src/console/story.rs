@@ -142,3 +142,27 @@ pub async fn replay(
         Err(e) => failed(&c, "the replay", &e),
     }
 }
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RunsQuery {
+    /// The keyset bound: `started_at` and `id` of the last run of the page before.
+    at: Option<String>,
+    id: Option<String>,
+}
+
+/// `/console/runs`: runs newest first with their totals and errors, keyset pages.
+pub async fn runs(State(c): State<Arc<Console>>, who: Who, Query(q): Query<RunsQuery>) -> Response {
+    let before = q.at.as_deref().zip(q.id.as_deref());
+    match c.engine.store.runs_page(before, PAGE).await {
+        Ok(rows) => view::runs(&who, &rows, rows.len() as i64 == PAGE),
+        Err(e) => failed(&c, "the runs", &e),
+    }
+}
+
+/// `/console/balances`: the deposit addresses whose last check left a difference.
+pub async fn balances(State(c): State<Arc<Console>>, who: Who) -> Response {
+    match c.engine.store.balances(None, true).await {
+        Ok(rows) => view::balances(&who, &rows, &c.assets),
+        Err(e) => failed(&c, "the balances", &e),
+    }
+}

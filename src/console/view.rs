@@ -13,7 +13,7 @@ use super::pages::{ListQuery, PAGE};
 use crate::assets::Assets;
 use crate::status::Status;
 use crate::store::{ExceptionRow, EXCEPTION_KINDS};
-pub use order::{events, order, OrderStory};
+pub use order::{balances, events, order, runs, OrderStory};
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2330}\
 header{display:flex;gap:1.2em;align-items:center;padding:.6em 1.2em;background:#1d2330}\
@@ -54,6 +54,8 @@ fn page(title: &str, who: Option<&Who>, body: Markup) -> Markup {
                         a href="/console" { "Overview" }
                         a href="/console/exceptions" { "Exceptions" }
                         a href="/console/events" { "Events" }
+                        a href="/console/runs" { "Runs" }
+                        a href="/console/balances" { "Balances" }
                         form method="post" action="/console/logout" {
                             input type="hidden" name="csrf" value=(w.csrf);
                             button type="submit" { "Log out " (w.name) }
@@ -251,19 +253,17 @@ fn older(kind: &str, status: &str, search: &str, id: i64) -> String {
 /// Why the exception holds its order, in one sentence.
 fn why(x: &ExceptionRow, assets: &Assets) -> String {
     let order = x.order_ref.as_deref().unwrap_or("no order");
+    let detail = assets.detail(&x.chain, x.asset.as_deref(), &x.detail);
     match x.kind.as_str() {
-        "amount_mismatch" => format!("Held: order {order} was paid short. {}", x.detail),
-        "late_payment" => format!(
-            "Held: order {order} was paid after it expired. {}",
-            x.detail
-        ),
+        "amount_mismatch" => format!("Held: order {order} was paid short. {}", detail),
+        "late_payment" => format!("Held: order {order} was paid after it expired. {}", detail),
         "unknown_payment" => format!(
             "A payment of {} that matches no order: attach it to one, or dismiss it. {}",
             amount(x, assets),
-            x.detail
+            detail
         ),
-        "reorged" => format!("A payment to order {order} left the chain. {}", x.detail),
-        _ => x.detail.clone(),
+        "reorged" => format!("A payment to order {order} left the chain. {}", detail),
+        _ => detail,
     }
 }
 

@@ -27,6 +27,7 @@ mod readonly;
 mod registry;
 mod rows;
 mod runs;
+pub use runs::RunPageRow;
 mod scan_cursors;
 mod sqlite;
 mod status;

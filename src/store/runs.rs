@@ -158,3 +158,66 @@ impl Store {
         dispatch!(self, p => insert_findings!(D, p, run_id, findings))
     }
 }
+
+/// A run as the console's runs page shows it: its window, outcome and totals.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunPageRow {
+    pub id: String,
+    pub trigger: String,
+    /// Exact (the backend's precision): the keyset bound of the next page.
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub since: String,
+    pub until: String,
+    pub status: String,
+    pub checked: i64,
+    pub gaps: i64,
+    pub applied: i64,
+    pub resends_requested: i64,
+    pub error: Option<String>,
+}
+
+impl Store {
+    /// The newest `limit` runs that started before `before` (`started_at`, `id` of the last
+    /// row of the page before), newest first.
+    pub async fn runs_page(
+        &self,
+        before: Option<(&str, &str)>,
+        limit: i64,
+    ) -> Result<Vec<RunPageRow>, StoreError> {
+        dispatch!(self, p => {
+            let keyset = match before {
+                Some(_) => format!(
+                    "WHERE r.started_at < {} OR (r.started_at = {} AND r.id < {})",
+                    D::ts(1),
+                    D::ts(2),
+                    D::p(3)
+                ),
+                None => String::new(),
+            };
+            let sql = format!(
+                "SELECT r.id, r.{}, {} AS started_at, {} AS finished_at, {} AS since, \
+                 {} AS {}, r.status, {} AS checked, {} AS gaps, {} AS applied, \
+                 {} AS resends_requested, r.error FROM payrecon_runs r {keyset} \
+                 ORDER BY r.started_at DESC, r.id DESC LIMIT {}",
+                D::ident("trigger"),
+                D::ts_text_exact("r.started_at"),
+                D::ts_text("r.finished_at"),
+                D::ts_text("r.since"),
+                D::ts_text(&format!("r.{}", D::ident("until"))),
+                D::ident("until"),
+                D::int8("r.checked"),
+                D::int8("r.gaps"),
+                D::int8("r.applied"),
+                D::int8("r.resends_requested"),
+                D::p(if before.is_some() { 4 } else { 1 }),
+            );
+            let mut q = sqlx::query_as(&sql);
+            if let Some((at, id)) = before {
+                q = q.bind(at).bind(at).bind(id);
+            }
+            q.bind(limit).fetch_all(rows::counted(p)).await
+        })
+        .map_err(|e| rows::db_error("read the runs", e))
+    }
+}

@@ -376,6 +376,31 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
             p.body
         );
         assert_eq!(a.get("/console/exceptions/999999").await.status, 404);
+
+        // Runs in keyset pages (a second run to page over), and the balances page.
+        payrecon(&config, &["run"]).await.assert_code(0);
+        let first = w.store.runs_page(None, 1).await.unwrap();
+        let bound = (first[0].started_at.as_str(), first[0].id.as_str());
+        let second = w.store.runs_page(Some(bound), 1).await.unwrap();
+        assert_eq!((first.len(), second.len()), (1, 1), "{url}");
+        assert!(
+            second[0].started_at < first[0].started_at,
+            "{url}: {first:?} {second:?}"
+        );
+        let bound = (second[0].started_at.as_str(), second[0].id.as_str());
+        assert!(
+            w.store.runs_page(Some(bound), 1).await.unwrap().is_empty(),
+            "{url}"
+        );
+        let p = a.get("/console/runs").await;
+        assert_eq!(p.status, 200, "{url}: {}", p.body);
+        assert_eq!(p.body.matches("<td>cli</td>").count(), 2, "{}", p.body);
+        let p = a.get("/console/balances").await;
+        assert!(
+            p.body.contains("left a difference nothing explains (0)"),
+            "{}",
+            p.body
+        );
         let m = served.metrics().await;
         let decided = |status| {
             series(

@@ -1,5 +1,5 @@
-//! An order's page (its whole story, oldest first, and why it is not paid yet) and the
-//! events page.
+//! An order's page (its whole story, oldest first, and why it is not paid yet), the events,
+//! runs and balances pages.
 
 use crate::domain::U256;
 use axum::http::StatusCode;
@@ -9,7 +9,9 @@ use maud::html;
 use super::{page, respond};
 use crate::assets::Assets;
 use crate::console::auth::Who;
-use crate::store::{EventRow, ExceptionRow, OrderView, PaymentView, TransitionView};
+use crate::store::{
+    BalanceRow, EventRow, ExceptionRow, OrderView, PaymentView, RunPageRow, TransitionView,
+};
 
 /// What the order page shows, read by `pages::order`.
 pub struct OrderStory {
@@ -128,7 +130,12 @@ fn timeline(s: &OrderStory, assets: &Assets) -> Vec<(String, String)> {
     for x in &s.exceptions {
         t.push((
             x.first_seen_at.clone(),
-            format!("Exception {} opened: {} ({})", x.id, x.kind, x.detail),
+            format!(
+                "Exception {} opened: {} ({})",
+                x.id,
+                x.kind,
+                assets.detail(&x.chain, x.asset.as_deref(), &x.detail)
+            ),
         ));
         if let (Some(r), Some(when)) = (&x.resolution, &x.resolved_at) {
             let by = x.resolved_by.as_deref().unwrap_or("?");
@@ -246,4 +253,60 @@ pub fn events(who: &Who, status: &str, rows: &[EventRow], msg: Option<&str>) -> 
         }
     };
     respond(StatusCode::OK, page("Events", Some(who), body))
+}
+
+pub fn runs(who: &Who, rows: &[RunPageRow], more: bool) -> Response {
+    let body = html! {
+        @if rows.is_empty() {
+            p { "No run yet." }
+        } @else {
+            table {
+                tr { th { "Started" } th { "Trigger" } th { "Window" } th { "Status" } th.num { "Checked" } th.num { "Gaps" } th.num { "Applied" } th.num { "Resends" } th { "Error" } }
+                @for r in rows {
+                    tr {
+                        td.when { (r.started_at) }
+                        td { (r.trigger) }
+                        td { (r.since) " – " (r.until) }
+                        td { (r.status) @if r.finished_at.is_none() { " (not finished)" } }
+                        td.num { (r.checked) } td.num { (r.gaps) } td.num { (r.applied) } td.num { (r.resends_requested) }
+                        td { (r.error.as_deref().unwrap_or("")) }
+                    }
+                }
+            }
+        }
+        @if let (true, Some(last)) = (more, rows.last()) {
+            a href=(older_runs(last)) { "Older →" }
+        }
+    };
+    respond(StatusCode::OK, page("Runs", Some(who), body))
+}
+
+fn older_runs(last: &RunPageRow) -> String {
+    let mut u = reqwest::Url::parse("http://console/console/runs").expect("a valid URL");
+    u.query_pairs_mut()
+        .append_pair("at", &last.started_at)
+        .append_pair("id", &last.id);
+    format!("{}?{}", u.path(), u.query().unwrap_or(""))
+}
+
+pub fn balances(who: &Who, rows: &[BalanceRow], assets: &Assets) -> Response {
+    let body = html! {
+        p { "Deposit addresses whose last balance check left a difference nothing explains (" (rows.len()) "). Each has an open balance_mismatch exception." }
+        @if !rows.is_empty() {
+            table {
+                tr { th { "Chain" } th { "Address" } th.num { "Balance" } th.num { "Expected" } th.num { "Difference" } th { "Checked at block" } }
+                @for b in rows {
+                    tr {
+                        td { (b.chain) }
+                        td { (b.address) }
+                        td.num { (assets.signed(&b.chain, &b.asset, &b.balance.to_string())) }
+                        td.num { (assets.signed(&b.chain, &b.asset, &b.expected.to_string())) }
+                        td.num { (assets.signed(&b.chain, &b.asset, &b.difference.to_string())) }
+                        td { (b.checked_block) }
+                    }
+                }
+            }
+        }
+    };
+    respond(StatusCode::OK, page("Balances", Some(who), body))
 }
