@@ -494,12 +494,7 @@ async fn an_order_tells_its_story_and_a_dead_event_is_sent_again() {
         let receiver = Receiver::start().await;
         // X-1's first event fails twice: dead after the one retry.
         receiver.script_order("X-1", [Reply::status(500), Reply::status(500)]);
-        let events = format!(
-            "[events]\nurl = \"{}\"\nsecret = \"{}\"\ntimeout = \"2s\"\n\
-             retry_schedule = [\"100ms\"]\nflush_timeout = \"10s\"\n",
-            receiver.url(),
-            crate::events::SECRET
-        );
+        let events = crate::events::events_table(&receiver.url(), 1, "");
         let config = console_config(&w, &format!("\n{events}"));
         let (x, tx) = held(&w, &config).await;
         let served = Served::start(&config).await;

@@ -73,6 +73,12 @@ async fn browser(chromium: &str, driver: &str) -> (Client, tokio::process::Child
     }
 }
 
+/// The browser is on the login page (sent there for want of a session).
+async fn at_login(c: &Client) {
+    let url = c.current_url().await.unwrap();
+    assert!(url.as_str().ends_with("/console/login"), "{url}");
+}
+
 async fn fill(c: &Client, css: &str, text: &str) {
     for _ in 0..100 {
         if let Ok(e) = c.find(Locator::Css(css)).await {
@@ -152,12 +158,7 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
     let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
     let receiver = Receiver::start().await;
     receiver.script_order("X-1", [Reply::status(500), Reply::status(500)]);
-    let events = format!(
-        "\n[events]\nurl = \"{}\"\nsecret = \"{}\"\ntimeout = \"2s\"\n\
-         retry_schedule = [\"100ms\"]\nflush_timeout = \"10s\"\n",
-        receiver.url(),
-        crate::events::SECRET
-    );
+    let events = format!("\n{}", crate::events::events_table(&receiver.url(), 1, ""));
     let config = console_config(&w, &events);
     let (x, _tx) = held(&w, &config).await;
     let served = Served::start(&config).await;
@@ -166,12 +167,7 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
 
     // A wrong password is refused; the right one opens the overview.
     c.goto(&format!("{base}/console")).await.unwrap();
-    assert!(c
-        .current_url()
-        .await
-        .unwrap()
-        .as_str()
-        .ends_with("/console/login"));
+    at_login(&c).await;
     shot(&c, "login").await;
     fill(&c, "input[name=name]", "ana").await;
     fill(&c, "input[name=password]", "not it").await;
@@ -238,11 +234,6 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
     // Logging out ends the session: the console asks for a login again.
     click(&c, "header form button").await;
     c.goto(&format!("{base}/console/exceptions")).await.unwrap();
-    assert!(c
-        .current_url()
-        .await
-        .unwrap()
-        .as_str()
-        .ends_with("/console/login"));
+    at_login(&c).await;
     c.close().await.unwrap();
 }
