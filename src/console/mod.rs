@@ -6,8 +6,8 @@
 //!
 //! Built so far: login and logout, the overview, the exceptions (filters, search, keyset
 //! pages), an exception's page with its decisions, an order's story (`story.rs`), the events
-//! with replay, the runs and the balances. Not yet: provider records and chain states in the
-//! story, the plots.
+//! with replay, the runs and the balances, the plot of gaps per day (`plot.rs`). Not yet:
+//! provider records and chain states in the story, the plot of payment-to-event delays.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -29,6 +29,7 @@ use crate::engine::Engine;
 mod auth;
 pub mod operators;
 mod pages;
+mod plot;
 mod story;
 mod view;
 

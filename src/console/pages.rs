@@ -32,9 +32,18 @@ pub(super) fn failed(c: &Console, what: &str, e: &dyn std::fmt::Display) -> Resp
 }
 
 pub async fn overview(State(c): State<Arc<Console>>, who: Who) -> Response {
-    match crate::status::read(&c.engine.store, &c.config).await {
-        Ok(status) => view::overview(&who, &status, &c.assets),
-        Err(e) => failed(&c, "the overview", &e),
+    let now = jiff::Timestamp::now();
+    let since = now - jiff::SignedDuration::from_hours(24 * super::plot::DAYS as i64);
+    let status = match crate::status::read(&c.engine.store, &c.config).await {
+        Ok(s) => s,
+        Err(e) => return failed(&c, "the overview", &e),
+    };
+    match c.engine.store.gaps_per_day(since).await {
+        Ok(rows) => {
+            let series = super::plot::series(&rows, now.as_millisecond());
+            view::overview(&who, &status, &series)
+        }
+        Err(e) => failed(&c, "the gaps per day", &e),
     }
 }
 

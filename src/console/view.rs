@@ -4,7 +4,7 @@
 
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use maud::{html, Markup, DOCTYPE};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::auth::Who;
 
@@ -23,7 +23,9 @@ table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{padding:.3em .7em;borde
 .num{text-align:right;font-variant-numeric:tabular-nums}.msg{padding:.6em 1em;background:#fff4d6;border-left:4px solid #e0a800}\
 .why{font-size:1.1em;padding:.5em 0}form.decide{margin:.8em 0;padding:.6em 1em;border:1px solid #dde}\
 label{display:block;margin:.3em 0}input[type=text],textarea{width:28em;max-width:100%}\
-.muted{color:#667}.when{white-space:nowrap}";
+.muted{color:#667}.when{white-space:nowrap}.plot svg{max-width:100%;height:auto}\
+.k0{color:#d64545}.k1{color:#e08a00}.k2{color:#7b4fd6}.k3{color:#1f7a8c}.k4{color:#b03a8e}\
+.k5{color:#4a7f2a}.k6{color:#3366cc}.k7{color:#777}";
 
 pub async fn stylesheet() -> Response {
     (
@@ -116,7 +118,30 @@ fn age(seconds: Option<i64>) -> String {
     }
 }
 
-pub fn overview(who: &Who, s: &Status, _assets: &Assets) -> Response {
+/// The plot of gaps per day with its legend (the kinds and their 30-day totals) and scale.
+fn gaps_plot(series: &[(String, Vec<i64>)]) -> Markup {
+    let max = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .max()
+        .unwrap_or(0);
+    html! {
+        @if series.is_empty() {
+            p { "No gap in the last " (super::plot::DAYS) " days." }
+        } @else if let Some(svg) = super::plot::gaps_svg(series) {
+            p.legend {
+                @for (kind, v) in series {
+                    span class={ "key k" (super::plot::color_index(kind)) } { "■ " }
+                    (kind) " " (v.iter().sum::<i64>()) "  "
+                }
+            }
+            div.plot { (PreEscaped(svg)) }
+            p.muted { "The last " (super::plot::DAYS) " days, today at the right; the top line is " (max) " a day." }
+        }
+    }
+}
+
+pub fn overview(who: &Who, s: &Status, series: &[(String, Vec<i64>)]) -> Response {
     let gaps = serde_json::to_value(&s.gaps_24h.total).unwrap_or_default();
     let gaps: Vec<(String, u64)> = gaps
         .as_object()
@@ -166,6 +191,8 @@ pub fn overview(who: &Who, s: &Status, _assets: &Assets) -> Response {
                 }
             }
         }
+        h2 { "Gaps per day" }
+        (gaps_plot(series))
         h2 { "Gaps found in the last 24 hours" }
         table {
             @for (kind, n) in &gaps { tr { td { (kind) } td.num { (n) } } }

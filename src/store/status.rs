@@ -262,6 +262,29 @@ impl Store {
         ))
     }
 
+    /// Findings per kind and UTC day (the day's start in ms since the epoch) created at or
+    /// after `since`, oldest day first (one query): the console's plot of gaps per day.
+    pub async fn gaps_per_day(
+        &self,
+        since: Timestamp,
+    ) -> Result<Vec<(String, i64, i64)>, StoreError> {
+        Ok(fetch!(
+            self,
+            (String, i64, i64),
+            {
+                let ms = D::ms("created_at");
+                format!(
+                    "SELECT kind, (({ms}) - ({ms}) % 86400000) AS day, COUNT(*) \
+                     FROM payrecon_findings WHERE created_at >= {} \
+                     GROUP BY kind, day ORDER BY day, kind",
+                    D::ts(1)
+                )
+            },
+            "count the gaps per day",
+            D::ts_bind(since)
+        ))
+    }
+
     /// Findings per provider and kind created at or after `since` (one query).
     async fn gaps_since(&self, since: Timestamp) -> Result<Vec<(String, String, i64)>, StoreError> {
         Ok(fetch!(

@@ -208,6 +208,7 @@ async fn login_sessions_lock_out_and_logout() {
     let p = a.get("/console").await;
     assert_eq!(p.status, 200, "{}", p.body);
     assert!(p.body.contains("Waiting for a person") && p.body.contains("Log out ana"));
+    assert!(p.body.contains("No gap in the last 30 days"), "{}", p.body);
     let token = a.cookies["payrecon_console"].clone();
     assert!(
         !p.body.contains(&token),
@@ -263,6 +264,15 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
         let served = Served::start(&config).await;
         let mut a = Agent::new(&served.base);
         assert_eq!(a.login("ana", ANA).await.status, 303);
+
+        // The overview plots the run's gap today (an SVG without text or inline style).
+        let p = a.get("/console").await;
+        let svg = &p.body[p.body.find("<svg").expect("a plot")..];
+        assert!(
+            svg.contains("<polyline") && !svg.contains("style="),
+            "{url}: {svg}"
+        );
+        assert!(p.body.contains("amount_mismatch 1"), "{url}: {}", p.body);
 
         // The search box finds it by order ref and by transaction hash (in any case).
         for q in ["X-1", &tx.to_uppercase().replacen("0X", "0x", 1)] {

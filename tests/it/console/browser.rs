@@ -55,7 +55,7 @@ async fn browser(chromium: &str, driver: &str) -> (Client, tokio::process::Child
         json!({
             "binary": chromium,
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-dev-shm-usage", "--window-size=1100,800"],
+                     "--disable-dev-shm-usage", "--window-size=1100,1300"],
         }),
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
