@@ -62,6 +62,8 @@ async fn story(c: &Console, order_ref: &str) -> Result<Option<OrderStory>, Store
 #[derive(Debug, Default, Deserialize)]
 pub struct EventsQuery {
     status: Option<String>,
+    /// Keyset paging: events written before this one (the outbox's order).
+    before: Option<i64>,
 }
 
 pub async fn events(
@@ -69,21 +71,29 @@ pub async fn events(
     who: Who,
     Query(q): Query<EventsQuery>,
 ) -> Response {
-    list(&c, &who, q.status.as_deref().unwrap_or("dead"), None).await
+    let status = q.status.as_deref().unwrap_or("dead");
+    list(&c, &who, status, q.before, None).await
 }
 
-async fn list(c: &Console, who: &Who, status: &str, msg: Option<&str>) -> Response {
+async fn list(
+    c: &Console,
+    who: &Who,
+    status: &str,
+    before: Option<i64>,
+    msg: Option<&str>,
+) -> Response {
     let status = match status {
         "pending" | "delivered" => status,
         _ => "dead",
     };
     let f = EventFilter {
         status: Some(status.to_string()),
+        before_seq: before,
         limit: PAGE,
         ..Default::default()
     };
     match c.engine.store.list_events(&f).await {
-        Ok(rows) => view::events(who, status, &rows, msg),
+        Ok(rows) => view::events(who, status, &rows, rows.len() as i64 == PAGE, msg),
         Err(e) => failed(c, "the events", &e),
     }
 }
@@ -111,7 +121,7 @@ pub async fn replay(
     let (id, order) = (f.id.trim(), f.order.trim());
     if id.is_empty() == order.is_empty() {
         let msg = "Name one event, or one order.";
-        let mut r = list(&c, &who, "dead", Some(msg)).await;
+        let mut r = list(&c, &who, "dead", None, Some(msg)).await;
         *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
         return r;
     }
@@ -134,7 +144,7 @@ pub async fn replay(
             match order.is_empty() {
                 true => {
                     let msg = format!("{n} event(s) will be sent again.");
-                    list(&c, &who, "pending", Some(&msg)).await
+                    list(&c, &who, "pending", None, Some(&msg)).await
                 }
                 false => Redirect::to(&view::order_href(order)).into_response(),
             }

@@ -37,6 +37,10 @@ fn filter_sql<D: Dialect>(f: &EventFilter, first: usize) -> (String, Vec<String>
         binds.push(sqlite_ts(t));
         clauses.push(format!("e.created_at >= {}", D::ts(n(&binds))));
     }
+    if let Some(seq) = f.before_seq {
+        // An integer, written in the statement (the binds are text).
+        clauses.push(format!("e.seq < {seq}"));
+    }
     if clauses.is_empty() {
         clauses.push("TRUE".into());
     }
@@ -46,6 +50,7 @@ fn filter_sql<D: Dialect>(f: &EventFilter, first: usize) -> (String, Vec<String>
 /// A row of `list_events`' query.
 #[derive(sqlx::FromRow)]
 struct RawEvent {
+    seq: i64,
     id: String,
     order_ref: Option<String>,
     order_id: i64,
@@ -69,6 +74,7 @@ impl From<RawEvent> for EventRow {
             "pending"
         };
         EventRow {
+            seq: r.seq,
             id: r.id,
             order_ref: r.order_ref,
             order_id: r.order_id,
@@ -113,11 +119,12 @@ impl Store {
             let (clause, binds) = filter_sql::<D>(f, 1);
             let ts = D::ts_text;
             let sql = format!(
-                "SELECT e.id, {} AS order_ref, e.order_id, e.type AS kind, {} AS attempts, \
+                "SELECT {} AS seq, e.id, {} AS order_ref, e.order_id, e.type AS kind, {} AS attempts, \
                  {} AS created_at, {} AS next_attempt_at, {} AS delivered_at, {} AS dead_at, \
                  {} AS last_status, e.last_error \
                  FROM payrecon_events e LEFT JOIN orders o ON o.id = e.order_id \
                  WHERE {clause} ORDER BY e.seq DESC LIMIT {}",
+                D::int8("e.seq"),
                 D::exact_text("o.order_ref"),
                 D::int8("e.attempts"),
                 ts("e.created_at"),

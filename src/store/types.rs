@@ -225,6 +225,9 @@ pub enum Attempt {
 /// One row of `payrecon events`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct EventRow {
+    /// The outbox's order (the keyset of the console's events pages); not shown.
+    #[serde(skip)]
+    pub seq: i64,
     pub id: String,
     pub order_ref: Option<String>,
     pub order_id: i64,
@@ -250,6 +253,8 @@ pub struct EventFilter {
     pub id: Option<String>,
     /// Events written at or after this time.
     pub since: Option<Timestamp>,
+    /// Keyset paging: only events before this one in the outbox's order.
+    pub before_seq: Option<i64>,
     pub limit: i64,
 }
 

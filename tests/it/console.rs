@@ -579,6 +579,23 @@ async fn an_order_tells_its_story_and_a_dead_event_is_sent_again() {
             assert!(p.body.contains(want), "{url}: {want:?} in {}", p.body);
         }
         assert_eq!(a.get("/console/orders/X-404").await.status, 404);
+
+        // The events list pages backwards through the outbox's order.
+        let every = crate::events::all_events(&w.store).await;
+        assert!(every.len() >= 2, "{url}: {every:?}");
+        let newest = every.last().unwrap().seq;
+        let older = w
+            .store
+            .list_events(&payrecon::store::EventFilter {
+                before_seq: Some(newest),
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let ids =
+            |v: &[payrecon::store::EventRow]| v.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&older), ids(&every[..every.len() - 1]), "{url}");
     }
 }
 

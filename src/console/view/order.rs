@@ -216,7 +216,15 @@ pub fn order(who: &Who, s: &OrderStory, assets: &Assets) -> Response {
     )
 }
 
-pub fn events(who: &Who, status: &str, rows: &[EventRow], msg: Option<&str>) -> Response {
+pub fn events(
+    who: &Who,
+    status: &str,
+    rows: &[EventRow],
+    more: bool,
+    msg: Option<&str>,
+) -> Response {
+    // `rows` are oldest first: the page's oldest bounds the next (older) page.
+    let older = rows.first().filter(|_| more).map(|e| e.seq);
     let body = html! {
         @if let Some(m) = msg { p.msg { (m) } }
         p {
@@ -250,6 +258,9 @@ pub fn events(who: &Who, status: &str, rows: &[EventRow], msg: Option<&str>) -> 
                     }
                 }
             }
+        }
+        @if let Some(seq) = older {
+            a href={ "/console/events?status=" (status) "&before=" (seq) } { "Older →" }
         }
     };
     respond(StatusCode::OK, page("Events", Some(who), body))
