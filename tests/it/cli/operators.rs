@@ -2,7 +2,7 @@
 //! written as an argon2id hash (verified here with the `argon2` crate) to
 //! `console.operators_file` with mode 0600, never echoed; a new password replaces the hash;
 //! what is refused (a bad name, an empty password, removing a stranger, a malformed file by
-//! line number) and `console.enabled = true` refused while the pages are not built.
+//! line number), and `check`'s console line naming a malformed line.
 
 use std::process::Stdio;
 
@@ -134,9 +134,14 @@ async fn operators_are_added_with_argon2id_hashes_and_removed() {
         "{out:?}"
     );
 
-    // The console itself is not built yet: turning it on is a config error naming the key.
+    // With the console on, `check` names the malformed line as serve would refuse it.
     std::fs::write(&config, format!("{toml}enabled = true\n")).unwrap();
     let out = payrecon(&config, &["check"]).await;
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stderr.contains("console.enabled"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("FAILED console: console.operators_file")
+            && out.stdout.contains("line 2"),
+        "{out:?}"
+    );
 }
