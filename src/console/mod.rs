@@ -4,10 +4,9 @@
 //! trusted proxy's header); `pages.rs` answers each route; `view.rs` draws them. Decisions go
 //! through the engine's operator path, as `payrecon exceptions accept|attach|dismiss` do.
 //!
-//! Built so far: login and logout, the overview, the exceptions (filters, search, keyset
-//! pages), an exception's page with its decisions, an order's story (`story.rs`), the events
-//! with replay, the runs and the balances, the plot of gaps per day (`plot.rs`). Not yet:
-//! provider records and chain states in the story, the plot of payment-to-event delays.
+//! Pages: the overview with its plots (`plot.rs`), the exceptions (filters, search, keyset
+//! pages), an exception's page with its decisions, an order's story and the events with replay
+//! (`story.rs`), the runs and the balances.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -54,6 +53,7 @@ pub struct Console {
     trusted_header: Option<String>,
     trusted_proxies: Vec<IpAddr>,
     auth: Auth,
+    plots: plot::Plots,
     /// Cookies carry `Secure` unless the listener is on loopback.
     secure: bool,
 }
@@ -79,6 +79,7 @@ impl Console {
             trusted_header: c.trusted_header.clone(),
             trusted_proxies: c.trusted_proxies.clone(),
             auth: Auth::default(),
+            plots: plot::Plots::default(),
             secure: !listen.ip().is_loopback(),
             config: config.clone(),
         })
@@ -149,8 +150,18 @@ impl FromRequestParts<Arc<Console>> for Who {
     }
 }
 
-/// The console's routes, under `/console`.
+/// The console's routes, under `/console`. The overview's plots of the closed days are read
+/// at once, in the background, so that the first overview does not wait for them.
 pub fn router(console: Arc<Console>) -> Router {
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        let c = console.clone();
+        rt.spawn(async move {
+            if let Err(e) = c.plots.warm(&c.engine.store, jiff::Timestamp::now()).await {
+                let e = c.engine.redact(&e);
+                tracing::warn!(error = %e, "The console could not read its plots yet; the overview will try again.");
+            }
+        });
+    }
     Router::new()
         .route("/console", get(pages::overview))
         .route("/console/style.css", get(view::stylesheet))

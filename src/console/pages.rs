@@ -31,19 +31,22 @@ pub(super) fn failed(c: &Console, what: &str, e: &dyn std::fmt::Display) -> Resp
     )
 }
 
+/// Held orders listed on the overview (the newest).
+const HELD_LISTED: i64 = 10;
+
 pub async fn overview(State(c): State<Arc<Console>>, who: Who) -> Response {
-    let now = jiff::Timestamp::now();
-    let since = now - jiff::SignedDuration::from_hours(24 * super::plot::DAYS as i64);
-    let status = match crate::status::read(&c.engine.store, &c.config).await {
+    let store = &c.engine.store;
+    let status = match crate::status::read(store, &c.config).await {
         Ok(s) => s,
         Err(e) => return failed(&c, "the overview", &e),
     };
-    match c.engine.store.gaps_per_day(since).await {
-        Ok(rows) => {
-            let series = super::plot::series(&rows, now.as_millisecond());
-            view::overview(&who, &status, &series)
-        }
-        Err(e) => failed(&c, "the gaps per day", &e),
+    let held = match tokio::try_join!(store.held_total(), store.held_orders(HELD_LISTED)) {
+        Ok((total, newest)) => view::Held { total, newest },
+        Err(e) => return failed(&c, "the orders held", &e),
+    };
+    match c.plots.read(store, jiff::Timestamp::now()).await {
+        Ok(plots) => view::overview(&who, &status, &held, &plots, &c.assets),
+        Err(e) => failed(&c, "the plots", &e),
     }
 }
 

@@ -50,8 +50,16 @@ async fn story(c: &Console, order_ref: &str) -> Result<Option<OrderStory>, Store
         limit: STORY_LIMIT,
         ..Default::default()
     };
+    let confirmations = c
+        .config
+        .chains
+        .iter()
+        .find(|ch| ch.name == order.chain)
+        .map(|ch| ch.confirmations);
     Ok(Some(OrderStory {
         payments: store.order_payments(order.id).await?,
+        findings: store.order_findings(order_ref, STORY_LIMIT).await?,
+        confirmations,
         transitions: store.order_transitions(order.id).await?,
         exceptions: store.list_exceptions(&exceptions).await?,
         events: store.list_events(&events).await?,
@@ -169,10 +177,27 @@ pub async fn runs(State(c): State<Arc<Console>>, who: Who, Query(q): Query<RunsQ
     }
 }
 
-/// `/console/balances`: the deposit addresses whose last check left a difference.
-pub async fn balances(State(c): State<Arc<Console>>, who: Who) -> Response {
-    match c.engine.store.balances(None, true).await {
-        Ok(rows) => view::balances(&who, &rows, &c.assets),
+#[derive(Debug, Default, Deserialize)]
+pub struct BalancesQuery {
+    /// The keyset bound: the last address of the page before.
+    chain: Option<String>,
+    address: Option<String>,
+    asset: Option<String>,
+}
+
+/// `/console/balances`: the deposit addresses whose last check left a difference, keyset
+/// pages.
+pub async fn balances(
+    State(c): State<Arc<Console>>,
+    who: Who,
+    Query(q): Query<BalancesQuery>,
+) -> Response {
+    let after = match (&q.chain, &q.address, &q.asset) {
+        (Some(c), Some(a), Some(t)) => Some((c.as_str(), a.as_str(), t.as_str())),
+        _ => None,
+    };
+    match c.engine.store.mismatched_balances(after, PAGE).await {
+        Ok(rows) => view::balances(&who, &rows, rows.len() as i64 == PAGE, &c.assets),
         Err(e) => failed(&c, "the balances", &e),
     }
 }

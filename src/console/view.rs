@@ -10,9 +10,11 @@ use super::auth::Who;
 
 mod order;
 use super::pages::{ListQuery, PAGE};
+use super::plot::{Counts, Delays};
 use crate::assets::Assets;
+use crate::domain::U256;
 use crate::status::Status;
-use crate::store::{ExceptionRow, EXCEPTION_KINDS};
+use crate::store::{ExceptionRow, HeldView, EXCEPTION_KINDS};
 pub use order::{balances, events, order, runs, OrderStory};
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2330}\
@@ -118,6 +120,52 @@ fn age(seconds: Option<i64>) -> String {
     }
 }
 
+/// How many orders are held now, and the newest of them.
+pub struct Held {
+    pub total: i64,
+    pub newest: Vec<HeldView>,
+}
+
+fn held(h: &Held, assets: &Assets) -> Markup {
+    let units = |s: &str| U256::from_str_radix(s, 10).unwrap_or(U256::ZERO);
+    html! {
+        @if h.newest.is_empty() {
+            p { "No order is held." }
+        } @else {
+            p { (h.total) " held: paid in part, or late (their exceptions are above); the newest:" }
+            table {
+                tr { th { "Order" } th.num { "Paid" } th.num { "Due" } th.num { "Short" } th { "Expires" } }
+                @for o in &h.newest {
+                    @let short = units(&o.amount_due).saturating_sub(units(&o.amount_paid));
+                    tr {
+                        td { a href=(order_href(&o.order_ref)) { (o.order_ref) } }
+                        td.num { (assets.amount(&o.chain, Some(&o.asset), &o.amount_paid)) }
+                        td.num { (assets.amount(&o.chain, Some(&o.asset), &o.amount_due)) }
+                        td.num { (assets.amount(&o.chain, Some(&o.asset), &short.to_string())) }
+                        td.when { (o.expires_at.as_deref().unwrap_or("never")) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The plot of delivery delays, its legend and its scale.
+fn delays_plot(d: &Delays) -> Markup {
+    html! {
+        @if d.total == 0 {
+            p { "No payment's event was delivered in the last " (super::plot::DAYS) " days." }
+        } @else if let Some(svg) = super::plot::delays_svg(d) {
+            p.legend {
+                span class="key k6" { "■ " } "half of the day's events within  "
+                span class="key k1" { "■ " } "95 in 100 within  (" (d.total) " delivered)"
+            }
+            div.plot { (PreEscaped(svg)) }
+            p.muted { "From a payment's block (or, where its block time was not read, from when payrecon recorded it) to its event's delivery. Lines from the bottom: 1 minute, 5 minutes, 15 minutes, 1 hour, 6 hours, 1 day, later." }
+        }
+    }
+}
+
 /// The plot of gaps per day with its legend (the kinds and their 30-day totals) and scale.
 fn gaps_plot(series: &[(String, Vec<i64>)]) -> Markup {
     let max = series
@@ -141,7 +189,7 @@ fn gaps_plot(series: &[(String, Vec<i64>)]) -> Markup {
     }
 }
 
-pub fn overview(who: &Who, s: &Status, series: &[(String, Vec<i64>)]) -> Response {
+pub fn overview(who: &Who, s: &Status, h: &Held, plots: &Counts, assets: &Assets) -> Response {
     let gaps = serde_json::to_value(&s.gaps_24h.total).unwrap_or_default();
     let gaps: Vec<(String, u64)> = gaps
         .as_object()
@@ -174,6 +222,8 @@ pub fn overview(who: &Who, s: &Status, series: &[(String, Vec<i64>)]) -> Respons
             p.muted { "Events are off ([events] url is not set)." }
         }
         p { "Webhook inbox: " (s.webhook_inbox.unprocessed) " not applied yet." }
+        h2 { "Orders held" }
+        (held(h, assets))
         h2 { "Last runs" }
         table {
             tr { th { "Provider or part" } th { "Status" } th { "Started" } th.num { "Took" } th { "Error" } }
@@ -192,7 +242,9 @@ pub fn overview(who: &Who, s: &Status, series: &[(String, Vec<i64>)]) -> Respons
             }
         }
         h2 { "Gaps per day" }
-        (gaps_plot(series))
+        (gaps_plot(&plots.gaps))
+        h2 { "From payment to event" }
+        (delays_plot(&plots.delays))
         h2 { "Gaps found in the last 24 hours" }
         table {
             @for (kind, n) in &gaps { tr { td { (kind) } td.num { (n) } } }

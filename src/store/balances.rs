@@ -91,6 +91,11 @@ impl RawBalance {
 }
 
 /// The columns of `RawBalance`, in a dialect's spellings.
+/// A difference other than zero, as `payrecon_balances_mismatched`'s predicate says it.
+fn nonzero<D: Dialect>() -> String {
+    format!("difference <> '0'{}", D::AMOUNT_CAST)
+}
+
 fn columns<D: Dialect>() -> String {
     format!(
         "chain, address, asset, opening_block, {} AS opening_balance, checked_block, \
@@ -119,12 +124,48 @@ impl Store {
                 D::p(2)
             );
             if mismatched {
-                sql.push_str(&format!(" AND {} <> '0'", D::amount_text("difference")));
+                sql.push_str(&format!(" AND {}", nonzero::<D>()));
             }
             sql.push_str(" ORDER BY chain, address, asset");
             sqlx::query_as(&sql)
                 .bind(chain)
                 .bind(chain)
+                .fetch_all(counted(p))
+                .await
+        })
+        .map_err(|e| db_error("read the balances", e))?;
+        raws.into_iter().map(RawBalance::decode).collect()
+    }
+
+    /// A keyset page of the addresses whose last check left a difference: the first `limit`
+    /// after `after` (chain, address, asset), in that order (`payrecon_balances_mismatched`).
+    pub async fn mismatched_balances(
+        &self,
+        after: Option<(&str, &str, &str)>,
+        limit: i64,
+    ) -> Result<Vec<BalanceRow>, StoreError> {
+        let (c, a, t) = after.unwrap_or(("", "", ""));
+        let raws: Vec<RawBalance> = dispatch!(self, p => {
+            let sql = format!(
+                "SELECT {} FROM payrecon_balances WHERE {} AND (chain > {} OR (chain = {} \
+                 AND (address > {} OR (address = {} AND asset > {})))) \
+                 ORDER BY chain, address, asset LIMIT {}",
+                columns::<D>(),
+                nonzero::<D>(),
+                D::p(1),
+                D::p(2),
+                D::p(3),
+                D::p(4),
+                D::p(5),
+                D::p(6)
+            );
+            sqlx::query_as(&sql)
+                .bind(c)
+                .bind(c)
+                .bind(a)
+                .bind(a)
+                .bind(t)
+                .bind(limit)
                 .fetch_all(counted(p))
                 .await
         })

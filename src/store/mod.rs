@@ -6,6 +6,8 @@ mod apply;
 mod attach;
 mod backend;
 mod balances;
+mod console;
+pub use console::{FindingView, HeldView, DELAY_BUCKETS};
 mod dialect;
 mod due;
 mod error;

@@ -188,7 +188,8 @@ impl Store {
         dispatch!(self, p => {
             let keyset = match before {
                 Some(_) => format!(
-                    "WHERE r.started_at < {} OR (r.started_at = {} AND r.id < {})",
+                    // A range on `payrecon_runs_started`, then the ties.
+                    "WHERE r.started_at <= {} AND (r.started_at < {} OR r.id < {})",
                     D::ts(1),
                     D::ts(2),
                     D::p(3)

@@ -244,13 +244,14 @@ impl Store {
             {
                 let error = "COALESCE(r.error, '')";
                 format!(
+                    // Newest first on `payrecon_runs_finished`: it stops at the first.
                     "SELECT p.name, (SELECT {} FROM payrecon_runs r \
                      WHERE r.finished_at IS NOT NULL \
                      AND (r.providers IS NULL OR {} > 0) \
                      AND (r.status = 'ok' OR (r.status = 'failed' \
-                     AND {} <> 1 AND {} = 0))) \
+                     AND {} <> 1 AND {} = 0)) ORDER BY r.finished_at DESC LIMIT 1) \
                      FROM {} ORDER BY p.n",
-                    D::ts_text("MAX(r.finished_at)"),
+                    D::ts_text("r.finished_at"),
                     D::instr("r.providers", "',' || p.name || ','"),
                     D::instr(error, "p.name || ': '"),
                     D::instr(error, "'; ' || p.name || ': '"),
@@ -259,29 +260,6 @@ impl Store {
             },
             "read the last successful runs",
             D::texts(providers)
-        ))
-    }
-
-    /// Findings per kind and UTC day (the day's start in ms since the epoch) created at or
-    /// after `since`, oldest day first (one query): the console's plot of gaps per day.
-    pub async fn gaps_per_day(
-        &self,
-        since: Timestamp,
-    ) -> Result<Vec<(String, i64, i64)>, StoreError> {
-        Ok(fetch!(
-            self,
-            (String, i64, i64),
-            {
-                let ms = D::ms("created_at");
-                format!(
-                    "SELECT kind, (({ms}) - ({ms}) % 86400000) AS day, COUNT(*) \
-                     FROM payrecon_findings WHERE created_at >= {} \
-                     GROUP BY kind, day ORDER BY day, kind",
-                    D::ts(1)
-                )
-            },
-            "count the gaps per day",
-            D::ts_bind(since)
         ))
     }
 

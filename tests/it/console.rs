@@ -267,12 +267,24 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
 
         // The overview plots the run's gap today (an SVG without text or inline style).
         let p = a.get("/console").await;
-        let svg = &p.body[p.body.find("<svg").expect("a plot")..];
+        let at = p.body.find("<svg");
+        let svg = &p.body[at.unwrap_or_else(|| panic!("{url}: no plot in {}", p.body))..];
         assert!(
             svg.contains("<polyline") && !svg.contains("style="),
             "{url}: {svg}"
         );
         assert!(p.body.contains("amount_mismatch 1"), "{url}: {}", p.body);
+        // X-1 is held, listed with what it is short of.
+        assert!(
+            p.body.contains("1 held") && p.body.contains("href=\"/console/orders/X-1\""),
+            "{url}: {}",
+            p.body
+        );
+        assert!(
+            p.body.contains("10 USDT"),
+            "{url}: the shortfall {}",
+            p.body
+        );
 
         // The search box finds it by order ref and by transaction hash (in any case).
         for q in ["X-1", &tx.to_uppercase().replacen("0X", "0x", 1)] {
@@ -371,6 +383,8 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
         assert_eq!(done["note"], "paid the rest by card");
         let page = a.get(&format!("/console/exceptions/{x}")).await;
         assert!(page.body.contains("accepted by ana"), "{}", page.body);
+        let p = a.get("/console").await;
+        assert!(p.body.contains("No order is held."), "{url}: {}", p.body);
 
         // The same form again lost the race to itself: who and when, nothing changed.
         let p = a
@@ -407,7 +421,7 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
         assert_eq!(p.body.matches("<td>cli</td>").count(), 2, "{}", p.body);
         let p = a.get("/console/balances").await;
         assert!(
-            p.body.contains("left a difference nothing explains (0)"),
+            p.body.contains("left a difference nothing explains") && p.body.contains("None."),
             "{}",
             p.body
         );
@@ -523,6 +537,12 @@ async fn an_order_tells_its_story_and_a_dead_event_is_sent_again() {
             "the payment in the timeline: {}",
             p.body
         );
+        // What the run saw: the provider's record beside the ledger's state.
+        assert!(
+            p.body.contains("sandbox saw") && p.body.contains("(amount_mismatch), the ledger had"),
+            "{url}: the run's finding in the timeline: {}",
+            p.body
+        );
         let csrf = p.hidden("csrf");
         let decide = format!("/console/exceptions/{x}/decide");
         let p = a
@@ -579,6 +599,20 @@ async fn an_order_tells_its_story_and_a_dead_event_is_sent_again() {
             assert!(p.body.contains(want), "{url}: {want:?} in {}", p.body);
         }
         assert_eq!(a.get("/console/orders/X-404").await.status, 404);
+        // Both events delivered (the payment's, replayed, and the transition's): the overview
+        // plots the payment's delay (today's counts first read here).
+        crate::support::wait_until("both events delivered", Duration::from_secs(30), || async {
+            receiver.delivered().len() >= 2
+        })
+        .await;
+        let p = a.get("/console").await;
+        assert!(
+            p.body.contains("From payment to event") && p.body.contains(" delivered)"),
+            "{url}: {}",
+            p.body
+        );
+        let plots = p.body.matches("<svg").count();
+        assert_eq!(plots, 2, "{url}: gaps and delays: {}", p.body);
 
         // The events list pages backwards through the outbox's order.
         let every = crate::events::all_events(&w.store).await;

@@ -72,7 +72,10 @@ async fn the_schema_applies_to_a_fresh_database_and_a_second_time_changes_nothin
             .fetch_all(&mut conn)
             .await
             .expect("read _sqlx_migrations");
-    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    assert_eq!(
+        applied,
+        [(1, true), (2, true), (3, true), (4, true), (5, true)]
+    );
     insert_order(&mut conn, "A-1", "25000000", "unpaid")
         .await
         .expect("an order");

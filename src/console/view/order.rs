@@ -10,7 +10,8 @@ use super::{page, respond};
 use crate::assets::Assets;
 use crate::console::auth::Who;
 use crate::store::{
-    BalanceRow, EventRow, ExceptionRow, OrderView, PaymentView, RunPageRow, TransitionView,
+    BalanceRow, EventRow, ExceptionRow, FindingView, OrderView, PaymentView, RunPageRow,
+    TransitionView,
 };
 
 /// What the order page shows, read by `pages::order`.
@@ -20,6 +21,10 @@ pub struct OrderStory {
     pub transitions: Vec<TransitionView>,
     pub exceptions: Vec<ExceptionRow>,
     pub events: Vec<EventRow>,
+    /// What runs saw of it: the providers' records and the chain's states (newest first).
+    pub findings: Vec<FindingView>,
+    /// The confirmations its chain wants before `confirmed` (the config's).
+    pub confirmations: Option<u64>,
 }
 
 fn units(s: Option<&str>) -> U256 {
@@ -63,9 +68,15 @@ pub fn why(s: &OrderStory, assets: &Assets) -> String {
             tokens(due),
             o.state_changed_at.as_deref().unwrap_or("?")
         ),
-        "pending" | "confirmed" => format!(
-            "Paid on chain, waiting for finality: {} in block {}.",
-            o.state,
+        "pending" => format!(
+            "Paid on chain, waiting for {} confirmations: pending in block {}.",
+            s.confirmations
+                .map(|c| c.to_string())
+                .unwrap_or("its".into()),
+            o.block_number.map(|b| b.to_string()).unwrap_or("?".into())
+        ),
+        "confirmed" => format!(
+            "Paid and confirmed in block {}, waiting until the chain makes it final.",
             o.block_number.map(|b| b.to_string()).unwrap_or("?".into())
         ),
         _ if s.payments.is_empty() => match &o.expires_at {
@@ -150,8 +161,31 @@ fn timeline(s: &OrderStory, assets: &Assets) -> Vec<(String, String)> {
         }
     }
     t.extend(event_lines(&s.events));
+    t.extend(s.findings.iter().map(finding_line));
     t.sort_by(|a, b| a.0.cmp(&b.0));
     t
+}
+
+/// What a run saw: the provider's record or the chain's state beside the ledger's, and what
+/// payrecon did about it.
+fn finding_line(f: &FindingView) -> (String, String) {
+    let state = |s: &Option<String>| s.clone().unwrap_or("nothing".into());
+    let detail = match f.detail.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", f.detail),
+    };
+    (
+        f.created_at.clone(),
+        format!(
+            "Run {}: {} saw {} ({}), the ledger had {}: {}{detail}",
+            f.run_id,
+            f.provider,
+            state(&f.observed_state),
+            f.kind,
+            state(&f.local_state),
+            f.action,
+        ),
+    )
 }
 
 /// An event's lines: written, and delivered or dead.
@@ -293,17 +327,35 @@ pub fn runs(who: &Who, rows: &[RunPageRow], more: bool) -> Response {
 }
 
 fn older_runs(last: &RunPageRow) -> String {
-    let mut u = reqwest::Url::parse("http://console/console/runs").expect("a valid URL");
-    u.query_pairs_mut()
-        .append_pair("at", &last.started_at)
-        .append_pair("id", &last.id);
+    href(
+        "/console/runs",
+        &[("at", &last.started_at), ("id", &last.id)],
+    )
+}
+
+fn next_balances(last: &BalanceRow) -> String {
+    let pairs = [
+        ("chain", last.chain.as_str()),
+        ("address", &last.address),
+        ("asset", &last.asset),
+    ];
+    href("/console/balances", &pairs)
+}
+
+/// `path` with `pairs` as its query, encoded.
+fn href(path: &str, pairs: &[(&str, &str)]) -> String {
+    let mut u = reqwest::Url::parse("http://console").expect("a valid URL");
+    u.set_path(path);
+    u.query_pairs_mut().extend_pairs(pairs);
     format!("{}?{}", u.path(), u.query().unwrap_or(""))
 }
 
-pub fn balances(who: &Who, rows: &[BalanceRow], assets: &Assets) -> Response {
+pub fn balances(who: &Who, rows: &[BalanceRow], more: bool, assets: &Assets) -> Response {
     let body = html! {
-        p { "Deposit addresses whose last balance check left a difference nothing explains (" (rows.len()) "). Each has an open balance_mismatch exception." }
-        @if !rows.is_empty() {
+        p { "Deposit addresses whose last balance check left a difference nothing explains. Each has an open balance_mismatch exception." }
+        @if rows.is_empty() {
+            p { "None." }
+        } @else {
             table {
                 tr { th { "Chain" } th { "Address" } th.num { "Balance" } th.num { "Expected" } th.num { "Difference" } th { "Checked at block" } }
                 @for b in rows {
@@ -317,6 +369,9 @@ pub fn balances(who: &Who, rows: &[BalanceRow], assets: &Assets) -> Response {
                     }
                 }
             }
+        }
+        @if let (true, Some(last)) = (more, rows.last()) {
+            a href=(next_balances(last)) { "More →" }
         }
     };
     respond(StatusCode::OK, page("Balances", Some(who), body))

@@ -122,15 +122,24 @@ impl Store {
             if let Some(k) = &f.kind {
                 push("x.kind = {}", k.clone(), &mut binds);
             }
+            // By the order's id, on `payrecon_exceptions_order` (never a scan of the join).
             if let Some(r) = &f.order_ref {
-                push("o.order_ref = {}", r.clone(), &mut binds);
+                push(
+                    "x.order_id IN (SELECT id FROM orders WHERE order_ref = {})",
+                    r.clone(),
+                    &mut binds,
+                );
             }
             if let Some(q) = &f.search {
-                // Three binds of one value: MariaDB/MySQL's `?` cannot be named twice.
+                // Three binds of one value: MariaDB/MySQL's `?` cannot be named twice. Each
+                // branch is an indexed lookup (order_ref, `orders_pay_to`,
+                // `payrecon_exceptions_order`, `payrecon_exceptions_tx`).
                 binds.extend([q.clone(), q.clone(), q.clone()]);
                 let n = binds.len();
                 clauses.push(format!(
-                    "(o.order_ref = {} OR x.tx_hash = {} OR o.pay_to = {})",
+                    "x.id IN (SELECT e.id FROM payrecon_exceptions e WHERE e.order_id IN \
+                     (SELECT id FROM orders WHERE order_ref = {} OR pay_to = {}) \
+                     UNION SELECT e.id FROM payrecon_exceptions e WHERE e.tx_hash = {})",
                     D::p(n - 2),
                     D::p(n - 1),
                     D::p(n)

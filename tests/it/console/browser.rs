@@ -1,7 +1,8 @@
 //! The console in a real browser: Debian's `chromium`, driven over WebDriver by Debian's
 //! `chromium-driver` through `fantoccini`. An operator logs in, searches, opens the exception,
 //! accepts it with a reason, sees the order final and its event delivered, replays a dead
-//! event; a wrong password is refused. With `PAYRECON_BLESS=1` the pages' screenshots in
+//! event; a wrong password is refused, five lock the name, and a form without its CSRF token
+//! is refused and changes nothing. With `PAYRECON_BLESS=1` the pages' screenshots in
 //! docs/console/ are made again. Skips where chromium or chromedriver is missing (fails under
 //! `PAYRECON_TEST_STRICT=1`).
 
@@ -165,7 +166,8 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
     let (c, _driver) = browser(&chromium, &driver).await;
     let base = &served.base;
 
-    // A wrong password is refused; the right one opens the overview.
+    // A wrong password is refused; five in a minute lock the name; the right one opens the
+    // overview.
     c.goto(&format!("{base}/console")).await.unwrap();
     at_login(&c).await;
     shot(&c, "login").await;
@@ -173,6 +175,19 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
     fill(&c, "input[name=password]", "not it").await;
     click(&c, "button[type=submit]").await;
     see(&c, "Wrong name or password").await;
+    for _ in 0..5 {
+        c.goto(&format!("{base}/console/login")).await.unwrap();
+        fill(&c, "input[name=name]", "eve").await;
+        fill(&c, "input[name=password]", "guess").await;
+        click(&c, "button[type=submit]").await;
+        see(&c, "Wrong name or password").await;
+    }
+    c.goto(&format!("{base}/console/login")).await.unwrap();
+    fill(&c, "input[name=name]", "eve").await;
+    fill(&c, "input[name=password]", "guess").await;
+    click(&c, "button[type=submit]").await;
+    see(&c, "Too many failed logins for this name").await;
+    c.goto(&format!("{base}/console/login")).await.unwrap();
     fill(&c, "input[name=name]", "ana").await;
     fill(&c, "input[name=password]", ANA).await;
     click(&c, "button[type=submit]").await;
@@ -196,6 +211,19 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
     see(&c, "Held: order X-1 was paid short").await;
     shot(&c, "exception").await;
     let accept = "form.decide:has(input[name=action][value=accept])";
+
+    // A form that lost its CSRF token is refused, and nothing changes.
+    let strip = format!("document.querySelector(\"{accept} input[name=csrf]\").remove()");
+    c.execute(&strip, vec![]).await.unwrap();
+    fill(&c, &format!("{accept} input[name=reason]"), "no token").await;
+    click(&c, &format!("{accept} button")).await;
+    see(&c, "The form's token is missing or wrong").await;
+    c.goto(&format!("{base}/console/exceptions/{x}"))
+        .await
+        .unwrap();
+    let still = see(&c, "Held: order X-1 was paid short").await;
+    assert!(!still.contains("accepted by"), "{still}");
+
     fill(
         &c,
         &format!("{accept} input[name=reason]"),

@@ -77,6 +77,36 @@ async fn balances_round_trip_update_and_filter_on_every_backend() {
                 .is_empty(),
             "{url}"
         );
+        // The console's pages of them: keyset by (chain, address, asset), one at a time.
+        let c = addr(3);
+        let more = [
+            row(&c, USDT, U256::ZERO, "-1", at),
+            row(&c, "native", U256::ZERO, "2", at),
+        ];
+        store.save_balances(&more).await.unwrap();
+        let mut seen = Vec::new();
+        let mut after: Option<(String, String, String)> = None;
+        loop {
+            let bound = after
+                .as_ref()
+                .map(|(c, a, t)| (c.as_str(), a.as_str(), t.as_str()));
+            let page = store.mismatched_balances(bound, 1).await.unwrap();
+            let Some(r) = page.first() else { break };
+            assert_eq!(page.len(), 1, "{url}");
+            seen.push((r.address.clone(), r.asset.clone()));
+            after = Some((r.chain.clone(), r.address.clone(), r.asset.clone()));
+        }
+        let want = vec![
+            (b.clone(), USDT.to_string()),
+            (c.clone(), USDT.to_string()),
+            (c.clone(), "native".to_string()),
+        ];
+        let mut sorted = want.clone();
+        sorted.sort();
+        assert_eq!(
+            seen, sorted,
+            "{url}: every mismatched address once, in order"
+        );
     }
 }
 

@@ -24,6 +24,7 @@ const LANDED: &[(&str, i64, &str)] = &[
     ("sqlite", 14, "d270ce887aea1b49"),
     ("sqlite", 15, "284caec35bfed72e"),
     ("sqlite", 16, "854e7398a1257230"),
+    ("sqlite", 17, "afd197698375205e"),
     ("postgres", 1, "1caff73826f9b85f"),
     ("postgres", 2, "51f1712715b9953f"),
     ("postgres", 3, "cd89ab917d7d6380"),
@@ -40,10 +41,12 @@ const LANDED: &[(&str, i64, &str)] = &[
     ("postgres", 14, "af6bc8a53013097d"),
     ("postgres", 15, "86da9ef05933fd82"),
     ("postgres", 16, "854e7398a1257230"),
+    ("postgres", 17, "f2644af8ba32b8df"),
     ("mysql", 1, "b95207b2a7dc4642"),
     ("mysql", 2, "5b201db01a68f537"),
     ("mysql", 3, "7a12326961f388d7"),
     ("mysql", 4, "42c1a5b69cee6f37"),
+    ("mysql", 5, "f115de509db4da3e"),
 ];
 
 #[tokio::test]
