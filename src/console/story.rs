@@ -56,7 +56,12 @@ async fn story(c: &Console, order_ref: &str) -> Result<Option<OrderStory>, Store
         .iter()
         .find(|ch| ch.name == order.chain)
         .map(|ch| ch.confirmations);
+    let head = match order.state.as_str() {
+        "pending" | "confirmed" => head(c, &order.chain).await,
+        _ => None,
+    };
     Ok(Some(OrderStory {
+        head,
         payments: store.order_payments(order.id).await?,
         findings: store.order_findings(order_ref, STORY_LIMIT).await?,
         confirmations,
@@ -65,6 +70,30 @@ async fn story(c: &Console, order_ref: &str) -> Result<Option<OrderStory>, Store
         events: store.list_events(&events).await?,
         order,
     }))
+}
+
+/// How long an order's page waits for its chain's head.
+const HEAD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `chain`'s head now (one request, at most `HEAD_WAIT`), for an order paid but not final;
+/// `None`, logged, when it cannot be read: the page then says what the configuration wants.
+async fn head(c: &Console, chain: &str) -> Option<crate::domain::ChainHead> {
+    let client = c.engine.chains.get(chain)?;
+    match tokio::time::timeout(HEAD_WAIT, client.head()).await {
+        Ok(Ok(h)) => Some(h),
+        Ok(Err(e)) => {
+            let e = c.engine.redact(&e);
+            tracing::warn!(chain, error = %e, "The console could not read the chain's head for an order's page.");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                chain,
+                "The chain's head took longer than a second for an order's page."
+            );
+            None
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

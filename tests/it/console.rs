@@ -507,6 +507,33 @@ async fn a_trusted_proxy_names_the_operator_and_no_one_else_does() {
     }
 }
 
+/// An order paid but not final counts its confirmations against the chain's head.
+#[tokio::test]
+async fn an_order_paid_on_chain_counts_its_confirmations() {
+    let (_guard, urls) = crate::support::backends().await;
+    let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
+    let extra = "trusted_header = \"X-Forwarded-User\"\ntrusted_proxies = [\"127.0.0.1\"]\n";
+    let config = console_config(&w, extra);
+    let r = order(&w, 1, 30).await;
+    // In a block with 2 more on top: 3 confirmations of the sandbox's 12.
+    crate::exceptions::pay_mined(&w, 1, 30_000_000, "n-1", 2);
+    payrecon(&config, &["run"]).await.assert_code(0);
+    let served = Served::start(&config).await;
+    let body = reqwest::Client::new()
+        .get(format!("{}/console/orders/{r}", served.base))
+        .header("X-Forwarded-User", "fay@shop.example")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        body.contains("Paid on chain, waiting for confirmations: 3 of 12 (block"),
+        "{body}"
+    );
+}
+
 /// The order's page tells what happened to it, oldest first, and why it is (not) paid; a dead
 /// event is sent again from the events page and then shows as delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,6 +38,11 @@ pub(crate) async fn order(w: &World, i: u32, due: u64) -> String {
 /// `amount` base units of USDT to `addr(i)` on chain (final after the blocks mined here),
 /// listed by the provider as notification `id`; returns the transaction hash.
 pub(crate) fn pay_units(w: &World, i: u32, amount: u64, id: &str) -> String {
+    pay_mined(w, i, amount, id, 70)
+}
+
+/// As `pay_units`, with `after` blocks mined on top of the transfer's.
+pub(crate) fn pay_mined(w: &World, i: u32, amount: u64, id: &str, after: u64) -> String {
     let (tx, _) = w.chain.add_token_transfer(
         &Address::parse(SANDBOX_TOKEN).unwrap(),
         &Address::parse("0x00000000000000000000000000000000000000fe").unwrap(),
@@ -45,7 +50,7 @@ pub(crate) fn pay_units(w: &World, i: u32, amount: u64, id: &str) -> String {
         EvmU256::from(amount),
     );
     w.chain.mine_block();
-    w.chain.mine(70);
+    w.chain.mine(after);
     let created = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(30);
     let whole = format!("{}.{:06}", amount / 1_000_000, amount % 1_000_000);
     w.cg.add_notification(

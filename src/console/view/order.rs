@@ -1,7 +1,7 @@
 //! An order's page (its whole story, oldest first, and why it is not paid yet), the events,
 //! runs and balances pages.
 
-use crate::domain::U256;
+use crate::domain::{ChainHead, U256};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
@@ -25,6 +25,8 @@ pub struct OrderStory {
     pub findings: Vec<FindingView>,
     /// The confirmations its chain wants before `confirmed` (the config's).
     pub confirmations: Option<u64>,
+    /// Its chain's head now, read for an order paid but not final (`None`: not read).
+    pub head: Option<ChainHead>,
 }
 
 fn units(s: Option<&str>) -> U256 {
@@ -68,17 +70,7 @@ pub fn why(s: &OrderStory, assets: &Assets) -> String {
             tokens(due),
             o.state_changed_at.as_deref().unwrap_or("?")
         ),
-        "pending" => format!(
-            "Paid on chain, waiting for {} confirmations: pending in block {}.",
-            s.confirmations
-                .map(|c| c.to_string())
-                .unwrap_or("its".into()),
-            o.block_number.map(|b| b.to_string()).unwrap_or("?".into())
-        ),
-        "confirmed" => format!(
-            "Paid and confirmed in block {}, waiting until the chain makes it final.",
-            o.block_number.map(|b| b.to_string()).unwrap_or("?".into())
-        ),
+        "pending" | "confirmed" => waiting(s),
         _ if s.payments.is_empty() => match &o.expires_at {
             Some(at) => format!("No payment seen; it expires (or expired) at {at}."),
             None => "No payment seen yet.".to_string(),
@@ -89,6 +81,34 @@ pub fn why(s: &OrderStory, assets: &Assets) -> String {
             tokens(due),
             tokens(due.saturating_sub(paid))
         ),
+    }
+}
+
+/// Why an order paid on chain is not final yet: its confirmations against the chain's head
+/// when it was read, else what the chain's configuration wants.
+fn waiting(s: &OrderStory) -> String {
+    let o = &s.order;
+    let block = o.block_number.map(|b| b.to_string()).unwrap_or("?".into());
+    match (o.state.as_str(), &s.head, o.block_number) {
+        ("pending", Some(h), Some(b)) => format!(
+            "Paid on chain, waiting for confirmations: {} of {} (block {b}).",
+            (h.number + 1).saturating_sub(u64::try_from(b).unwrap_or(u64::MAX)),
+            h.confirmations
+        ),
+        ("pending", _, _) => format!(
+            "Paid on chain, waiting for {} confirmations: pending in block {block}.",
+            s.confirmations
+                .map(|c| c.to_string())
+                .unwrap_or("its".into())
+        ),
+        (_, Some(h), _) => format!(
+            "Paid and confirmed in block {block}, waiting until the chain makes it final \
+             (final up to block {} now).",
+            h.final_block
+        ),
+        _ => {
+            format!("Paid and confirmed in block {block}, waiting until the chain makes it final.")
+        }
     }
 }
 
