@@ -178,8 +178,18 @@ pub struct ListQuery {
     pub kind: Option<String>,
     pub status: Option<String>,
     pub q: Option<String>,
+    /// First seen over this long ago: `1h`, `1d`, `7d` or `30d` (`AGES`).
+    pub age: Option<String>,
     pub before: Option<i64>,
 }
+
+/// The age filter's choices: the value, what the page says, and the hours.
+pub const AGES: [(&str, &str, i64); 4] = [
+    ("1h", "over an hour ago", 1),
+    ("1d", "over a day ago", 24),
+    ("7d", "over a week ago", 24 * 7),
+    ("30d", "over 30 days ago", 24 * 30),
+];
 
 pub async fn exceptions(
     State(c): State<Arc<Console>>,
@@ -201,6 +211,9 @@ pub async fn exceptions(
         kind: nonblank(&q.kind).map(str::to_string),
         search,
         before: q.before,
+        first_seen_before: nonblank(&q.age)
+            .and_then(|a| AGES.iter().find(|(v, _, _)| *v == a))
+            .map(|(_, _, h)| jiff::Timestamp::now() - jiff::SignedDuration::from_hours(*h)),
         limit: PAGE,
         ..Default::default()
     };

@@ -9,7 +9,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use super::auth::Who;
 
 mod order;
-use super::pages::{ListQuery, PAGE};
+use super::pages::{ListQuery, AGES, PAGE};
 use super::plot::{Counts, Delays};
 use crate::assets::Assets;
 use crate::domain::U256;
@@ -264,6 +264,7 @@ pub fn exceptions(who: &Who, q: &ListQuery, rows: &[ExceptionRow], assets: &Asse
     let kind = q.kind.as_deref().unwrap_or("");
     let status = q.status.as_deref().unwrap_or("open");
     let search = q.q.as_deref().unwrap_or("");
+    let age = q.age.as_deref().unwrap_or("");
     let next = (rows.len() as i64 == PAGE)
         .then(|| rows.last().map(|x| x.id))
         .flatten();
@@ -280,6 +281,12 @@ pub fn exceptions(who: &Who, q: &ListQuery, rows: &[ExceptionRow], assets: &Asse
             label { "Status "
                 select name="status" {
                     @for s in ["open", "resolved", "all"] { option value=(s) selected[s == status] { (s) } }
+                }
+            }
+            label { "First seen "
+                select name="age" {
+                    option value="" { "any time" }
+                    @for (v, text, _) in AGES { option value=(v) selected[v == age] { (text) } }
                 }
             }
             button type="submit" { "Show" }
@@ -303,7 +310,7 @@ pub fn exceptions(who: &Who, q: &ListQuery, rows: &[ExceptionRow], assets: &Asse
             }
         }
         @if let Some(id) = next {
-            a href=(older(kind, status, search, id)) { "Older →" }
+            a href=(older(&[("kind", kind), ("status", status), ("q", search), ("age", age)], id)) { "Older →" }
         }
     };
     respond(StatusCode::OK, page("Exceptions", Some(who), body))
@@ -319,12 +326,10 @@ pub fn order_href(order_ref: &str) -> String {
 }
 
 /// The link to the page after the one ending at `id`, the filters kept (encoded).
-fn older(kind: &str, status: &str, search: &str, id: i64) -> String {
+fn older(filters: &[(&str, &str)], id: i64) -> String {
     let mut u = reqwest::Url::parse("http://console/console/exceptions").expect("a valid URL");
     u.query_pairs_mut()
-        .append_pair("kind", kind)
-        .append_pair("status", status)
-        .append_pair("q", search)
+        .extend_pairs(filters)
         .append_pair("before", &id.to_string());
     format!("{}?{}", u.path(), u.query().unwrap_or(""))
 }

@@ -366,6 +366,8 @@ pub struct ExceptionFilter {
     /// The console's search box: an order ref, a transaction hash or an order's `pay_to`,
     /// matched exactly.
     pub search: Option<String>,
+    /// The console's age filter: only those first seen at or before this time.
+    pub first_seen_before: Option<Timestamp>,
     pub limit: i64,
 }
 

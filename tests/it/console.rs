@@ -300,6 +300,15 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
         assert!(p.body.contains("No exception matches"), "{}", p.body);
         let p = a.get("/console/exceptions?kind=late_payment").await;
         assert!(p.body.contains("No exception matches"), "{}", p.body);
+        // By age: first seen just now, so not among those seen over a day ago.
+        let p = a.get("/console/exceptions?age=1d").await;
+        assert!(p.body.contains("No exception matches"), "{url}: {}", p.body);
+        let p = a.get("/console/exceptions?age=").await;
+        assert!(
+            p.body.contains(&format!("/console/exceptions/{x}\"")),
+            "{url}: {}",
+            p.body
+        );
 
         let page = a.get(&format!("/console/exceptions/{x}")).await;
         assert_eq!(page.status, 200);

@@ -145,6 +145,10 @@ impl Store {
                     D::p(n)
                 ));
             }
+            if let Some(t) = f.first_seen_before {
+                binds.push(D::ts_bind(t));
+                clauses.push(format!("x.first_seen_at <= {}", D::ts(binds.len())));
+            }
             // The integer binds after the text ones: the id, the keyset bound, the limit.
             let mut ints: Vec<i64> = Vec::new();
             for (v, op) in [(f.id, "="), (f.before, "<")] {
