@@ -64,6 +64,9 @@ pub(crate) fn exception_findings(findings: &[FindingRow]) -> Vec<(String, &Findi
             }
         }
     }
+    // In the problems' order: two transactions touching the same exceptions lock them in
+    // the same order (PostgreSQL found a deadlock between a run and a delivery otherwise).
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
 
