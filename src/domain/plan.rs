@@ -16,8 +16,9 @@ pub struct ChainTransfer {
     pub block: BlockRef,
     /// State derived from confirmations and finality (never `Unpaid`).
     pub state: State,
-    /// The block's time, where the chain gave it (Bitcoin), or the engine read it for an order
-    /// that expires (late payments, docs/configuration.md, "Amounts").
+    /// The block's time, where the chain gave it (Bitcoin, Solana), or the engine read it: for
+    /// an order that expires before planning (late payments, docs/configuration.md,
+    /// "Amounts"), for every payment a written plan credits after.
     pub block_time: Option<jiff::Timestamp>,
 }
 

@@ -42,7 +42,10 @@ impl Engine {
             claims: seen.claims,
         };
         ctx.exceptions.observe(seen.observations);
-        let plan = plan_batch(ctx, acc, seen, view, extra);
+        let mut plan = plan_batch(ctx, acc, seen, view, extra);
+        if writes(ctx, &plan) {
+            self.credit_times(acc, &mut plan).await;
+        }
         let outcomes = self.apply_plan(ctx, acc, &plan).await?;
         let resend_actions = self
             .resends(ctx, acc, resender.as_ref(), &plan.resends)
@@ -63,9 +66,9 @@ impl Engine {
     }
 
     /// The observations with their block times, when an order of the view expires and some
-    /// transfer has none (one batched read per chain of the distinct blocks); `None` when
-    /// nothing needs them. A chain that cannot be read leaves its transfers without (those to
-    /// orders that expire then wait for the next run) and fails the part.
+    /// transfer has none; `None` when nothing needs them. A chain that cannot be read leaves
+    /// its transfers without (those to orders that expire then wait for the next run) and
+    /// fails the part.
     async fn block_times(
         &self,
         acc: &mut PartTally,
@@ -85,25 +88,10 @@ impl Engine {
         if !expires || !observations.iter().any(|o| untimed(o).is_some()) {
             return None;
         }
-        let mut blocks: HashMap<&str, Vec<u64>> = HashMap::new();
-        for o in observations {
-            if let Some(n) = untimed(o) {
-                blocks.entry(o.chain.as_str()).or_default().push(n);
-            }
-        }
-        let mut times: HashMap<(String, u64), Timestamp> = HashMap::new();
-        for (chain, mut numbers) in blocks {
-            let Some(client) = self.chains.get(chain) else {
-                continue;
-            };
-            numbers.sort_unstable();
-            numbers.dedup();
-            match client.block_times(&numbers).await {
-                Ok(got) => times.extend(got.into_iter().map(|(n, t)| ((chain.to_string(), n), t))),
-                // Their payments to orders that expire wait for a run that can read them.
-                Err(e) => self.fail(acc, format!("chain {chain}: reading block times: {e}")),
-            }
-        }
+        let blocks = observations
+            .iter()
+            .filter_map(|o| Some((o.chain.as_str(), untimed(o)?)));
+        let times = self.read_block_times(acc, blocks).await;
         let mut out = observations.to_vec();
         for o in &mut out {
             if let ChainVerdict::Transfer(t) = &mut o.verdict {
@@ -113,6 +101,59 @@ impl Engine {
             }
         }
         Some(out)
+    }
+
+    /// Gives every payment the plan credits its block's time where the chain did not (EVM,
+    /// Tron): the console's payment-to-event delay counts from it (SPEC §19). One batched
+    /// read per chain of the distinct blocks, and only for a plan that is written. A chain
+    /// that cannot be read fails the part; its payments are credited all the same, without.
+    async fn credit_times(&self, acc: &mut PartTally, plan: &mut Plan) {
+        let untimed = |t: &crate::domain::PlannedTransition| {
+            let p = t.credit.as_ref().filter(|p| p.block_time.is_none())?;
+            Some((p.key.chain.clone(), p.block.number))
+        };
+        let blocks: Vec<(String, u64)> = plan.transitions.iter().filter_map(untimed).collect();
+        if blocks.is_empty() {
+            return;
+        }
+        let times = self
+            .read_block_times(acc, blocks.iter().map(|(c, n)| (c.as_str(), *n)))
+            .await;
+        for p in plan
+            .transitions
+            .iter_mut()
+            .filter_map(|t| t.credit.as_mut())
+        {
+            if p.block_time.is_none() {
+                p.block_time = times.get(&(p.key.chain.clone(), p.block.number)).copied();
+            }
+        }
+    }
+
+    /// The time of each `(chain, block)`: one batched read per chain of its distinct blocks.
+    /// A chain that cannot be read fails the part, and its blocks are absent.
+    async fn read_block_times<'a>(
+        &self,
+        acc: &mut PartTally,
+        wanted: impl Iterator<Item = (&'a str, u64)>,
+    ) -> HashMap<(String, u64), Timestamp> {
+        let mut blocks: HashMap<&str, Vec<u64>> = HashMap::new();
+        for (chain, n) in wanted {
+            blocks.entry(chain).or_default().push(n);
+        }
+        let mut times = HashMap::new();
+        for (chain, mut numbers) in blocks {
+            let Some(client) = self.chains.get(chain) else {
+                continue;
+            };
+            numbers.sort_unstable();
+            numbers.dedup();
+            match client.block_times(&numbers).await {
+                Ok(got) => times.extend(got.into_iter().map(|(n, t)| ((chain.to_string(), n), t))),
+                Err(e) => self.fail(acc, format!("chain {chain}: reading block times: {e}")),
+            }
+        }
+        times
     }
 
     /// Writes the plan's transitions (when the run writes), wakes the event delivery when

@@ -272,8 +272,8 @@ impl Engine {
             .ok_or_else(|| OperatorError::Refused(format!("order {order_ref:?} is gone")))
     }
 
-    /// The payment at `key` as the chain has it now (with its block's time when the order
-    /// expires), or a refusal saying why not.
+    /// The payment at `key` as the chain has it now, with its block's time (late payments;
+    /// the console's payment-to-event delay), or a refusal saying why not.
     async fn read_payment(
         &self,
         key: &PaymentKey,
@@ -310,7 +310,7 @@ impl Engine {
                 )))
             }
         };
-        if row.expires_at.is_some() && t.block_time.is_none() {
+        if t.block_time.is_none() {
             let times = client
                 .block_times(&[t.block.number])
                 .await

@@ -204,6 +204,11 @@ impl SandboxChain {
         self.node().block_of(tx)
     }
 
+    /// The time of block `number` (Unix seconds), once mined.
+    pub fn block_time(&self, number: u64) -> Option<u64> {
+        self.node().block_time(number)
+    }
+
     fn node(&self) -> MutexGuard<'_, Node> {
         lock(&self.shared.node)
     }

@@ -19,6 +19,7 @@ use crate::evm::{deploy_token, send_token};
 use crate::support::{self, Anvil};
 use payrecon_testkit::inspect::Inspect;
 
+mod credit_time;
 mod faults;
 mod gaps;
 mod invariants;

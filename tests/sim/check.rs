@@ -200,6 +200,7 @@ pub async fn final_state(w: &World) -> Result<(), String> {
     let s = w.store();
     audit(s).await?;
     exceptions(w).await?;
+    block_times(w).await?;
 
     // (3) convergence, (4) nothing stray or reverted credited, (5) amounts.
     let head = w.chain.head();
@@ -492,6 +493,46 @@ where
                 by.len()
             ));
         }
+    }
+    Ok(())
+}
+
+/// Every credited payment carries its block's time (read for every credit: SPEC §19's delay
+/// counts from it, late payments are judged by it), and none but its block's; a payment
+/// without one only where a chain request failed on purpose in this seed (a credit whose
+/// block's time could not be read goes in without it, and its part fails).
+async fn block_times(w: &World) -> Result<(), String> {
+    let mut rows = Vec::new();
+    let until = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
+    let read = w
+        .store()
+        .export_payments(jiff::Timestamp::UNIX_EPOCH, until, |r| {
+            rows.push(r);
+            Ok(())
+        })
+        .await;
+    db(read)?;
+    let mut missing = Vec::new();
+    for r in &rows {
+        let block = r.block_number.and_then(|n| u64::try_from(n).ok());
+        let want = block.and_then(|n| w.chain.block_time(n));
+        match (r.block_time, want) {
+            (None, _) => missing.push(format!("{} {}:{}", r.order_ref, r.tx_hash, r.log_index)),
+            (Some(t), Some(want)) if u64::try_from(t.as_second()).ok() == Some(want) => {}
+            (got, want) => {
+                return Err(format!(
+                    "{} {}:{} has block time {got:?}; its block {block:?} was at {want:?}",
+                    r.order_ref, r.tx_hash, r.log_index
+                ))
+            }
+        }
+    }
+    if missing.len() as u64 > w.chain_faults {
+        return Err(format!(
+            "{} payments have no block time, with {} chain requests failed: {missing:?}",
+            missing.len(),
+            w.chain_faults
+        ));
     }
     Ok(())
 }

@@ -233,6 +233,7 @@ pub async fn run_seed(seed: u64, backend: Backend) -> Result<(), String> {
         if rng.gen_bool(0.1) {
             let k = rng.gen_range(1..=2);
             RPC_FAULTS.fetch_add(k, Ordering::Relaxed);
+            w.chain_faults += k;
             w.chain.fail_next(k);
         }
 

@@ -76,6 +76,8 @@ pub struct World {
     /// Pays the fake Qvard lists, and faults queued in it so far.
     pub qv_listed: std::collections::HashSet<usize>,
     pub qv_faults: u64,
+    /// Chain requests failed on purpose so far (`SandboxChain::fail_next`).
+    pub chain_faults: u64,
     /// The merchant's application: receives payrecon's events, fulfils on `order.final`.
     pub merchant: crate::merchant::Merchant,
     /// How the provider's notification list is shaped (docs/configuration.md,
@@ -250,6 +252,7 @@ impl World {
             qv,
             qv_listed: std::collections::HashSet::new(),
             qv_faults: 0,
+            chain_faults: 0,
             merchant,
             list: Default::default(),
             tolerance_bp: 0,

@@ -301,6 +301,11 @@ impl Node {
         self.txs.get(&h)?.mined.map(|(n, _)| n)
     }
 
+    pub(super) fn block_time(&self, number: u64) -> Option<u64> {
+        let i = usize::try_from(number).ok()?;
+        self.blocks.get(i).map(|b| b.timestamp)
+    }
+
     pub(super) fn chain_id(&self) -> u64 {
         self.chain_id
     }

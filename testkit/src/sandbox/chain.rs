@@ -1,6 +1,7 @@
 //! The sandbox EVM node for tests: the product's (`payrecon::sandbox::chain`: blocks,
 //! receipts, transactions, the demo's world) behind a front door of ours: HTTP requests and
-//! JSON-RPC calls counted, latency, the next requests failed with 500, and the `finalized`
+//! JSON-RPC calls counted, latency, the next requests (or every batch carrying a given method)
+//! failed with 500, and the `finalized`
 //! and `safe` tags answered as an older node does.
 
 use std::io;
@@ -52,19 +53,32 @@ struct Door {
     /// Delay before each HTTP answer, in microseconds.
     latency_us: AtomicU64,
     tags: Mutex<Tags>,
+    /// Batches carrying a call of this method fail with 500.
+    fail_batches_of: Mutex<Option<String>>,
 }
 
 impl SandboxChain {
     /// An empty chain (genesis block 0 only) with `finalized` = head - 64, `safe` = head - 32.
     pub fn new(chain_id: u64) -> SandboxChain {
+        SandboxChain::wrap(payrecon::sandbox::chain::SandboxChain::new(chain_id))
+    }
+
+    /// As `new`, its genesis block at `genesis_time` (Unix seconds), the next ones 12 s apart.
+    pub fn starting_at(chain_id: u64, genesis_time: u64) -> SandboxChain {
+        let chain = payrecon::sandbox::chain::SandboxChain::starting_at(chain_id, genesis_time);
+        SandboxChain::wrap(chain)
+    }
+
+    fn wrap(chain: payrecon::sandbox::chain::SandboxChain) -> SandboxChain {
         SandboxChain {
-            chain: payrecon::sandbox::chain::SandboxChain::new(chain_id),
+            chain,
             door: Arc::new(Door {
                 requests: AtomicU64::new(0),
                 calls: AtomicU64::new(0),
                 fail_next: AtomicU64::new(0),
                 latency_us: AtomicU64::new(0),
                 tags: Mutex::new(Tags::Served),
+                fail_batches_of: Mutex::new(None),
             }),
         }
     }
@@ -92,6 +106,13 @@ impl SandboxChain {
     /// The next `n` HTTP requests fail with status 500.
     pub fn fail_next(&self, n: u64) {
         self.door.fail_next.store(n, Ordering::SeqCst);
+    }
+
+    /// Every JSON-RPC batch that carries a call of `method` fails with status 500 from now on
+    /// (`None`: none); single calls are answered (e.g. block times read in a batch, while the
+    /// head's block is read alone).
+    pub fn fail_batches_of(&self, method: Option<&str>) {
+        *lock(&self.door.fail_batches_of) = method.map(str::to_string);
     }
 
     /// HTTP requests answered so far (a batch counts once; injected failures count).
@@ -134,6 +155,15 @@ async fn front_door(State(door): State<Arc<Door>>, req: Request, next: Next) -> 
         return StatusCode::BAD_REQUEST.into_response();
     };
     let parsed = serde_json::from_slice::<Value>(&body).ok();
+    if let (Some(m), Some(Value::Array(calls))) = (&*lock(&door.fail_batches_of), &parsed) {
+        if calls.iter().any(|c| c["method"] == m.as_str()) {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "sandbox: injected failure",
+            )
+                .into_response();
+        }
+    }
     door.calls
         .fetch_add(call_count(parsed.as_ref()), Ordering::SeqCst);
     let tags = *lock(&door.tags);
