@@ -9,12 +9,13 @@
 //!     [--sequential 2000] [--concurrent 20000] [--clients 32] [--db sqlite|postgres|both]
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
+use payrecon_testkit::bench;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Db {
@@ -41,62 +42,6 @@ struct Args {
 }
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
-
-/// The release binary beside this example (`target/release/payrecon`).
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the example's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("payrecon"))
-        .expect("target/<profile>/payrecon")
-}
-
-struct Serve(std::process::Child);
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-async fn start(url: &str, dir: &Path, name: &str) -> Result<(Serve, String), String> {
-    let port = free_port();
-    let extra = format!("[schedule]\ncron = \"0 0 0 1 1 *\"\n[api]\ntoken = \"{TOKEN}\"\n");
-    let toml = payrecon_testkit::sandbox::config_toml(
-        url,
-        "http://127.0.0.1:9",
-        "http://127.0.0.1:9",
-        &extra,
-    )
-    .replace("127.0.0.1:9187", &format!("127.0.0.1:{port}"));
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(&config, toml).map_err(|e| e.to_string())?;
-    let child = std::process::Command::new(binary())
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .env("PAYRECON_LOG", "error")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("start serve: {e}"))?;
-    let serve = Serve(child);
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    for _ in 0..300 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            return Ok((serve, base));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Err("serve did not answer /healthz within 30 s".into())
-}
 
 /// `n` registrations from `from` on, by `clients` clients; latencies in microseconds.
 async fn load(
@@ -154,27 +99,24 @@ async fn load(
     Ok((t0.elapsed().as_secs_f64(), all))
 }
 
-fn pct(sorted: &[u64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i] as f64 / 1000.0
-}
-
 async fn bench(name: &str, url: &str, args: &Args, dir: &Path) -> Result<(), String> {
-    let (_serve, base) = start(url, dir, name).await?;
+    let extra = format!("[schedule]\ncron = \"0 0 0 1 1 *\"\n[api]\ntoken = \"{TOKEN}\"\n");
+    let serve = bench::serve(url, dir, name, &extra, Duration::from_secs(30)).await?;
+    let base = &serve.base;
     let runs = [
         ("sequential", 0, args.sequential, 1),
         ("concurrent", args.sequential, args.concurrent, args.clients),
     ];
     for (what, from, n, clients) in runs {
-        let (secs, mut lat) = load(&base, from, n, clients).await?;
+        let (secs, mut lat) = load(base, from, n, clients).await?;
         lat.sort_unstable();
         println!(
             "{name:<8} {what:<10} {clients:>3} client(s) {n:>6} requests {secs:>6.2} s \
              {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms",
             n as f64 / secs,
-            pct(&lat, 0.50),
-            pct(&lat, 0.99),
-            pct(&lat, 1.0)
+            bench::pct(&lat, 0.50),
+            bench::pct(&lat, 0.99),
+            bench::pct(&lat, 1.0)
         );
     }
     Ok(())
@@ -191,23 +133,10 @@ async fn main() -> ExitCode {
     }
     if args.db != Db::Sqlite {
         // A schema of its own, dropped first: the bench never touches other tables.
-        let schema = "payrecon_bench_api";
-        match sqlx::PgPool::connect(&args.pg_url).await {
-            Ok(p) => {
-                let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                    .execute(&p)
-                    .await;
-                let _ = sqlx::query(&format!("CREATE SCHEMA {schema}"))
-                    .execute(&p)
-                    .await;
-                let sep = if args.pg_url.contains('?') { '&' } else { '?' };
-                runs.push((
-                    "postgres",
-                    format!("{}{sep}options=-c%20search_path%3D{schema}", args.pg_url),
-                ));
-            }
+        match bench::pg_schema(&args.pg_url, "payrecon_bench_api").await {
+            Ok(url) => runs.push(("postgres", url)),
             Err(e) => {
-                eprintln!("bench_api: PostgreSQL at {}: {e}", args.pg_url);
+                eprintln!("bench_api: {e}");
                 return ExitCode::from(1);
             }
         }

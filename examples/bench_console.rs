@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use payrecon::store::Store;
+use payrecon_testkit::bench;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Db {
@@ -242,62 +243,15 @@ fn order_of_exception(orders: u64, exceptions: u64, i: &str) -> String {
     format!("((({i}) * {step} - 1) % {orders} + 1)")
 }
 
-/// The release binary beside this example (`target/release/payrecon`).
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the example's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("payrecon"))
-        .expect("target/<profile>/payrecon")
-}
-
-struct Serve(std::process::Child);
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `serve` with the console on, the operator named by a header from loopback.
-async fn start(url: &str, dir: &Path, name: &str) -> Result<(Serve, String), String> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())?;
+async fn start(url: &str, dir: &Path, name: &str) -> Result<bench::Serve, String> {
     let extra = format!(
         "[schedule]\ncron = \"0 0 0 1 1 *\"\n[console]\nenabled = true\n\
          operators_file = \"{}\"\ntrusted_header = \"X-Operator\"\n\
          trusted_proxies = [\"127.0.0.1\"]\n",
         dir.join("no-operators").display()
     );
-    let toml = payrecon_testkit::sandbox::config_toml(
-        url,
-        "http://127.0.0.1:9",
-        "http://127.0.0.1:9",
-        &extra,
-    )
-    .replace("127.0.0.1:9187", &format!("127.0.0.1:{port}"));
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(&config, toml).map_err(|e| e.to_string())?;
-    let child = std::process::Command::new(binary())
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .env("PAYRECON_LOG", "error")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("start serve: {e}"))?;
-    let serve = Serve(child);
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    for _ in 0..600 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            return Ok((serve, base));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Err("serve did not answer /healthz within 60 s".into())
+    bench::serve(url, dir, name, &extra, Duration::from_secs(60)).await
 }
 
 /// A page's name and the path of its `k`th sample.
@@ -381,11 +335,6 @@ fn at_of_run(runs: u64, i: u64) -> String {
     t.to_string()
 }
 
-fn pct(sorted: &[u64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i] as f64 / 1000.0
-}
-
 async fn bench(name: &str, url: &str, b: B, args: &Args, dir: &Path) -> Result<(), String> {
     let store = Store::connect(url, 4).await.map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| e.to_string())?;
@@ -418,7 +367,8 @@ async fn bench(name: &str, url: &str, b: B, args: &Args, dir: &Path) -> Result<(
     }
     println!("{name:<8} seeded in {:.1} s", t0.elapsed().as_secs_f64());
     drop(store);
-    let (_serve, base) = start(url, dir, name).await?;
+    let serve = start(url, dir, name).await?;
+    let base = &serve.base;
     let client = reqwest::Client::new();
     println!(
         "{name:<8} {:<26} {:>8} {:>8} {:>8} {:>9}",
@@ -454,9 +404,9 @@ async fn bench(name: &str, url: &str, b: B, args: &Args, dir: &Path) -> Result<(
         lat.sort_unstable();
         println!(
             "{name:<8} {page:<26} {:>8.2} {:>8.2} {:>8.2} {:>9.1}",
-            pct(&lat, 0.5),
-            pct(&lat, 0.99),
-            pct(&lat, 1.0),
+            bench::pct(&lat, 0.5),
+            bench::pct(&lat, 0.99),
+            bench::pct(&lat, 1.0),
             size as f64 / 1024.0
         );
     }

@@ -11,12 +11,13 @@
 //! vary in every digit, a block time a second apart). Prints figures; asserts nothing about
 //! time. Exits 1 when the export does not hold every payment.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use payrecon::store::Store;
+use payrecon_testkit::bench;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Db {
@@ -97,15 +98,6 @@ async fn seed(store: &Store, from: u64, to: u64) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// The release binary beside this example (`target/release/payrecon`).
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the example's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("payrecon"))
-        .expect("target/<profile>/payrecon")
-}
-
 struct Measured {
     seconds: f64,
     peak_kib: u64,
@@ -118,7 +110,7 @@ fn export(config: &Path, out: &Path) -> Result<Measured, String> {
     let t0 = Instant::now();
     let o = std::process::Command::new("/usr/bin/time")
         .args(["-f", "%M"])
-        .arg(binary())
+        .arg(bench::binary())
         .arg("--config")
         .arg(config)
         .args(["export", "--output"])
@@ -189,24 +181,10 @@ async fn main() -> ExitCode {
     }
     if args.db != Db::Sqlite {
         // A schema of its own, dropped first: the bench never touches other tables.
-        let schema = "payrecon_bench_export";
-        let admin = sqlx::PgPool::connect(&args.pg_url).await;
-        match admin {
-            Ok(p) => {
-                let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                    .execute(&p)
-                    .await;
-                let _ = sqlx::query(&format!("CREATE SCHEMA {schema}"))
-                    .execute(&p)
-                    .await;
-                let sep = if args.pg_url.contains('?') { '&' } else { '?' };
-                runs.push((
-                    "postgres",
-                    format!("{}{sep}options=-c%20search_path%3D{schema}", args.pg_url),
-                ));
-            }
+        match bench::pg_schema(&args.pg_url, "payrecon_bench_export").await {
+            Ok(url) => runs.push(("postgres", url)),
             Err(e) => {
-                eprintln!("bench_export: PostgreSQL at {}: {e}", args.pg_url);
+                eprintln!("bench_export: {e}");
                 return ExitCode::from(1);
             }
         }

@@ -16,8 +16,8 @@ use crate::domain::{Asset, ChainHead, TxHash};
 /// One hash's receipt and, for native-coin queries, its transaction, as the node's JSON text.
 type Fetched = (Box<RawValue>, Option<Box<RawValue>>);
 
-/// Batch requests in flight at once per `lookup` call.
-const BATCHES_IN_FLIGHT: usize = 4;
+/// Batch requests in flight at once per `lookup` (and `block_times`) call.
+pub(super) const BATCHES_IN_FLIGHT: usize = 4;
 
 pub struct EvmClient {
     pub(super) settings: ChainSettings,

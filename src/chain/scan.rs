@@ -59,28 +59,44 @@ impl super::EvmClient {
         Ok(lo)
     }
 
-    /// The time of each of `blocks` (JSON-RPC batches of `batch_size`); a block the node does
-    /// not return is absent.
+    /// The time of each of `blocks` (JSON-RPC batches of `batch_size`, `BATCHES_IN_FLIGHT` at
+    /// once, as receipts); a block the node does not return is absent.
     pub async fn block_times(
         &self,
         blocks: &[u64],
     ) -> Result<std::collections::HashMap<u64, jiff::Timestamp>, ChainError> {
-        let mut out = std::collections::HashMap::new();
-        for chunk in blocks.chunks(self.settings.batch_size.max(1)) {
-            let calls: Vec<(&'static str, Value)> = chunk
-                .iter()
-                .map(|n| ("eth_getBlockByNumber", json!([format!("{n:#x}"), false])))
-                .collect();
-            let values = self.rpc.batch("block times", &calls).await?;
-            for (n, raw) in chunk.iter().zip(values) {
-                let b: Option<BlockTime> = serde_json::from_str(raw.get()).ok().flatten();
-                let t = b.and_then(|b| {
-                    let secs = i64::try_from(b.timestamp.to::<u64>()).ok()?;
-                    jiff::Timestamp::from_second(secs).ok()
-                });
-                if let Some(t) = t {
-                    out.insert(*n, t);
-                }
+        use futures::{StreamExt as _, TryStreamExt as _};
+        // Owned chunks: the stream's futures borrow nothing but `self` (keeps them Send).
+        let chunks: Vec<Vec<u64>> = blocks
+            .chunks(self.settings.batch_size.max(1))
+            .map(<[u64]>::to_vec)
+            .collect();
+        let got: Vec<Vec<(u64, jiff::Timestamp)>> = futures::stream::iter(chunks)
+            .map(|chunk| self.block_times_batch(chunk))
+            .buffered(super::evm::BATCHES_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(got.into_iter().flatten().collect())
+    }
+
+    async fn block_times_batch(
+        &self,
+        chunk: Vec<u64>,
+    ) -> Result<Vec<(u64, jiff::Timestamp)>, ChainError> {
+        let calls: Vec<(&'static str, Value)> = chunk
+            .iter()
+            .map(|n| ("eth_getBlockByNumber", json!([format!("{n:#x}"), false])))
+            .collect();
+        let values = self.rpc.batch("block times", &calls).await?;
+        let mut out = Vec::with_capacity(chunk.len());
+        for (n, raw) in chunk.into_iter().zip(values) {
+            let b: Option<BlockTime> = serde_json::from_str(raw.get()).ok().flatten();
+            let t = b.and_then(|b| {
+                let secs = i64::try_from(b.timestamp.to::<u64>()).ok()?;
+                jiff::Timestamp::from_second(secs).ok()
+            });
+            if let Some(t) = t {
+                out.push((n, t));
             }
         }
         Ok(out)

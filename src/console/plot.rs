@@ -5,6 +5,7 @@
 //! match the stylesheet's `.k0`…`.k7` (a strict CSP forbids inline styles).
 
 use jiff::{SignedDuration, Timestamp};
+use plotters::coord::types::RangedCoordi64;
 use plotters::prelude::*;
 
 use crate::store::{Store, StoreError, DELAY_BUCKETS, EXCEPTION_KINDS};
@@ -183,6 +184,37 @@ pub fn color_index(kind: &str) -> usize {
         .unwrap_or(7)
 }
 
+/// The chart both plots are drawn on: over the 30 days and `0..y_max`.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi64, RangedCoordi64>>;
+
+/// A 720×200 chart over the 30 days and `0..y_max`, a grid line at each of `grid`, with what
+/// `draw` puts on it; its SVG from `<svg` on, `None` when nothing could be drawn.
+fn chart(
+    y_max: i64,
+    grid: impl IntoIterator<Item = i64>,
+    draw: impl FnOnce(&mut Chart<'_, '_>) -> Option<()>,
+) -> Option<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 200)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .build_cartesian_2d(0i64..DAYS as i64 - 1, 0i64..y_max)
+            .ok()?;
+        let line = RGBColor(0xdd, 0xdd, 0xee);
+        for y in grid {
+            chart
+                .draw_series(LineSeries::new([(0, y), (DAYS as i64 - 1, y)], line))
+                .ok()?;
+        }
+        draw(&mut chart)?;
+        root.present().ok()?;
+    }
+    let start = svg.find("<svg")?;
+    Some(svg[start..].to_string())
+}
+
 /// The SVG of `series` (a line per kind), scaled to the largest day; `None` when nothing
 /// could be drawn.
 pub fn gaps_svg(series: &[(String, Vec<i64>)]) -> Option<String> {
@@ -192,20 +224,7 @@ pub fn gaps_svg(series: &[(String, Vec<i64>)]) -> Option<String> {
         .max()
         .unwrap_or(0)
         .max(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (720, 200)).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .build_cartesian_2d(0i64..DAYS as i64 - 1, 0i64..max)
-            .ok()?;
-        let grid = RGBColor(0xdd, 0xdd, 0xee);
-        for y in [0, max / 2, max] {
-            chart
-                .draw_series(LineSeries::new([(0, y), (DAYS as i64 - 1, y)], grid))
-                .ok()?;
-        }
+    chart(max, [0, max / 2, max], |chart| {
         for (kind, v) in series {
             let color = COLORS[color_index(kind)];
             let points = v.iter().enumerate().map(|(i, n)| (i as i64, *n));
@@ -213,30 +232,15 @@ pub fn gaps_svg(series: &[(String, Vec<i64>)]) -> Option<String> {
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))
                 .ok()?;
         }
-        root.present().ok()?;
-    }
-    let start = svg.find("<svg")?;
-    Some(svg[start..].to_string())
+        Some(())
+    })
 }
 
 /// The SVG of `d`: the p50 (colour 6) and p95 (colour 1) lines on the delay buckets' scale,
 /// a grid line per bucket; a day with no delivery breaks the line.
 pub fn delays_svg(d: &Delays) -> Option<String> {
     let top = DELAY_BUCKETS.len() as i64;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (720, 200)).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .build_cartesian_2d(0i64..DAYS as i64 - 1, 0i64..top)
-            .ok()?;
-        let grid = RGBColor(0xdd, 0xdd, 0xee);
-        for y in 0..=top {
-            chart
-                .draw_series(LineSeries::new([(0, y), (DAYS as i64 - 1, y)], grid))
-                .ok()?;
-        }
+    chart(top, 0..=top, |chart| {
         for (line, color) in [(&d.p50, COLORS[6]), (&d.p95, COLORS[1])] {
             let mut run: Vec<(i64, i64)> = Vec::new();
             for (i, v) in line.iter().enumerate().chain([(DAYS, &None)]) {
@@ -259,10 +263,8 @@ pub fn delays_svg(d: &Delays) -> Option<String> {
                 }
             }
         }
-        root.present().ok()?;
-    }
-    let start = svg.find("<svg")?;
-    Some(svg[start..].to_string())
+        Some(())
+    })
 }
 
 #[cfg(test)]

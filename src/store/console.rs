@@ -126,8 +126,9 @@ impl Store {
 
     /// Payment events delivered in `[from, to)` per UTC day of delivery and delay bucket: the
     /// index in `DELAY_BUCKETS` of the first bound the time from the payment's block to the
-    /// delivery is under (its length: later). A payment whose block time was not read (EVM
-    /// and Tron read it only for orders that expire) counts from when payrecon recorded it.
+    /// delivery is under (its length: later). A payment with no block time (its block could
+    /// not be read when it was credited, or an earlier payrecon credited it on EVM or Tron to
+    /// an order that does not expire) counts from when payrecon recorded it.
     pub async fn delays_per_day(
         &self,
         from: Timestamp,

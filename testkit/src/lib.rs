@@ -18,12 +18,15 @@
 //!   drop.
 //! - `rpc_counter`: a JSON-RPC proxy in front of a real node that counts requests and calls
 //!   by method.
+//! - `bench`: what the benchmarks share (the release binary, a `serve` of it on a free port,
+//!   a PostgreSQL schema of their own, percentiles).
 //! - `qvard`, `paymos`: fake provider APIs on loopback (served exactly as the providers
 //!   document them), sharing one front door (`json_api`: bearer token, request log, latency,
 //!   injected faults) and one handle shape.
 #![forbid(unsafe_code)]
 
 pub mod anvil;
+pub mod bench;
 pub mod env;
 pub mod esplora;
 pub mod inspect;
