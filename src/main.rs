@@ -10,7 +10,7 @@ use payrecon::cli::{Cli, CliError};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let logs = logging(&cli);
+    let logs = payrecon::cli::start_logging(&cli);
     let outcome = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -28,23 +28,4 @@ fn main() -> ExitCode {
             e.exit_code()
         }
     }
-}
-
-/// The demo holds its log lines to print them after its report; every other command logs as
-/// it goes (`PAYRECON_LOG`).
-#[cfg(feature = "demo")]
-fn logging(cli: &Cli) -> Option<payrecon::telemetry::HeldLog> {
-    match cli.command {
-        payrecon::cli::Command::Demo(_) => payrecon::telemetry::init_demo(),
-        _ => {
-            payrecon::telemetry::init();
-            None
-        }
-    }
-}
-
-#[cfg(not(feature = "demo"))]
-fn logging(_: &Cli) -> Option<payrecon::telemetry::HeldLog> {
-    payrecon::telemetry::init();
-    None
 }

@@ -12,12 +12,11 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ::reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderValue};
 use std::time::Duration;
 
 use alloy::rpc::client::RpcClient;
 use alloy::rpc::json_rpc::{RpcRecv, RpcSend};
-use alloy::transports::http::reqwest;
 use alloy::transports::{RpcError, TransportError};
 use rand::Rng;
 use serde_json::value::RawValue;

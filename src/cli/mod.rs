@@ -124,6 +124,20 @@ fn window(
     }
 }
 
+/// Starts logging for `cli`'s command: the demo holds its log lines to print them after its
+/// report; every other command logs as it goes (`PAYRECON_LOG`). Here rather than in
+/// `main.rs`, which then holds no code that depends on feature `demo`.
+pub fn start_logging(cli: &Cli) -> Option<crate::telemetry::HeldLog> {
+    #[cfg(feature = "demo")]
+    if let Command::Demo(_) = cli.command {
+        return crate::telemetry::init_demo();
+    }
+    #[cfg(not(feature = "demo"))]
+    let _ = cli;
+    crate::telemetry::init();
+    None
+}
+
 /// Runs `cli`'s command. `logs` are the demo's held log lines (printed after its report).
 pub async fn dispatch(cli: Cli, logs: Option<crate::telemetry::HeldLog>) -> Outcome {
     #[cfg(feature = "demo")]

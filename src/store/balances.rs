@@ -49,19 +49,20 @@ pub struct BalanceGauge {
     pub last_check: Timestamp,
 }
 
-/// A row as stored: amounts as text, times in milliseconds.
-#[derive(sqlx::FromRow)]
-struct RawBalance {
-    chain: String,
-    address: String,
-    asset: String,
-    opening_block: i64,
-    opening_balance: String,
-    checked_block: i64,
-    balance: String,
-    expected: String,
-    difference: String,
-    checked_ms: i64,
+from_row! {
+    /// A row as stored: amounts as text, times in milliseconds.
+    struct RawBalance {
+        chain: String,
+        address: String,
+        asset: String,
+        opening_block: i64,
+        opening_balance: String,
+        checked_block: i64,
+        balance: String,
+        expected: String,
+        difference: String,
+        checked_ms: i64,
+    }
 }
 
 impl RawBalance {

@@ -11,30 +11,34 @@ use super::dialect::Dialect;
 use super::rows::{counted, db_error};
 use super::{Store, StoreError};
 
-/// What a run saw of an order: the provider's record and the chain's state beside the ledger's.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct FindingView {
-    pub run_id: String,
-    pub provider: String,
-    pub kind: String,
-    pub local_state: Option<String>,
-    pub observed_state: Option<String>,
-    pub action: String,
-    pub detail: String,
-    pub tx_hash: Option<String>,
-    pub created_at: String,
+from_row! {
+    /// What a run saw of an order: the provider's record and the chain's state beside the ledger's.
+    #[derive(Debug, Clone, Serialize)]
+    pub struct FindingView {
+        pub run_id: String,
+        pub provider: String,
+        pub kind: String,
+        pub local_state: Option<String>,
+        pub observed_state: Option<String>,
+        pub action: String,
+        pub detail: String,
+        pub tx_hash: Option<String>,
+        pub created_at: String,
+    }
 }
 
-/// An order held now: unpaid, no key, part of its amount credited (base units as text).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct HeldView {
-    pub order_ref: String,
-    pub chain: String,
-    pub asset: String,
-    pub amount_due: String,
-    pub amount_paid: String,
-    pub expires_at: Option<String>,
-    pub created_at: String,
+from_row! {
+    /// An order held now: unpaid, no key, part of its amount credited (base units as text).
+    #[derive(Debug, Clone, Serialize)]
+    pub struct HeldView {
+        pub order_ref: String,
+        pub chain: String,
+        pub asset: String,
+        pub amount_due: String,
+        pub amount_paid: String,
+        pub expires_at: Option<String>,
+        pub created_at: String,
+    }
 }
 
 /// The delay buckets of `delays_per_day`: a payment's event delivered within this many

@@ -47,21 +47,22 @@ fn filter_sql<D: Dialect>(f: &EventFilter, first: usize) -> (String, Vec<String>
     (clauses.join(" AND "), binds)
 }
 
-/// A row of `list_events`' query.
-#[derive(sqlx::FromRow)]
-struct RawEvent {
-    seq: i64,
-    id: String,
-    order_ref: Option<String>,
-    order_id: i64,
-    kind: String,
-    attempts: i64,
-    created_at: String,
-    next_attempt_at: Option<String>,
-    delivered_at: Option<String>,
-    dead_at: Option<String>,
-    last_status: Option<i64>,
-    last_error: Option<String>,
+from_row! {
+    /// A row of `list_events`' query.
+    struct RawEvent {
+        seq: i64,
+        id: String,
+        order_ref: Option<String>,
+        order_id: i64,
+        kind: String,
+        attempts: i64,
+        created_at: String,
+        next_attempt_at: Option<String>,
+        delivered_at: Option<String>,
+        dead_at: Option<String>,
+        last_status: Option<i64>,
+        last_error: Option<String>,
+    }
 }
 
 impl From<RawEvent> for EventRow {

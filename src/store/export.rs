@@ -34,25 +34,26 @@ pub struct ExportRow {
     pub exception: Option<String>,
 }
 
-/// A row of the export's query, times in milliseconds.
-#[derive(sqlx::FromRow)]
-struct RawExport {
-    order_ref: String,
-    chain: String,
-    asset: String,
-    amount: String,
-    tx_hash: String,
-    log_index: i64,
-    block_number: Option<i64>,
-    block_ms: Option<i64>,
-    state: String,
-    credited_ms: Option<i64>,
-    source: String,
-    provider: Option<String>,
-    order_state: String,
-    amount_due: String,
-    amount_paid: Option<String>,
-    exception: Option<String>,
+from_row! {
+    /// A row of the export's query, times in milliseconds.
+    struct RawExport {
+        order_ref: String,
+        chain: String,
+        asset: String,
+        amount: String,
+        tx_hash: String,
+        log_index: i64,
+        block_number: Option<i64>,
+        block_ms: Option<i64>,
+        state: String,
+        credited_ms: Option<i64>,
+        source: String,
+        provider: Option<String>,
+        order_state: String,
+        amount_due: String,
+        amount_paid: Option<String>,
+        exception: Option<String>,
+    }
 }
 
 impl From<RawExport> for ExportRow {

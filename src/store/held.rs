@@ -98,12 +98,13 @@ pub struct HeldPayment {
     pub state: State,
 }
 
-/// What `HELD_COLUMNS` select beside the ledger row.
-#[derive(sqlx::FromRow)]
-struct HeldExtras {
-    payment_id: i64,
-    gone: i64,
-    payment_state: String,
+from_row! {
+    /// What `HELD_COLUMNS` select beside the ledger row.
+    struct HeldExtras {
+        payment_id: i64,
+        gone: i64,
+        payment_state: String,
+    }
 }
 
 /// Decodes `HELD_COLUMNS` rows: the valid ones, and every id read (a row that cannot be

@@ -117,12 +117,13 @@ impl Store {
     }
 }
 
-/// An inbox row as the database returned it, before its time is read.
-#[derive(sqlx::FromRow)]
-struct RawDelivery {
-    id: i64,
-    provider: String,
-    event_id: String,
-    body: String,
-    received_at_text: String,
+from_row! {
+    /// An inbox row as the database returned it, before its time is read.
+    struct RawDelivery {
+        id: i64,
+        provider: String,
+        event_id: String,
+        body: String,
+        received_at_text: String,
+    }
 }

@@ -2,6 +2,10 @@
 //! Lookups are batched (one query per page of records); a transition is one conditional
 //! UPDATE plus its audit row in the same transaction.
 
+// First, so that `from_row!` is in scope in every module declared after it.
+#[macro_use]
+mod from_row;
+
 mod apply;
 mod attach;
 mod backend;

@@ -8,26 +8,39 @@ use serde::Serialize;
 use super::ApplyContext;
 use crate::domain::{NewPayment, PlannedTransition, State};
 
-/// The order columns an applying UPDATE returns (`RETURNING`), for the event body.
-#[derive(sqlx::FromRow)]
-pub(crate) struct EventOrder {
-    pub order_ref: String,
-    pub chain: String,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    pub block_number: Option<i64>,
-    pub block_hash: Option<String>,
-    pub asset: String,
-    pub amount_due_text: String,
-    pub amount_paid_text: Option<String>,
+from_row! {
+    /// The order columns an applying UPDATE returns (`RETURNING`), for the event body.
+    pub(crate) struct EventOrder {
+        pub order_ref: String,
+        pub chain: String,
+        pub tx_hash: Option<String>,
+        pub log_index: Option<i64>,
+        pub block_number: Option<i64>,
+        pub block_hash: Option<String>,
+        pub asset: String,
+        pub amount_due_text: String,
+        pub amount_paid_text: Option<String>,
+    }
 }
 
 /// `o.id` then the `EventOrder` columns, as one flat row (a set-wise batch's orders).
-#[derive(sqlx::FromRow)]
 pub(super) struct IdAndOrder {
     pub id: i64,
-    #[sqlx(flatten)]
     pub order: EventOrder,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for IdAndOrder
+where
+    &'r str: sqlx::ColumnIndex<R>,
+    EventOrder: sqlx::FromRow<'r, R>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        Ok(IdAndOrder {
+            id: row.try_get("id")?,
+            order: EventOrder::from_row(row)?,
+        })
+    }
 }
 
 /// An event row about to be written: of a transition, or of a payment (docs/reference.md §6).

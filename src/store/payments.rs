@@ -20,19 +20,20 @@ const CREDIT_COLUMNS: &str =
      p.state, p.block_number, p.block_hash, {bt} AS block_ms, \
      CASE WHEN p.reorged_at IS NULL THEN {zero} ELSE {one} END AS gone";
 
-/// A credited payment as the database returned it (`CREDIT_COLUMNS`).
-#[derive(sqlx::FromRow)]
-struct CreditRow {
-    order_id: i64,
-    chain: String,
-    tx_hash: String,
-    log_index: i64,
-    amount_text: String,
-    state: String,
-    block_number: Option<i64>,
-    block_hash: Option<String>,
-    block_ms: Option<i64>,
-    gone: i64,
+from_row! {
+    /// A credited payment as the database returned it (`CREDIT_COLUMNS`).
+    struct CreditRow {
+        order_id: i64,
+        chain: String,
+        tx_hash: String,
+        log_index: i64,
+        amount_text: String,
+        state: String,
+        block_number: Option<i64>,
+        block_hash: Option<String>,
+        block_ms: Option<i64>,
+        gone: i64,
+    }
 }
 
 fn decode_credit(r: CreditRow) -> Option<(i64, CreditedPayment)> {

@@ -56,36 +56,40 @@ pub struct OrderView {
     pub position: Option<String>,
 }
 
-/// A transition of an order, from `payrecon_transitions`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
-pub struct TransitionView {
-    pub from_state: String,
-    pub to_state: String,
-    /// `reconcile`, `webhook` or `operator`.
-    pub source: String,
-    pub provider: String,
-    pub run_id: Option<String>,
-    pub created_at: Option<String>,
+from_row! {
+    /// A transition of an order, from `payrecon_transitions`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    pub struct TransitionView {
+        pub from_state: String,
+        pub to_state: String,
+        /// `reconcile`, `webhook` or `operator`.
+        pub source: String,
+        pub provider: String,
+        pub run_id: Option<String>,
+        pub created_at: Option<String>,
+    }
 }
 
-/// A payment credited to an order, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
-pub struct PaymentView {
-    pub chain: String,
-    pub tx_hash: String,
-    pub log_index: i64,
-    /// Base units, as a decimal string.
-    pub amount: String,
-    pub block_number: Option<i64>,
-    pub block_hash: Option<String>,
-    /// `pending`, `confirmed` or `final`.
-    pub state: String,
-    /// `reconcile`, `webhook`, `operator` or `merchant`.
-    pub source: String,
-    pub provider: Option<String>,
-    pub created_at: Option<String>,
-    /// When the payment was seen to leave the canonical chain (null while it is on it).
-    pub reorged_at: Option<String>,
+from_row! {
+    /// A payment credited to an order, as the API shows it.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+    pub struct PaymentView {
+        pub chain: String,
+        pub tx_hash: String,
+        pub log_index: i64,
+        /// Base units, as a decimal string.
+        pub amount: String,
+        pub block_number: Option<i64>,
+        pub block_hash: Option<String>,
+        /// `pending`, `confirmed` or `final`.
+        pub state: String,
+        /// `reconcile`, `webhook`, `operator` or `merchant`.
+        pub source: String,
+        pub provider: Option<String>,
+        pub created_at: Option<String>,
+        /// When the payment was seen to leave the canonical chain (null while it is on it).
+        pub reorged_at: Option<String>,
+    }
 }
 
 /// What registering one order did.
@@ -109,11 +113,23 @@ pub struct OrderPage {
     pub limit: i64,
 }
 
-#[derive(sqlx::FromRow)]
 struct PagedRow {
-    #[sqlx(flatten)]
     row: ViewRow,
     position: String,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PagedRow
+where
+    &'r str: sqlx::ColumnIndex<R>,
+    ViewRow: sqlx::FromRow<'r, R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        Ok(PagedRow {
+            row: ViewRow::from_row(row)?,
+            position: row.try_get("position")?,
+        })
+    }
 }
 
 impl ViewRow {

@@ -28,29 +28,28 @@ pub(crate) fn json_list<T: serde::Serialize>(values: &[T]) -> String {
 /// Keys (and slots) per lookup query: far below every bind or array limit.
 pub(crate) const LOOKUP_CHUNK: usize = 5_000;
 
-/// A ledger row as the database returned it, before validation: the columns of
-/// `Dialect::ROW_COLUMNS`, read by name. The computed columns carry aliases no stored column
-/// has (`amount_due_text`, …), so that an `ORDER BY` of the stored column still sorts by it.
-#[derive(sqlx::FromRow)]
-pub(crate) struct RawRow {
-    pub id: i64,
-    pub order_ref: String,
-    pub chain: String,
-    pub pay_to: String,
-    pub asset: String,
-    #[sqlx(rename = "amount_due_text")]
-    pub amount_due: String,
-    pub tx_hash: Option<String>,
-    pub log_index: Option<i64>,
-    #[sqlx(rename = "amount_paid_text")]
-    pub amount_paid: Option<String>,
-    pub block_number: Option<i64>,
-    pub block_hash: Option<String>,
-    pub state: String,
-    /// `orders.expires_at` in milliseconds since the epoch.
-    pub expires_at_ms: Option<i64>,
-    /// 1: no key, or a payment row holds it; 0: the merchant's own code wrote the key.
-    pub key_credited: i64,
+from_row! {
+    /// A ledger row as the database returned it, before validation: the columns of
+    /// `Dialect::ROW_COLUMNS`, read by name. The computed columns carry aliases no stored column
+    /// has (`amount_due_text`, …), so that an `ORDER BY` of the stored column still sorts by it.
+    pub(crate) struct RawRow {
+        pub id: i64,
+        pub order_ref: String,
+        pub chain: String,
+        pub pay_to: String,
+        pub asset: String,
+        pub amount_due: String => "amount_due_text",
+        pub tx_hash: Option<String>,
+        pub log_index: Option<i64>,
+        pub amount_paid: Option<String> => "amount_paid_text",
+        pub block_number: Option<i64>,
+        pub block_hash: Option<String>,
+        pub state: String,
+        /// `orders.expires_at` in milliseconds since the epoch.
+        pub expires_at_ms: Option<i64>,
+        /// 1: no key, or a payment row holds it; 0: the merchant's own code wrote the key.
+        pub key_credited: i64,
+    }
 }
 
 /// Reads a `RawRow` (and, through `T`, whatever a query selects beside it) from one row:
@@ -236,26 +235,27 @@ fn percent_decode(s: &str) -> String {
 /// The rows a claim returns: `id, order_id, body, attempts`.
 pub(crate) type ClaimedRow = (String, i64, String, i64);
 
-/// An order's row as the registry reads it back (`registry::read_views`).
-#[derive(sqlx::FromRow)]
-pub(crate) struct ViewRow {
-    pub(crate) id: i64,
-    pub(crate) order_ref: String,
-    pub(crate) chain: String,
-    pub(crate) pay_to: String,
-    pub(crate) asset: String,
-    pub(crate) amount_due: String,
-    pub(crate) amount_paid: Option<String>,
-    pub(crate) state: String,
-    pub(crate) tx_hash: Option<String>,
-    pub(crate) log_index: Option<i64>,
-    pub(crate) block_number: Option<i64>,
-    pub(crate) block_hash: Option<String>,
-    pub(crate) expires_ms: Option<i64>,
-    pub(crate) created_ms: Option<i64>,
-    pub(crate) changed_ms: Option<i64>,
-    pub(crate) updated_ms: Option<i64>,
-    pub(crate) reference: Option<String>,
+from_row! {
+    /// An order's row as the registry reads it back (`registry::read_views`).
+    pub(crate) struct ViewRow {
+        pub(crate) id: i64,
+        pub(crate) order_ref: String,
+        pub(crate) chain: String,
+        pub(crate) pay_to: String,
+        pub(crate) asset: String,
+        pub(crate) amount_due: String,
+        pub(crate) amount_paid: Option<String>,
+        pub(crate) state: String,
+        pub(crate) tx_hash: Option<String>,
+        pub(crate) log_index: Option<i64>,
+        pub(crate) block_number: Option<i64>,
+        pub(crate) block_hash: Option<String>,
+        pub(crate) expires_ms: Option<i64>,
+        pub(crate) created_ms: Option<i64>,
+        pub(crate) changed_ms: Option<i64>,
+        pub(crate) updated_ms: Option<i64>,
+        pub(crate) reference: Option<String>,
+    }
 }
 
 #[cfg(test)]

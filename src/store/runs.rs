@@ -159,22 +159,24 @@ impl Store {
     }
 }
 
-/// A run as the console's runs page shows it: its window, outcome and totals.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct RunPageRow {
-    pub id: String,
-    pub trigger: String,
-    /// Exact (the backend's precision): the keyset bound of the next page.
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub since: String,
-    pub until: String,
-    pub status: String,
-    pub checked: i64,
-    pub gaps: i64,
-    pub applied: i64,
-    pub resends_requested: i64,
-    pub error: Option<String>,
+from_row! {
+    /// A run as the console's runs page shows it: its window, outcome and totals.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RunPageRow {
+        pub id: String,
+        pub trigger: String,
+        /// Exact (the backend's precision): the keyset bound of the next page.
+        pub started_at: String,
+        pub finished_at: Option<String>,
+        pub since: String,
+        pub until: String,
+        pub status: String,
+        pub checked: i64,
+        pub gaps: i64,
+        pub applied: i64,
+        pub resends_requested: i64,
+        pub error: Option<String>,
+    }
 }
 
 impl Store {

@@ -29,16 +29,18 @@ pub(super) const LIST_READS: &str = "payrecon_list_reads";
 /// Exceptions (docs/reference.md §3): read when the table exists.
 pub(super) const EXCEPTIONS: &str = "payrecon_exceptions";
 
-/// One `payrecon_runs` row as `status` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct RunStatusRow {
-    pub id: String,
-    pub trigger: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// `running` | `ok` | `failed`.
-    pub status: String,
-    pub error: Option<String>,
+from_row! {
+    /// One `payrecon_runs` row as `status` shows it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RunStatusRow {
+        pub id: String,
+        pub trigger: String,
+        pub started_at: String,
+        pub finished_at: Option<String>,
+        /// `running` | `ok` | `failed`.
+        pub status: String,
+        pub error: Option<String>,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,11 +100,23 @@ fn run_cols<D: Dialect>() -> String {
 }
 
 /// A run row of `read_runs`: which one it is (`last` or `finished`), and the run.
-#[derive(sqlx::FromRow)]
 struct WhichRun {
     which: String,
-    #[sqlx(flatten)]
     run: RunStatusRow,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for WhichRun
+where
+    &'r str: sqlx::ColumnIndex<R>,
+    RunStatusRow: sqlx::FromRow<'r, R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        Ok(WhichRun {
+            which: row.try_get("which")?,
+            run: RunStatusRow::from_row(row)?,
+        })
+    }
 }
 
 /// Runs `$sql` (written with the dialect `D`'s spellings) with `$bind`s, decoding rows as `$t`.

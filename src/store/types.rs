@@ -278,20 +278,20 @@ pub struct StoredDelivery {
     pub received_at: Timestamp,
 }
 
-/// One list's row, as `status` shows it (timestamps RFC 3339 UTC with milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ListReadRow {
-    pub provider: String,
-    /// '' for a list of every chain.
-    pub chain: String,
-    /// `all` | `failed`.
-    pub list: String,
-    pub pages_read: i64,
-    pub pages_total: i64,
-    #[sqlx(rename = "read_at_text")]
-    pub read_at: String,
-    #[sqlx(rename = "last_full_at_text")]
-    pub last_full_at: Option<String>,
+from_row! {
+    /// One list's row, as `status` shows it (timestamps RFC 3339 UTC with milliseconds).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ListReadRow {
+        pub provider: String,
+        /// '' for a list of every chain.
+        pub chain: String,
+        /// `all` | `failed`.
+        pub list: String,
+        pub pages_read: i64,
+        pub pages_total: i64,
+        pub read_at: String => "read_at_text",
+        pub last_full_at: Option<String> => "last_full_at_text",
+    }
 }
 
 /// What a run read of one list.

@@ -1,13 +1,21 @@
-//! What the benchmarks (`examples/bench_*.rs`) share: the release binary beside the running
-//! example, a `payrecon serve` of it on a free port, waited for and killed when dropped, a
-//! PostgreSQL schema of a benchmark's own, and percentiles of latencies.
+//! What the benchmarks (`benches/bench_*.rs`, run by `cargo bench --bench <name>`) share: their
+//! command line, the release binary beside the running benchmark, a `payrecon serve` of it on a
+//! free port, waited for and killed when dropped, a PostgreSQL schema of a benchmark's own, and
+//! percentiles of latencies.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The release binary beside the running example (`target/release/payrecon`).
+/// The benchmark's arguments for its parser: `cargo bench` adds `--bench` to a benchmark
+/// without the test harness, which the benchmarks' own options leave out.
+pub fn argv() -> impl Iterator<Item = std::ffi::OsString> {
+    std::env::args_os().filter(|a| a != "--bench")
+}
+
+/// The release binary beside the running benchmark (`target/release/deps/bench_*` →
+/// `target/release/payrecon`).
 pub fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the example's path");
+    let exe = std::env::current_exe().expect("the benchmark's path");
     exe.parent()
         .and_then(Path::parent)
         .map(|d| d.join("payrecon"))

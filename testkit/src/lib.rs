@@ -1,8 +1,10 @@
 //! Test support for payrecon, a dev-dependency only: nothing here is in the product. The one
 //! harness the integration tests (`tests/it`), the simulator (`tests/sim`) and the benchmarks
-//! (`examples/`) share:
+//! (`benches/`) share:
 //!
-//! - `env`: skip with a reason where a tool is missing, fail under `PAYRECON_TEST_STRICT=1`.
+//! - `env`: skip with a reason where a tool is missing, fail under `PAYRECON_TEST_STRICT=1`;
+//!   every need probed, for the end-of-run report; the backends chosen.
+//! - `tmp`: temporary directories on the tmpfs where the machine has one.
 //! - `anvil`: a real anvil node on a free loopback port and its JSON-RPC.
 //! - `process`: the real binary as a child, with a clean environment.
 //! - `esplora`: a fake Esplora REST API (docs/configuration.md, "Bitcoin").
@@ -40,6 +42,7 @@ pub mod rpc_counter;
 pub mod sandbox;
 pub mod scratch;
 pub mod surfnet;
+pub mod tmp;
 pub mod tron;
 
 pub use json_api::{HttpFault, JsonApi};

@@ -148,7 +148,7 @@ async fn logins(s: &Served, outcome: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_sessions_lock_out_and_logout() {
     let (_guard, urls) = crate::support::backends().await;
-    let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), urls[0].clone()).await;
     let served = Served::start(&console_config(&w, "")).await;
     let mut a = Agent::new(&served.base);
     assert_eq!(logins(&served, "failed").await, Some(0.0));
@@ -258,7 +258,7 @@ async fn held(w: &World, config: &Path) -> (String, String) {
 async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = console_config(&w, "");
         let (x, tx) = held(&w, &config).await;
         let served = Served::start(&config).await;
@@ -457,7 +457,7 @@ async fn an_operator_finds_and_accepts_an_exception_and_refusals_change_nothing(
 #[tokio::test]
 async fn a_missing_operators_file_is_a_config_error_naming_the_key() {
     let (_guard, urls) = crate::support::backends().await;
-    let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), urls[0].clone()).await;
     let config = w.config(&format!(
         "{NO_RUNS}\n[console]\nenabled = true\noperators_file = \"{}\"\n",
         w.dir.path().join("absent").display()
@@ -490,7 +490,7 @@ async fn a_missing_operators_file_is_a_config_error_naming_the_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trusted_proxy_names_the_operator_and_no_one_else_does() {
     let (_guard, urls) = crate::support::backends().await;
-    let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), urls[0].clone()).await;
     for (proxies, believed) in [("127.0.0.1", true), ("10.0.0.1", false)] {
         let extra =
             format!("trusted_header = \"X-Forwarded-User\"\ntrusted_proxies = [\"{proxies}\"]\n");
@@ -520,7 +520,7 @@ async fn a_trusted_proxy_names_the_operator_and_no_one_else_does() {
 #[tokio::test]
 async fn an_order_paid_on_chain_counts_its_confirmations() {
     let (_guard, urls) = crate::support::backends().await;
-    let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), urls[0].clone()).await;
     let extra = "trusted_header = \"X-Forwarded-User\"\ntrusted_proxies = [\"127.0.0.1\"]\n";
     let config = console_config(&w, extra);
     let r = order(&w, 1, 30).await;
@@ -550,7 +550,7 @@ async fn an_order_tells_its_story_and_a_dead_event_is_sent_again() {
     use crate::events::receiver::{Receiver, Reply};
     let (_guard, urls) = crate::support::backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let receiver = Receiver::start().await;
         // X-1's first event fails twice: dead after the one retry.
         receiver.script_order("X-1", [Reply::status(500), Reply::status(500)]);

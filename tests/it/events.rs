@@ -84,7 +84,7 @@ pub(crate) fn verify_with_standardwebhooks(
                 "signature": r.signature, "body": r.body})
         })
         .collect();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = payrecon_testkit::tmp::dir().unwrap();
     let path = dir.path().join("requests.json");
     std::fs::write(&path, serde_json::to_string(&items).unwrap()).unwrap();
     let script = r#"

@@ -10,7 +10,7 @@ use crate::cli::harness::{output, Out, BIN};
 
 /// `payrecon demo` with nothing from the test's environment but `env`.
 async fn demo(env: &[(&str, &str)]) -> Out {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = payrecon_testkit::tmp::dir().unwrap();
     let mut cmd = Command::new(BIN);
     cmd.env_clear()
         .envs(env.iter().copied())

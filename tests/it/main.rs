@@ -10,6 +10,7 @@ mod cli;
 mod cli_docs;
 mod console;
 mod depfaults;
+mod environment;
 mod events;
 mod evm;
 mod exceptions;

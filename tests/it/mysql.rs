@@ -253,7 +253,7 @@ async fn the_documented_least_privileges_are_enough() {
     // while the runner's pool is still open.
     let mut w = tokio::time::timeout(
         std::time::Duration::from_secs(60),
-        World::new(tempfile::tempdir().unwrap(), as_user(&migrator)),
+        World::new(payrecon_testkit::tmp::dir().unwrap(), as_user(&migrator)),
     )
     .await
     .expect("the migrating user migrates while the refused runner's pool is open");

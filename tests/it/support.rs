@@ -26,19 +26,22 @@ pub async fn set_state_raw(
 }
 
 pub use payrecon_testkit::anvil::Anvil;
-pub use payrecon_testkit::env::{skip, strict};
+pub use payrecon_testkit::env::{backend_selected, skip, strict};
 use payrecon_testkit::scratch::{self, Place};
 
 /// A fresh SQLite database file in a temp dir (kept alive by the returned guard).
 pub fn sqlite_url() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = payrecon_testkit::tmp::dir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
     (dir, url)
 }
 
-/// A fresh schema or database named `payrecon_t_…` on the server of `var`, or None (skipped)
-/// without it.
-async fn scratch_on(var: &str, what: &str, place: Place) -> Option<String> {
+/// A fresh schema or database named `payrecon_t_…` on the server of `var`, or None: skipped
+/// without it, or not chosen (`PAYRECON_TEST_BACKENDS` without `backend`).
+async fn scratch_on(var: &str, backend: &str, what: &str, place: Place) -> Option<String> {
+    if !backend_selected(backend) {
+        return None;
+    }
     let Ok(admin) = std::env::var(var) else {
         skip(&format!("{var} is not set ({what} tests)"));
         return None;
@@ -53,32 +56,63 @@ async fn scratch_on(var: &str, what: &str, place: Place) -> Option<String> {
 /// A fresh PostgreSQL schema for this test (tables created there through `search_path`), or
 /// None (skipped) without PAYRECON_TEST_PG_URL.
 pub async fn pg_url() -> Option<String> {
-    scratch_on("PAYRECON_TEST_PG_URL", "PostgreSQL", Place::Schema).await
+    scratch_on(
+        "PAYRECON_TEST_PG_URL",
+        "postgres",
+        "PostgreSQL",
+        Place::Schema,
+    )
+    .await
 }
 
 /// A fresh PostgreSQL database (for tests that take the whole database away).
 pub async fn pg_database_url() -> Option<String> {
-    scratch_on("PAYRECON_TEST_PG_URL", "PostgreSQL", Place::Database).await
+    scratch_on(
+        "PAYRECON_TEST_PG_URL",
+        "postgres",
+        "PostgreSQL",
+        Place::Database,
+    )
+    .await
 }
 
 /// A fresh MariaDB/MySQL database on `PAYRECON_TEST_MYSQL_URL`'s server, or None (skipped)
 /// without it. A database per test: MySQL's schema is its database.
 pub async fn mysql_url() -> Option<String> {
-    scratch_on("PAYRECON_TEST_MYSQL_URL", "MariaDB/MySQL", Place::Database).await
+    scratch_on(
+        "PAYRECON_TEST_MYSQL_URL",
+        "mysql",
+        "MariaDB/MySQL",
+        Place::Database,
+    )
+    .await
 }
 
-/// SQLite always, PostgreSQL when available: only for the tests of SQLite's and PostgreSQL's
-/// older migrations (MariaDB/MySQL has one). The guard keeps the SQLite file.
+/// SQLite and PostgreSQL (when available): only for the tests of SQLite's and PostgreSQL's
+/// older migrations (MariaDB/MySQL has one). Each when chosen (`backend_selected`). The
+/// guard keeps the SQLite file.
 pub async fn backends() -> (tempfile::TempDir, Vec<String>) {
     let (dir, sqlite) = sqlite_url();
-    let mut urls = vec![sqlite];
+    let mut urls = Vec::new();
+    if backend_selected("sqlite") {
+        urls.push(sqlite);
+    }
     if let Some(pg) = pg_url().await {
         urls.push(pg);
     }
     (dir, urls)
 }
 
-/// Every backend: SQLite always, PostgreSQL and MariaDB/MySQL when available.
+/// How many backends the tests run their arms on: the three, or those
+/// `PAYRECON_TEST_BACKENDS` chooses.
+pub fn backends_chosen() -> usize {
+    ["sqlite", "postgres", "mysql"]
+        .into_iter()
+        .filter(|b| backend_selected(b))
+        .count()
+}
+
+/// Every backend: SQLite, PostgreSQL and MariaDB/MySQL when available, each when chosen.
 pub async fn all_backends() -> (tempfile::TempDir, Vec<String>) {
     let (dir, mut urls) = backends().await;
     if let Some(my) = mysql_url().await {

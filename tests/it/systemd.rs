@@ -54,7 +54,7 @@ fn systemd_units_pass_systemd_analyze_verify() {
     let Some(sa) = systemd_analyze() else { return };
     // verify wants the ExecStart binary to exist: the units are checked as installed, with
     // ExecStart pointing at the binary built for this test instead of /usr/bin.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = payrecon_testkit::tmp::dir().unwrap();
     for name in ["payrecon.service", "payrecon-backfill@.service"] {
         let text = read_unit(name);
         assert!(

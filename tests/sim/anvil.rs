@@ -127,7 +127,8 @@ pub async fn run_slice() {
         failures.len(),
         failures.join("\n")
     );
-    if seeds.len() >= 8 {
+    // Coverage where the slice ran 8 seeds or more (a pass that chose one backend runs a few).
+    if seeds.len() >= 8 && n_jobs >= 8 {
         assert!(
             c.reincluded.get() > 0 && c.rekeyed.get() > 0,
             "no payment was re-keyed"

@@ -126,7 +126,7 @@ pub async fn ledger(backend: Backend) -> Result<Ledger, String> {
     let shared = |var: &str| std::env::var(var).map_err(|e| format!("{var}: {e}"));
     Ok(match backend {
         Backend::Sqlite => {
-            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let dir = payrecon_testkit::tmp::dir().map_err(|e| e.to_string())?;
             let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
             Ledger {
                 url,
@@ -179,7 +179,7 @@ impl World {
 
     /// `start` with webhook ingest and/or a cuttable database connection.
     pub async fn start_with(backend: Backend, extra: &str, second: bool, x: Extras) -> World {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = payrecon_testkit::tmp::dir().expect("temp dir");
         let (db_url, scratch) = match backend {
             Backend::Sqlite => (
                 format!("sqlite://{}", dir.path().join("ledger.db").display()),

@@ -1,4 +1,4 @@
-//! JSON-RPC over HTTP for one URL: alloy's reqwest transport as it sends and answers, plus
+//! JSON-RPC over HTTP for one URL, as alloy's reqwest transport sends and answers, plus
 //! `Retry-After`: the wait a throttled answer (429, 503) asks for is kept for the retry loop
 //! (`Rpc::with_failover`), which sleeps at least that long (at most `RETRY_AFTER_CAP`) before
 //! asking the same URL again.
@@ -9,8 +9,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use alloy::rpc::json_rpc::{RequestPacket, ResponsePacket};
-use alloy::transports::http::reqwest::{self, header::RETRY_AFTER};
 use alloy::transports::{TransportError, TransportErrorKind, TransportFut, TransportResult};
+use reqwest::header::RETRY_AFTER;
 
 /// The longest `Retry-After` honoured: a node asking for more fails the attempt budget first.
 pub(super) const RETRY_AFTER_CAP: Duration = Duration::from_secs(30);

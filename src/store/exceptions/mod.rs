@@ -26,27 +26,28 @@ use super::{Store, StoreError};
 /// Who clears an exception whose condition went away.
 pub const CLEARED_BY: &str = "payrecon";
 
-/// An exception as selected by `columns` (times in milliseconds).
-#[derive(sqlx::FromRow)]
-struct Row {
-    id: i64,
-    kind: String,
-    order_id: Option<i64>,
-    order_ref: Option<String>,
-    chain: String,
-    tx_hash: Option<String>,
-    log_index: Option<i64>,
-    amount: Option<String>,
-    detail: String,
-    status: String,
-    first_ms: Option<i64>,
-    last_ms: Option<i64>,
-    seen_count: i64,
-    resolved_ms: Option<i64>,
-    resolved_by: Option<String>,
-    resolution: Option<String>,
-    note: Option<String>,
-    asset: Option<String>,
+from_row! {
+    /// An exception as selected by `columns` (times in milliseconds).
+    struct Row {
+        id: i64,
+        kind: String,
+        order_id: Option<i64>,
+        order_ref: Option<String>,
+        chain: String,
+        tx_hash: Option<String>,
+        log_index: Option<i64>,
+        amount: Option<String>,
+        detail: String,
+        status: String,
+        first_ms: Option<i64>,
+        last_ms: Option<i64>,
+        seen_count: i64,
+        resolved_ms: Option<i64>,
+        resolved_by: Option<String>,
+        resolution: Option<String>,
+        note: Option<String>,
+        asset: Option<String>,
+    }
 }
 
 impl ExceptionRow {

@@ -23,7 +23,7 @@ use lookups::*;
 
 impl Backend for MySql {
     async fn migrate(pool: &MySqlPool) -> Result<(), StoreError> {
-        crate::store::migrate::run(&sqlx::migrate!("migrations/mysql"), pool, "MariaDB/MySQL").await
+        crate::store::migrate::run(crate::store::migrate::MYSQL, pool, "MariaDB/MySQL").await
     }
     async fn load_view(
         pool: &MySqlPool,

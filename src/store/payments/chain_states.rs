@@ -4,18 +4,19 @@
 
 use super::*;
 
-/// A payment the ledger holds as `final` since before `settled_before`, as its transfer:
-/// what the chain said when it became final (the caller reads no receipt for it).
-#[derive(sqlx::FromRow)]
-struct SettledRow {
-    tx_hash: String,
-    log_index: i64,
-    amount_text: String,
-    block_number: i64,
-    block_hash: String,
-    pay_to: String,
-    asset: String,
-    block_ms: Option<i64>,
+from_row! {
+    /// A payment the ledger holds as `final` since before `settled_before`, as its transfer:
+    /// what the chain said when it became final (the caller reads no receipt for it).
+    struct SettledRow {
+        tx_hash: String,
+        log_index: i64,
+        amount_text: String,
+        block_number: i64,
+        block_hash: String,
+        pay_to: String,
+        asset: String,
+        block_ms: Option<i64>,
+    }
 }
 
 /// The `final` payments of these transactions on `chain` whose state has not changed since

@@ -38,7 +38,7 @@ const KEYS_JOIN: &str =
 
 impl Backend for Postgres {
     async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-        crate::store::migrate::run(&sqlx::migrate!("migrations/postgres"), pool, "PostgreSQL").await
+        crate::store::migrate::run(crate::store::migrate::POSTGRES, pool, "PostgreSQL").await
     }
     async fn load_view(
         pool: &PgPool,

@@ -68,7 +68,7 @@ async fn unpaid_by_slot(
 
 impl Backend for Sqlite {
     async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-        crate::store::migrate::run(&sqlx::migrate!("migrations/sqlite"), pool, "SQLite").await
+        crate::store::migrate::run(crate::store::migrate::SQLITE, pool, "SQLite").await
     }
     async fn load_view(
         pool: &SqlitePool,

@@ -47,7 +47,7 @@ fn the_document_is_valid_openapi_3_1() {
         );
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = payrecon_testkit::tmp::dir().unwrap();
     let file = dir.path().join("openapi.json");
     std::fs::write(&file, payrecon::api::doc::json()).unwrap();
     let script = "import json,sys\n\

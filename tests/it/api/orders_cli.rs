@@ -20,7 +20,7 @@ fn add_args<'a>(r: &'a str, pay_to: &'a str, amount: &'a str) -> Vec<&'a str> {
 async fn add_and_import_validate_keep_the_good_rows_and_name_the_bad_lines() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let a1 = addr(1).to_string();
         let out = payrecon(&config, &add_args("C-1", &a1, "25000000")).await;

@@ -11,7 +11,7 @@ use crate::cli::harness::{addr, World};
 async fn racing_clients_get_one_201_and_one_row() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let mut s = serve_api(&w, "").await;
         let pay_to = addr(3).to_string();
         let same = order("R-1", &pay_to, "500");
@@ -46,7 +46,7 @@ async fn racing_clients_get_one_201_and_one_row() {
 async fn a_locked_database_is_a_503_with_retry_after_and_nothing_half_written() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let mut s = serve_api(&w, "").await;
         let body = order("D-1", &addr(4).to_string(), "1");
         // Another session holds the orders table for longer than a request may wait.

@@ -27,7 +27,7 @@ async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
     }
     let (_guard, urls) = support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let (_rx, db, port) = reference_receiver(w.dir.path()).await;
         // Runs every second; events to the receiver.
         let extra = format!(

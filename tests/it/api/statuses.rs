@@ -34,7 +34,7 @@ fn problem(a: &Answer, status: u16) {
 async fn every_status_of_post_and_get_on_both_databases() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let mut s = serve_api(&w, "").await;
         let pay_to = addr(1).to_string();
         let body = order("A-1", &pay_to, "25000000");
@@ -229,7 +229,7 @@ async fn every_status_of_post_and_get_on_both_databases() {
 async fn the_list_pages_in_a_stable_order_and_follows_changes() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let mut s = serve_api(&w, "").await;
         for i in 0..7 {
             let a = post(&s, &order(&format!("L-{i}"), &addr(i).to_string(), "1000")).await;

@@ -1,7 +1,11 @@
 //! The sandbox chain: parity with anvil through `ChainClient` and alloy's typed API, batching
 //! and scale.
 
+use std::task::{Context, Poll};
 use std::time::Instant;
+
+use alloy::rpc::json_rpc::{RequestPacket, ResponsePacket};
+use alloy::transports::{TransportError, TransportErrorKind, TransportFut};
 
 use payrecon::chain::{ChainClient, ChainSettings, Finality, Lookup, TransferQuery};
 use payrecon::domain::{Asset, U256};
@@ -12,6 +16,36 @@ use crate::evm::{
     deploy_token, send_native, send_nft_like, send_reverting, send_tokens_in_one_block,
 };
 use crate::support::Anvil;
+
+/// JSON-RPC over one HTTP POST, the transport under alloy's provider here (payrecon builds
+/// alloy without its HTTP transport; its own is private to the chain client).
+#[derive(Clone)]
+struct Post(reqwest::Client, String);
+
+impl tower::Service<RequestPacket> for Post {
+    type Response = ResponsePacket;
+    type Error = TransportError;
+    type Future = TransportFut<'static>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: RequestPacket) -> TransportFut<'static> {
+        let Post(http, url) = self.clone();
+        Box::pin(async move {
+            let resp = http.post(url).json(&req).send().await;
+            let body = resp
+                .and_then(|r| r.error_for_status())
+                .map_err(TransportErrorKind::custom)?
+                .bytes()
+                .await
+                .map_err(TransportErrorKind::custom)?;
+            serde_json::from_slice(&body)
+                .map_err(|e| TransportError::deser_err(e, String::from_utf8_lossy(&body)))
+        })
+    }
+}
 
 /// What a lookup says, without hashes (which differ between nodes).
 fn shape(l: &Lookup) -> String {
@@ -105,7 +139,8 @@ async fn sandbox_answers_like_anvil() {
     }
 
     // alloy's own typed API reads the sandbox's objects.
-    let provider = ProviderBuilder::new().connect_http(url.parse().unwrap());
+    let rpc = alloy::rpc::client::RpcClient::new(Post(reqwest::Client::new(), url.clone()), true);
+    let provider = ProviderBuilder::new().connect_client(rpc);
     assert_eq!(provider.get_chain_id().await.unwrap(), 31337);
     for tag in [
         BlockNumberOrTag::Latest,

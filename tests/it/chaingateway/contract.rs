@@ -1,5 +1,5 @@
 //! The contract test against Prism serving Chaingateway's own OpenAPI document.
-//! (Fetch speed is measured by `examples/bench_backfill.rs`, not here.)
+//! (Fetch speed is measured by `benches/bench_backfill.rs`, not here.)
 
 use std::time::Duration;
 

@@ -53,15 +53,20 @@ async fn unreachable_database_exits_1_without_the_password() {
     );
     let port = free_port();
     let config = w.config("");
-    for args in [&["run"][..], &["migrate"], &["check"]] {
+    // The three at once: each waits out the pool's connect timeout.
+    let runs = [&["run"][..], &["migrate"], &["check"]].map(|args| {
         let mut cmd = super::harness::command(&config, args);
         cmd.env(
             "PAYRECON_DATABASE__URL",
             format!("postgres://payrecon:Hunter2Secret@127.0.0.1:{port}/ledger"),
         );
-        let t0 = std::time::Instant::now();
-        let out = super::harness::output(cmd).await;
-        let took = t0.elapsed();
+        async move {
+            let t0 = std::time::Instant::now();
+            let out = super::harness::output(cmd).await;
+            (args, out, t0.elapsed())
+        }
+    });
+    for (args, out, took) in futures::future::join_all(runs).await {
         out.assert_code(1);
         out.assert_no_panic();
         assert!(
@@ -183,7 +188,7 @@ async fn no_secret_in_the_output_of_a_failing_run() {
             &format!("postgres://postgres:{DB_PASSWORD}@"),
             1,
         );
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         // A provider that knows this key, and answers every request 400 with the request
         // headers (Authorization too) echoed in the body.
         let (cg, cg_url) = FakeChaingateway::start(API_KEY).await;

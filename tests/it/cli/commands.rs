@@ -16,7 +16,7 @@ const TABLES: [&str; 5] = [
 async fn migrate_creates_the_schema() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = payrecon_testkit::tmp::dir().unwrap();
         let config = dir.path().join("config.toml");
         let toml = payrecon_testkit::sandbox::config_toml(
             &url,
@@ -128,7 +128,7 @@ async fn check_prints_one_line_per_item_and_fails_when_the_provider_is_down() {
 async fn one_resend_across_two_processes() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         w.failed_notification(7).await;
         let config = w.config("");
         let first = payrecon(&config, &["run", "--format", "json"]).await;

@@ -183,7 +183,7 @@ pub struct World {
 impl World {
     /// On a fresh SQLite file.
     pub async fn sqlite() -> World {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = payrecon_testkit::tmp::dir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
         World::new(dir, url).await
     }

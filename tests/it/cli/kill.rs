@@ -70,7 +70,7 @@ fn assert_consistent(rows: &[(String, String, bool, Vec<String>)]) {
 async fn a_killed_run_leaves_the_ledger_consistent_and_the_next_completes_it() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         w.missing_payments(0, N).await;
         w.cg.set_per_page(100);
         w.chain.set_latency(Duration::from_millis(40));

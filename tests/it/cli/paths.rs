@@ -32,7 +32,7 @@ fn relative_config(w: &World, db: &str) -> (std::path::PathBuf, std::path::PathB
 async fn relative_paths_follow_the_config_file_not_the_working_directory() {
     let w = World::sqlite().await;
     let (config, folder) = relative_config(&w, "ledger.db");
-    let elsewhere = tempfile::tempdir().unwrap();
+    let elsewhere = payrecon_testkit::tmp::dir().unwrap();
     let run = |args: &'static [&'static str]| {
         let mut cmd = command(&config, args);
         cmd.current_dir(elsewhere.path());

@@ -19,7 +19,7 @@ async fn states(w: &World, refs: &[String]) -> Vec<String> {
 async fn dry_run_writes_nothing_and_requests_no_resend() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let mut refs = w.missing_payments(1, 3).await;
         refs.push(w.failed_notification(4).await);
         let before = states(&w, &refs).await;

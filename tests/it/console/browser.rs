@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
 use super::{console_config, held, ANA};
@@ -39,8 +40,6 @@ fn tools() -> Option<(String, String)> {
 
 /// A headless Chromium session; the driver process dies with the returned child.
 async fn browser(chromium: &str, driver: &str) -> (Client, tokio::process::Child) {
-    // fantoccini's client takes the process's default TLS provider (unused on loopback).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let port = free_port();
     let child = tokio::process::Command::new(driver)
         .arg(format!("--port={port}"))
@@ -61,8 +60,8 @@ async fn browser(chromium: &str, driver: &str) -> (Client, tokio::process::Child
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        match ClientBuilder::rustls()
-            .expect("rustls")
+        // Plain HTTP: the driver listens on loopback (no TLS stack in the test build).
+        match ClientBuilder::new(HttpConnector::new())
             .capabilities(caps.clone())
             .connect(&url)
             .await
@@ -156,7 +155,7 @@ async fn an_operator_settles_an_exception_in_a_real_browser() {
         return;
     };
     let (_guard, urls) = crate::support::backends().await;
-    let w = World::new(tempfile::tempdir().unwrap(), urls[0].clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), urls[0].clone()).await;
     let receiver = Receiver::start().await;
     receiver.script_order("X-1", [Reply::status(500), Reply::status(500)]);
     let events = format!("\n{}", crate::events::events_table(&receiver.url(), 1, ""));

@@ -76,7 +76,7 @@ impl PrivatePg {
             skip("running as root without a `postgres` OS user to run initdb as");
             return None;
         }
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = payrecon_testkit::tmp::dir().expect("temp dir");
         if as_root {
             check(
                 "chown the cluster dir",

@@ -67,7 +67,7 @@ async fn depfaults_postgres_restart_and_outage_under_serve() {
     let Some(pg) = PrivatePg::start() else {
         return;
     };
-    let w = World::new(tempfile::tempdir().unwrap(), pg.url.clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), pg.url.clone()).await;
     w.missing_payments(1, 2).await;
     let config = w.config(&format!("webhook_secret = \"{SECRET}\"\n{EVERY_SECOND}"));
     let mut s = Served::start(&config).await;

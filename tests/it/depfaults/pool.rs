@@ -48,7 +48,7 @@ async fn depfaults_pool_of_one_connection_under_webhooks_a_run_and_readyz() {
         } else {
             "postgres"
         };
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         w.missing_payments(1, MISSING).await;
         let mut bodies = Vec::new();
         for i in FIRST..FIRST + DELIVERIES {

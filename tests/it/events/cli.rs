@@ -19,7 +19,7 @@ async fn worlds() -> (tempfile::TempDir, Vec<World>) {
     let (dir, urls) = crate::support::all_backends().await;
     let mut out = Vec::new();
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url).await;
         out.push(w);
     }
     // The SQLite file lives in `dir`: the caller keeps it for the test's duration.
@@ -131,7 +131,7 @@ async fn run_flushes(w: World) {
 /// `payrecon demo` delivers its events to the sandbox merchant endpoint and shows them.
 #[tokio::test]
 async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = payrecon_testkit::tmp::dir().unwrap();
     let mut cmd = tokio::process::Command::new(crate::cli::harness::BIN);
     cmd.arg("demo")
         .arg("--dir")

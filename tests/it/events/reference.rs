@@ -30,7 +30,7 @@ async fn the_reference_receiver_fulfils_each_final_order_once() {
         return;
     }
     crate::reconcile::on_backends(|url| async move {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = payrecon_testkit::tmp::dir().unwrap();
         let (guard, db, port) = reference_receiver(dir.path()).await;
         // The merchant's own handler fulfilled D-1 already (its conditional update won).
         sqlite_exec(

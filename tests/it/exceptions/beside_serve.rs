@@ -24,7 +24,7 @@ async fn open_gauge(s: &Served, kind: &str) -> Option<f64> {
 async fn accept_beside_a_running_serve_goes_through_and_its_gauges_follow() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config(EVERY_SECOND);
         let held = order(&w, 1, 30).await;
         pay(&w, 1, 20, "n-1");
@@ -78,7 +78,7 @@ async fn accept_beside_a_running_serve_goes_through_and_its_gauges_follow() {
 async fn a_restarted_serve_shows_what_the_database_holds_before_its_first_run() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config(crate::serve::NEVER);
         order(&w, 1, 30).await;
         pay(&w, 1, 20, "n-1");

@@ -37,7 +37,7 @@ async fn ledger(w: &World) -> Vec<i64> {
 async fn accept_moves_a_held_order_to_its_payments_state_with_its_event() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let rx = Receiver::start().await;
         let config = w.config(&events(&rx));
         let held = order(&w, 1, 30).await;
@@ -182,7 +182,7 @@ async fn accept_moves_a_held_order_to_its_payments_state_with_its_event() {
 async fn attach_credits_a_payment_to_no_order_and_the_chain_decides_its_state() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let tx = pay(&w, 3, 25, "n-3");
         let paid = order(&w, 4, 25).await;
@@ -309,7 +309,7 @@ async fn attach_credits_a_payment_to_no_order_and_the_chain_decides_its_state() 
 async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let over = order(&w, 6, 20).await;
         pay(&w, 6, 25, "n-6");
@@ -423,7 +423,7 @@ async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
 async fn a_late_and_short_payment_holds_the_order_until_both_problems_are_accepted() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let rx = Receiver::start().await;
         let config = w.config(&events(&rx));
         let held = order(&w, 5, 25).await;

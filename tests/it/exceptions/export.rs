@@ -37,7 +37,7 @@ fn six(units: &str) -> String {
 async fn the_export_reads_back_with_every_amount_as_the_database_has_it() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         for i in 1..=3 {
             order(&w, i, 25).await;
@@ -186,14 +186,16 @@ async fn an_unreachable_database_is_one_line_without_its_password() {
     let url = "postgres://payrecon:s3cret-pw-42@127.0.0.1:1/none";
     let text = payrecon_testkit::sandbox::config_toml(url, &w.cg_url, &w.rpc_url, "");
     let config = w.write("secret.toml", &text);
-    for args in [
+    let commands = [
         vec!["exceptions"],
         vec!["exceptions", "show", "1"],
         vec!["exceptions", "dismiss", "1", "--reason", "r", "--by", "x"],
         vec!["exceptions", "accept", "1", "--reason", "r", "--by", "x"],
         vec!["export"],
-    ] {
-        let out = payrecon(&config, &args).await;
+    ];
+    // All at once: each waits out the pool's connect timeout.
+    let outs = futures::future::join_all(commands.iter().map(|args| payrecon(&config, args))).await;
+    for (args, out) in commands.iter().zip(outs) {
         out.assert_code(1);
         assert!(!out.stderr.is_empty(), "{args:?}");
         assert!(

@@ -12,7 +12,7 @@ use payrecon_testkit::inspect::Inspect;
 async fn a_held_order_has_one_exception_across_runs_until_a_top_up_clears_it() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let held = order(&w, 1, 30).await;
         let first = pay(&w, 1, 20, "n-1");
@@ -85,7 +85,7 @@ async fn a_held_order_has_one_exception_across_runs_until_a_top_up_clears_it() {
 async fn a_payment_to_no_order_is_cleared_once_an_order_registered_later_takes_it() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let tx = pay(&w, 2, 25, "n-1");
         payrecon(&config, &["run"]).await.assert_code(0);

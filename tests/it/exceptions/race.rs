@@ -79,7 +79,7 @@ async fn held(w: &World, config: &std::path::Path) -> (String, String) {
 async fn two_people_accepting_at_once_one_wins_and_the_other_is_told_who() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let (r, x) = held(&w, &config).await;
         let mut hold = Hold::take(&url, &r).await;
@@ -132,7 +132,7 @@ async fn two_people_accepting_at_once_one_wins_and_the_other_is_told_who() {
 async fn a_decision_killed_midway_leaves_nothing_and_can_be_made_again() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let (r, x) = held(&w, &config).await;
         let mut hold = Hold::take(&url, &r).await;

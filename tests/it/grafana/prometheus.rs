@@ -27,7 +27,7 @@ impl Drop for Prometheus {
 impl Prometheus {
     /// Starts `bin` scraping `target` (`host:port`) and waits until it is ready.
     pub async fn start(bin: &Path, target: &str, rules: &Path) -> Prometheus {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = payrecon_testkit::tmp::dir().expect("temp dir");
         let config = format!(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
              rule_files:\n  - {rules}\n\

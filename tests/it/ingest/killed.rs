@@ -48,7 +48,7 @@ async fn ingest_delivery_stored_by_a_killed_serve_is_applied_once_by_the_next_ru
         let proxy = DelayProxy::start(&w.anvil.url).await;
         let chain = format!("confirmations = {CONFS}\nfinality = \"finalized\"");
         let toml = toml_with_chain(&url, &w.cg_url, &proxy.url, &w.token, &chain, &p, NEVER);
-        let dir = tempfile::tempdir().unwrap();
+        let dir = payrecon_testkit::tmp::dir().unwrap();
         let config = dir.path().join("config.toml");
         std::fs::write(&config, toml).unwrap();
 

@@ -60,7 +60,7 @@ impl Pair {
         store.migrate().await.unwrap();
         let keys = "confirmations = 12\nfinality = \"finalized\"\nscan_unpaid = false";
         let toml = toml_with_chain(db_url, &cg_url, &rpc_url, SANDBOX_TOKEN, keys, "", extra);
-        let dir = tempfile::tempdir().unwrap();
+        let dir = payrecon_testkit::tmp::dir().unwrap();
         let config = dir.path().join("config.toml");
         std::fs::write(&config, toml).unwrap();
         Pair {

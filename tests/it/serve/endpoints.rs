@@ -349,7 +349,7 @@ async fn readyz_is_503_when_the_database_is_gone() {
         return;
     };
     let name = url.rsplit('/').next().unwrap().to_string();
-    let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+    let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
     let config = w.config(NEVER);
     let mut s = Served::start(&config).await;
     assert_eq!(s.get("/readyz").await.0, 200);
@@ -402,7 +402,11 @@ async fn readyz_answers_within_a_second_when_the_database_hangs() {
     };
     let (_, upstream) = via(&url, "");
     let proxy = PgProxy::start(upstream).await;
-    let w = World::new(tempfile::tempdir().unwrap(), via(&url, &proxy.addr).0).await;
+    let w = World::new(
+        payrecon_testkit::tmp::dir().unwrap(),
+        via(&url, &proxy.addr).0,
+    )
+    .await;
     let config = w.config(NEVER);
     let mut s = Served::start(&config).await;
     assert_eq!(s.get("/readyz").await.0, 200);

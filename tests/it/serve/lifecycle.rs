@@ -125,7 +125,7 @@ async fn ticks_during_a_run_are_skipped_and_runs_never_overlap() {
 async fn a_manual_run_beside_serve_applies_nothing_twice() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         w.missing_payments(1, 300).await;
         for i in [1, 50, 100, 150, 200] {
             assert!(w.cg.mark_failed("ethereum", &format!("n-{i}")));

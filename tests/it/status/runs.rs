@@ -11,7 +11,7 @@ use crate::cli::harness::{payrecon, World};
 async fn status_shows_a_run_without_an_end_as_running_or_killed() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let start = |id: &str, ago: i64| RunRow {
             id: id.into(),
@@ -53,7 +53,7 @@ async fn status_shows_a_run_without_an_end_as_running_or_killed() {
 async fn status_attributes_a_run_only_to_the_providers_it_reconciled() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let config = w.config("");
         let run = |id: &str, ago: i64| RunRow {
             id: id.into(),

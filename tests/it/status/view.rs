@@ -99,7 +99,7 @@ async fn lost_payment(w: &World, i: u32) {
 async fn status_shows_last_runs_gaps_findings_resends_inbox_and_leases() {
     let (_guard, urls) = crate::support::all_backends().await;
     for url in urls {
-        let w = World::new(tempfile::tempdir().unwrap(), url.clone()).await;
+        let w = World::new(payrecon_testkit::tmp::dir().unwrap(), url.clone()).await;
         let (backup, backup_url) = FakeChaingateway::start(SANDBOX_API_KEY).await;
         let config = w.config(&backup_table(&backup_url));
         // Before any run: every provider listed, no run, zeros.

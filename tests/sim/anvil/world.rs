@@ -98,7 +98,7 @@ batch_size = {batch}
 }
 
 pub async fn start(rng: &mut StdRng, backend: Backend, bin: &str) -> AWorld {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = payrecon_testkit::tmp::dir().expect("temp dir");
     let (db, scratch) = match backend {
         Backend::Sqlite => (
             format!("sqlite://{}", dir.path().join("ledger.db").display()),

@@ -16,7 +16,7 @@ pub struct ChildRun {
     pub statements: u64,
 }
 
-/// `target/<profile>/payrecon` beside `target/<profile>/examples/bench_backfill`.
+/// `target/<profile>/payrecon` beside `target/<profile>/deps/bench_backfill-<hash>`.
 pub fn default_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let bin = exe.parent()?.parent()?.join("payrecon");
@@ -24,7 +24,7 @@ pub fn default_binary() -> Option<PathBuf> {
 }
 
 /// `payrecon run --since 2000-01-01T00:00:00Z --format json` (a backfill of everything).
-#[allow(dead_code)] // not every example that includes this file backfills
+#[allow(dead_code)] // not every benchmark that includes this file backfills
 pub async fn run(
     bin: &Path,
     dir: &Path,

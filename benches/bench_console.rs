@@ -9,7 +9,7 @@
 //! about time; exits 1 when a page does not answer 200.
 //!
 //! ```text
-//! cargo build --release && cargo run --release --example bench_console -- \
+//! cargo bench --bench bench_console -- \
 //!     [--orders 1000000] [--exceptions 100000] [--events 1000000] [--samples 200] \
 //!     [--db sqlite|postgres|both]
 //! ```
@@ -415,7 +415,7 @@ async fn bench(name: &str, url: &str, b: B, args: &Args, dir: &Path) -> Result<(
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let mut runs: Vec<(&str, String, B)> = Vec::new();

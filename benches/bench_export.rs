@@ -4,7 +4,7 @@
 //! memory must stay flat (the rows stream from one cursor to a buffered writer).
 //!
 //! ```text
-//! cargo build --release && cargo run --release --example bench_export -- \
+//! cargo bench --bench bench_export -- \
 //!     [--first 100000] [--payments 1000000] [--db sqlite|postgres|both] [--pg-url URL]
 //! ```
 //! The payments are seeded by SQL (orders `E-<i>`, final, one payment each, amounts that
@@ -169,7 +169,7 @@ async fn bench(name: &str, url: &str, args: &Args, dir: &Path) -> Result<(), Str
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut runs: Vec<(&str, String)> = Vec::new();
     if args.db != Db::Postgres {

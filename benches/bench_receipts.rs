@@ -3,7 +3,7 @@
 //! chain sweep over N open (pending) payments against the sandbox node.
 //!
 //! ```text
-//! cargo run --release --example bench_receipts -- [--transfers 2000] [--batch-sizes 1,10,100]
+//! cargo bench --bench bench_receipts -- [--transfers 2000] [--batch-sizes 1,10,100]
 //!     [--open 10000] [--sweep-batch-sizes 50,100]     (anvil from $ANVIL_BIN)
 //! ```
 //! Prints figures; asserts nothing about time. Exits 1 when a lookup misses a transfer or the
@@ -44,7 +44,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

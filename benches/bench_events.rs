@@ -3,7 +3,7 @@
 //! first attempt while `serve`'s loop runs.
 //!
 //! ```text
-//! cargo run --release --example bench_events -- [--events 20000] [--db sqlite|postgres|both]
+//! cargo bench --bench bench_events -- [--events 20000] [--db sqlite|postgres|both]
 //!     [--concurrency 8] [--latency-samples 200] [--receiver-ms 0] [--pg-url URL]
 //! ```
 //! The receiver is a real HTTP server on loopback, in this process on its own runtime; it
@@ -98,7 +98,7 @@ async fn receiver(delay: Duration) -> (String, Arc<Mutex<Seen>>) {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let receiver_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("receiver")

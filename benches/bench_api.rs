@@ -5,7 +5,7 @@
 //! (p50, p99, max) as the client measures them; asserts nothing about time.
 //!
 //! ```text
-//! cargo build --release && cargo run --release --example bench_api -- \
+//! cargo bench --bench bench_api -- \
 //!     [--sequential 2000] [--concurrent 20000] [--clients 32] [--db sqlite|postgres|both]
 //! ```
 
@@ -124,7 +124,7 @@ async fn bench(name: &str, url: &str, args: &Args, dir: &Path) -> Result<(), Str
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut runs: Vec<(&str, String)> = Vec::new();
     if args.db != Db::Postgres {

@@ -4,7 +4,7 @@
 //! in JSON-RPC batches; TRX through three HTTP API calls each). Prints records/s and requests
 //! per record.
 //!
-//!     cargo run --release --example bench_tron -- [--trc20 5000] [--trx 500] [--batch 50]
+//!     cargo bench --bench bench_tron -- [--trc20 5000] [--trx 500] [--batch 50]
 
 use std::time::{Duration, Instant};
 
@@ -57,7 +57,7 @@ fn payee(i: u64) -> TronAddress {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let head = 68_000_000;
     let node = FakeTron::start(head, 19).await;
     let usdt = payrecon::domain::ChainKind::Tron.asset(&format!("41{USDT_HEX}"))?;

@@ -2,7 +2,7 @@
 //! Chaingateway and sandbox EVM node on loopback, on SQLite, PostgreSQL and/or MariaDB/MySQL.
 //!
 //! ```text
-//! cargo run --release --example bench_backfill -- --records 100000
+//! cargo bench --bench bench_backfill -- --records 100000
 //!     [--db sqlite|postgres|mysql|both|all]   (both: SQLite and PostgreSQL)
 //!     [--latency-ms 20] [--rpc-latency-ms 20] [--per-page 15] [--concurrency 4]
 //!     [--batch-size 500] [--pg-url URL]   (default $PAYRECON_BENCH_PG_URL)
@@ -13,7 +13,7 @@
 //! seeded mix (applied = missing + lagging + failed notifications, and the gaps by kind).
 //! The sandbox servers run in this process on their own runtime (threads `sandbox*`): the
 //! engine's CPU is the process's minus theirs. For an outside view of memory and CPU:
-//! `/usr/bin/time -v target/release/examples/bench_backfill --records 100000`.
+//! `/usr/bin/time -v cargo bench --bench bench_backfill -- --records 100000`.
 
 #[path = "bench_backfill/child.rs"]
 mod child;
@@ -94,8 +94,8 @@ struct Args {
     /// and peak RSS are then mixed with the sandbox's).
     #[arg(long)]
     in_process: bool,
-    /// The `payrecon` binary for the child run (default: beside this example, as built by
-    /// `cargo build --release --bins --examples`).
+    /// The `payrecon` binary for the child run (default: beside this benchmark, as built by
+    /// `cargo bench --no-run`).
     #[arg(long)]
     payrecon_bin: Option<std::path::PathBuf>,
     /// Events on (`[events] url`): every transition also writes its outbox row. The run's
@@ -138,7 +138,7 @@ struct Figures {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     if let Some(filter) = &args.log {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
@@ -298,8 +298,8 @@ async fn bench_on(
             Some(b) => b.clone(),
             None => child::default_binary().ok_or_else(|| {
                 anyhow::anyhow!(
-                    "no payrecon binary beside this example: `cargo build --release --bins \
-                     --examples` first, or pass --payrecon-bin (or --in-process)"
+                    "no payrecon binary beside this benchmark: `cargo bench --no-run` first, \
+                     or pass --payrecon-bin (or --in-process)"
                 )
             })?,
         };

@@ -8,8 +8,8 @@
 //! minutes).
 //!
 //! ```text
-//! cargo build --release --bins --examples
-//! target/release/examples/bench_steady [--notifications 1000000] [--window 10000]
+//! cargo bench --no-run
+//! cargo bench --bench bench_steady -- [--notifications 1000000] [--window 10000]
 //!     [--latency-ms 20] [--per-page 15] [--concurrency 4] [--no-repair]
 //!     [--on URL]   (a PostgreSQL or MariaDB/MySQL server: a fresh database there, not SQLite)
 //! ```
@@ -75,7 +75,7 @@ fn address(n: u64) -> Address {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let sandbox_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("sandbox")
@@ -222,8 +222,8 @@ async fn bench(
     // The scheduled run, as the real binary (its own CPU and RSS).
     cg.set_latency(Duration::from_millis(args.latency_ms));
     cg.reset_counters();
-    let bin = child::default_binary()
-        .ok_or_else(|| anyhow::anyhow!("`cargo build --release --bins --examples` first"))?;
+    let bin =
+        child::default_binary().ok_or_else(|| anyhow::anyhow!("`cargo bench --no-run` first"))?;
     let dir = tempfile::Builder::new()
         .prefix("payrecon-steady-run-")
         .tempdir()?;

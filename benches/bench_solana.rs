@@ -4,7 +4,7 @@
 //! a real local cluster (surfpool through `testkit::surfnet`, which refuses batches: single
 //! calls, 4 in flight). Prints records/s and requests per record.
 //!
-//!     cargo run --release --example bench_solana -- [--sandbox 20000] [--surfnet 500] [--batch 50]
+//!     cargo bench --bench bench_solana -- [--sandbox 20000] [--surfnet 500] [--batch 50]
 //!
 //! The surfnet part needs `SOLANA_NODE_MODULES` (docs/testing.md); without it, it is skipped
 //! with the reason.
@@ -106,7 +106,7 @@ async fn measure(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     if args.sandbox > 0 {
         let node = SandboxSolana::start().await?;
         let payer = key(u64::MAX);

@@ -8,7 +8,7 @@
 //! (⌈2N/batch⌉ more), no request per address, and the bisection's reads for the one change.
 //!
 //! ```text
-//! ANVIL_BIN=… cargo run --release --example bench_balances -- [--addresses 10000] [--batch 500]
+//! ANVIL_BIN=… cargo bench --bench bench_balances -- [--addresses 10000] [--batch 500]
 //! ```
 //! Prints figures; asserts nothing about time. Exits 1 when a check fails or finds a gap.
 
@@ -43,7 +43,7 @@ const LOG_RANGE: u64 = 1_000;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(payrecon_testkit::bench::argv());
     let Ok(bin) = std::env::var("ANVIL_BIN") else {
         eprintln!("ANVIL_BIN is not set");
         return ExitCode::FAILURE;
