@@ -5,7 +5,7 @@
 //! (p50, p99, max) as the client measures them; asserts nothing about time.
 //!
 //! ```text
-//! cargo bench --bench bench_api -- \
+//! cargo bench --profile release --bench bench_api -- \
 //!     [--sequential 2000] [--concurrent 20000] [--clients 32] [--db sqlite|postgres|both]
 //! ```
 

@@ -2,7 +2,7 @@
 //! Chaingateway and sandbox EVM node on loopback, on SQLite, PostgreSQL and/or MariaDB/MySQL.
 //!
 //! ```text
-//! cargo bench --bench bench_backfill -- --records 100000
+//! cargo bench --profile release --bench bench_backfill -- --records 100000
 //!     [--db sqlite|postgres|mysql|both|all]   (both: SQLite and PostgreSQL)
 //!     [--latency-ms 20] [--rpc-latency-ms 20] [--per-page 15] [--concurrency 4]
 //!     [--batch-size 500] [--pg-url URL]   (default $PAYRECON_BENCH_PG_URL)
@@ -13,7 +13,7 @@
 //! seeded mix (applied = missing + lagging + failed notifications, and the gaps by kind).
 //! The sandbox servers run in this process on their own runtime (threads `sandbox*`): the
 //! engine's CPU is the process's minus theirs. For an outside view of memory and CPU:
-//! `/usr/bin/time -v cargo bench --bench bench_backfill -- --records 100000`.
+//! `/usr/bin/time -v cargo bench --profile release --bench bench_backfill -- --records 100000`.
 
 #[path = "bench_backfill/child.rs"]
 mod child;
@@ -95,7 +95,7 @@ struct Args {
     #[arg(long)]
     in_process: bool,
     /// The `payrecon` binary for the child run (default: beside this benchmark, as built by
-    /// `cargo bench --no-run`).
+    /// `cargo bench --profile release --no-run`).
     #[arg(long)]
     payrecon_bin: Option<std::path::PathBuf>,
     /// Events on (`[events] url`): every transition also writes its outbox row. The run's
@@ -298,7 +298,7 @@ async fn bench_on(
             Some(b) => b.clone(),
             None => child::default_binary().ok_or_else(|| {
                 anyhow::anyhow!(
-                    "no payrecon binary beside this benchmark: `cargo bench --no-run` first, \
+                    "no payrecon binary beside this benchmark: `cargo bench --profile release --no-run` first, \
                      or pass --payrecon-bin (or --in-process)"
                 )
             })?,

@@ -1,14 +1,14 @@
-//! Balance-check benchmark (SPEC §17): N deposit addresses, each with a native and a token
-//! order (2N balances), on a real anvil node behind a counting JSON-RPC proxy
-//! (`payrecon_testkit::rpc_counter`), SQLite ledger, in process. The first check records the
-//! openings; after 5 empty blocks a second check has nothing new; a third finds one native
+//! Balance-check benchmark (docs/operations.md, "Balances"): N deposit addresses, each with a
+//! native and a token order (2N balances), on a real anvil node behind a counting JSON-RPC
+//! proxy (`payrecon_testkit::rpc_counter`), SQLite ledger, in process. The first check records
+//! the openings; after 5 empty blocks a second check has nothing new; a third finds one native
 //! payment among 1,000 new blocks. For each it prints wall time, peak RSS, and the requests
-//! against the floor of the SPEC's formula: ⌈2N/batch⌉ balance requests plus
+//! against the floor of the EVM cost in docs/operations.md: ⌈2N/batch⌉ balance requests plus
 //! ⌈blocks/log_range⌉ × ⌈N/100⌉ × 2 log reads, the native addresses' nonces at both ends
 //! (⌈2N/batch⌉ more), no request per address, and the bisection's reads for the one change.
 //!
 //! ```text
-//! ANVIL_BIN=… cargo bench --bench bench_balances -- [--addresses 10000] [--batch 500]
+//! ANVIL_BIN=… cargo bench --profile release --bench bench_balances -- [--addresses 10000] [--batch 500]
 //! ```
 //! Prints figures; asserts nothing about time. Exits 1 when a check fails or finds a gap.
 

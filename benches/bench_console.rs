@@ -1,15 +1,16 @@
-//! Console benchmark (SPEC §19, docs/benchmarks.md): every page of the operator console against
-//! the real release binary's `serve`, on SQLite and PostgreSQL, with a ledger seeded by SQL to
-//! `--orders` orders (nine in ten paid, each with its payment and transition), `--exceptions`
-//! exceptions (one in five open), `--events` events (one in 500 dead, one in 1,000 pending),
-//! `--findings` findings over 30 days, `--runs` runs a minute apart and `--balances` deposit
-//! addresses (one in 100 with a difference). Each page is asked `--samples` times, one request
-//! at a time, with ids, searches and keyset bounds that vary; prints p50, p99 and max as the
-//! client measures them on loopback (server time plus about 0.1 ms of HTTP). Asserts nothing
-//! about time; exits 1 when a page does not answer 200.
+//! Console benchmark (docs/benchmarks.md, "Operator console"): every page of the operator
+//! console (docs/operations.md, "The operator console") against the real release binary's
+//! `serve`, on SQLite and PostgreSQL, with a ledger seeded by SQL to `--orders` orders (nine in
+//! ten paid, each with its payment and transition), `--exceptions` exceptions (one in five
+//! open), `--events` events (one in 500 dead, one in 1,000 pending), `--findings` findings over
+//! 30 days, `--runs` runs a minute apart and `--balances` deposit addresses (one in 100 with a
+//! difference). Each page is asked `--samples` times, one request at a time, with ids, searches
+//! and keyset bounds that vary; prints p50, p99 and max as the client measures them on loopback
+//! (server time plus about 0.1 ms of HTTP). Asserts nothing about time; exits 1 when a page
+//! does not answer 200.
 //!
 //! ```text
-//! cargo bench --bench bench_console -- \
+//! cargo bench --profile release --bench bench_console -- \
 //!     [--orders 1000000] [--exceptions 100000] [--events 1000000] [--samples 200] \
 //!     [--db sqlite|postgres|both]
 //! ```

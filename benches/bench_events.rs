@@ -3,7 +3,7 @@
 //! first attempt while `serve`'s loop runs.
 //!
 //! ```text
-//! cargo bench --bench bench_events -- [--events 20000] [--db sqlite|postgres|both]
+//! cargo bench --profile release --bench bench_events -- [--events 20000] [--db sqlite|postgres|both]
 //!     [--concurrency 8] [--latency-samples 200] [--receiver-ms 0] [--pg-url URL]
 //! ```
 //! The receiver is a real HTTP server on loopback, in this process on its own runtime; it

@@ -4,7 +4,7 @@
 //! memory must stay flat (the rows stream from one cursor to a buffered writer).
 //!
 //! ```text
-//! cargo bench --bench bench_export -- \
+//! cargo bench --profile release --bench bench_export -- \
 //!     [--first 100000] [--payments 1000000] [--db sqlite|postgres|both] [--pg-url URL]
 //! ```
 //! The payments are seeded by SQL (orders `E-<i>`, final, one payment each, amounts that

@@ -3,7 +3,7 @@
 //! chain sweep over N open (pending) payments against the sandbox node.
 //!
 //! ```text
-//! cargo bench --bench bench_receipts -- [--transfers 2000] [--batch-sizes 1,10,100]
+//! cargo bench --profile release --bench bench_receipts -- [--transfers 2000] [--batch-sizes 1,10,100]
 //!     [--open 10000] [--sweep-batch-sizes 50,100]     (anvil from $ANVIL_BIN)
 //! ```
 //! Prints figures; asserts nothing about time. Exits 1 when a lookup misses a transfer or the

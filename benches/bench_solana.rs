@@ -1,10 +1,10 @@
-//! Solana resolution throughput (SPEC §18): signatures resolved through `ChainClient::lookup`
-//! as a run resolves provider records (`getSignatureStatuses` 256 a call, then
-//! `getTransaction` in JSON-RPC batches), on the sandbox node (loopback, batches taken) and on
-//! a real local cluster (surfpool through `testkit::surfnet`, which refuses batches: single
-//! calls, 4 in flight). Prints records/s and requests per record.
+//! Solana resolution throughput (docs/configuration.md, "Solana"): signatures resolved through
+//! `ChainClient::lookup` as a run resolves provider records (`getSignatureStatuses` 256 a call,
+//! then `getTransaction` in JSON-RPC batches), on the sandbox node (loopback, batches taken)
+//! and on a real local cluster (surfpool through `testkit::surfnet`, which refuses batches:
+//! single calls, 4 in flight). Prints records/s and requests per record.
 //!
-//!     cargo bench --bench bench_solana -- [--sandbox 20000] [--surfnet 500] [--batch 50]
+//!     cargo bench --profile release --bench bench_solana -- [--sandbox 20000] [--surfnet 500] [--batch 50]
 //!
 //! The surfnet part needs `SOLANA_NODE_MODULES` (docs/testing.md); without it, it is skipped
 //! with the reason.

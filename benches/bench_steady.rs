@@ -8,8 +8,8 @@
 //! minutes).
 //!
 //! ```text
-//! cargo bench --no-run
-//! cargo bench --bench bench_steady -- [--notifications 1000000] [--window 10000]
+//! cargo bench --profile release --no-run
+//! cargo bench --profile release --bench bench_steady -- [--notifications 1000000] [--window 10000]
 //!     [--latency-ms 20] [--per-page 15] [--concurrency 4] [--no-repair]
 //!     [--on URL]   (a PostgreSQL or MariaDB/MySQL server: a fresh database there, not SQLite)
 //! ```
@@ -222,8 +222,8 @@ async fn bench(
     // The scheduled run, as the real binary (its own CPU and RSS).
     cg.set_latency(Duration::from_millis(args.latency_ms));
     cg.reset_counters();
-    let bin =
-        child::default_binary().ok_or_else(|| anyhow::anyhow!("`cargo bench --no-run` first"))?;
+    let bin = child::default_binary()
+        .ok_or_else(|| anyhow::anyhow!("`cargo bench --profile release --no-run` first"))?;
     let dir = tempfile::Builder::new()
         .prefix("payrecon-steady-run-")
         .tempdir()?;

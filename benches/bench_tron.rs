@@ -4,7 +4,7 @@
 //! in JSON-RPC batches; TRX through three HTTP API calls each). Prints records/s and requests
 //! per record.
 //!
-//!     cargo bench --bench bench_tron -- [--trc20 5000] [--trx 500] [--batch 50]
+//!     cargo bench --profile release --bench bench_tron -- [--trc20 5000] [--trx 500] [--batch 50]
 
 use std::time::{Duration, Instant};
 

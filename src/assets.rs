@@ -1,4 +1,4 @@
-//! Amounts for people (SPEC, the paragraph before §1): the text report, `exceptions`,
+//! Amounts for people (docs/reference.md, conventions): the text report, `exceptions`,
 //! `events` and the demo show amounts in tokens with the asset's symbol (`20 USDT`,
 //! `0.015 ETH`) where its decimals are known (`[assets]`, and each chain kind's native coin);
 //! JSON, CSV, events and the API keep base units. `decimal` is exact (the export's

@@ -107,7 +107,7 @@ impl ProviderConfig {
 pub struct Config {
     pub database: DatabaseConfig,
     pub schedule: ScheduleConfig,
-    /// `[balances]` and the chains' treasuries (SPEC §17).
+    /// `[balances]` and the chains' treasuries (docs/reference.md §2).
     pub balances: BalancesConfig,
     pub listen: SocketAddr,
     pub reconcile: ReconcileConfig,
@@ -120,7 +120,7 @@ pub struct Config {
     pub amounts: crate::domain::AmountPolicy,
     /// `[api]` with a token: the expected-payments API is on (docs/api.md).
     pub api: Option<ApiConfig>,
-    /// `[console]` (SPEC §19): where `payrecon operators` keeps the operators.
+    /// `[console]` (docs/reference.md §2): where `payrecon operators` keeps the operators.
     pub console: ConsoleConfig,
 }
 

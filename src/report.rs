@@ -20,8 +20,8 @@ pub struct Gaps {
     /// A payment after its order expired (docs/configuration.md, "Amounts").
     #[serde(default)]
     pub late_payment: u64,
-    /// The balance check's (SPEC §17): money gone elsewhere than a treasury, and a balance
-    /// nothing explains.
+    /// The balance check's (docs/operations.md, "Balances"): money gone elsewhere than a
+    /// treasury, and a balance nothing explains.
     #[serde(default)]
     pub unexpected_outflow: u64,
     #[serde(default)]
@@ -172,8 +172,9 @@ impl Report {
         self.to_text_with(&crate::assets::Assets::default())
     }
 
-    /// The report for people: amounts in tokens where `assets` knows their decimals (SPEC,
-    /// the paragraph before §1), a native payment's key as `native`, a held finding as held.
+    /// The report for people: amounts in tokens where `assets` knows their decimals
+    /// (docs/reference.md, conventions: "Amounts for people"), a native payment's key as
+    /// `native`, a held finding as held.
     pub fn to_text_with(&self, assets: &crate::assets::Assets) -> String {
         let mut s = String::new();
         let _ = writeln!(

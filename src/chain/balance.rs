@@ -1,9 +1,10 @@
-//! What the balance check reads from an EVM node (SPEC §17): balances at a block, in
-//! JSON-RPC batches (`eth_getBalance` for the native coin, `balanceOf` by `eth_call` for a
-//! token); token `Transfer` logs into and out of the deposit addresses; and, for the native
-//! coin, which emits no log, the blocks where the address sent a transaction (bisection over
-//! its nonce) and where its balance changed between them (bisection over the balance, about
-//! log2 of the blocks per change), and the top-level transactions of those blocks.
+//! What the balance check reads from an EVM node (docs/operations.md, "Balances"): balances at
+//! a block, in JSON-RPC batches (`eth_getBalance` for the native coin, `balanceOf` by
+//! `eth_call` for a token); token `Transfer` logs into and out of the deposit addresses; and,
+//! for the native coin, which emits no log, the blocks where the address sent a transaction
+//! (bisection over its nonce) and where its balance changed between them (bisection over the
+//! balance, about log2 of the blocks per change), and the top-level transactions of those
+//! blocks.
 
 use alloy::primitives::{Address as EvmAddress, B256};
 use serde::Deserialize;

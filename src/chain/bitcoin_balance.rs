@@ -1,6 +1,7 @@
-//! What the balance check reads from Esplora (SPEC §17): an address's confirmed balance at
-//! the tip (`GET /address/:address`, `chain_stats`: funded minus spent), and its confirmed
-//! history down to a height or a time, each transaction as what it did to the address.
+//! What the balance check reads from Esplora (docs/operations.md, "Balances", on Bitcoin): an
+//! address's confirmed balance at the tip (`GET /address/:address`, `chain_stats`: funded minus
+//! spent), and its confirmed history down to a height or a time, each transaction as what it
+//! did to the address.
 
 use serde::Deserialize;
 

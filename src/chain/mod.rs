@@ -293,9 +293,9 @@ impl ChainClient {
         Ok(self.storable(found))
     }
 
-    /// Solana Pay references (SPEC §18): the payments to each `(reference, pay_to)`'s
-    /// address in transactions carrying the reference, with it; cursors as `payments_to`.
-    /// Empty on other chains.
+    /// Solana Pay references (docs/configuration.md, "Solana"): the payments to each
+    /// `(reference, pay_to)`'s address in transactions carrying the reference, with it; cursors
+    /// as `payments_to`. Empty on other chains.
     pub async fn payments_by_reference(
         &self,
         head: &ChainHead,

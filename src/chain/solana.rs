@@ -1,4 +1,4 @@
-//! Solana over its JSON-RPC (SPEC §18, docs/configuration.md "Solana"). A payment is a
+//! Solana over its JSON-RPC (docs/configuration.md, "Solana"). A payment is a
 //! transfer instruction keyed `(chain, first signature, outer × 65536 + inner + 1)`; its state
 //! is the cluster's commitment from `getSignatureStatuses` (`processed` pending, `confirmed`
 //! confirmed, `finalized` final); what it pays is read from `getTransaction` (`jsonParsed`,

@@ -1,4 +1,4 @@
-//! Solana's side of the balance check (SPEC §17, docs/configuration.md "Solana"): a wallet's
+//! Solana's side of the balance check (docs/configuration.md, "Solana"): a wallet's
 //! SOL or token holding at the `finalized` commitment (with the slot it was read at), and its
 //! finalized history since a slot (or, the first time, since a time), each transaction read
 //! once (`getTransaction` in batches, as the scan does) into what it did to the wallet

@@ -1,9 +1,9 @@
-//! Solana's deposit scan (SPEC §18): `getSignaturesForAddress` on each unpaid order's wallet
-//! and each of its token accounts (a token payment into an existing account lists only that
-//! account), newest first in pages of 1,000, until a page reaches past the run's window; what
-//! they list is resolved like any other signature (`SolanaClient::lookup`). Each account's
-//! listing stops at its cursor too (`until`): a run with nothing new costs one page per account
-//! and reads no transaction.
+//! Solana's deposit scan (docs/configuration.md, "Solana"): `getSignaturesForAddress` on each
+//! unpaid order's wallet and each of its token accounts (a token payment into an existing
+//! account lists only that account), newest first in pages of 1,000, until a page reaches past
+//! the run's window; what they list is resolved like any other signature
+//! (`SolanaClient::lookup`). Each account's listing stops at its cursor too (`until`): a run
+//! with nothing new costs one page per account and reads no transaction.
 
 use std::collections::{HashMap, HashSet};
 
@@ -88,9 +88,9 @@ impl SolanaClient {
         Ok(found.into_iter().map(|((), t)| t).collect())
     }
 
-    /// Payments carrying Solana Pay references (SPEC §18): for each `(reference, pay_to)`,
-    /// the transactions listed on the reference since `since`, and their transfers to
-    /// `pay_to`, each with the reference it was found by.
+    /// Payments carrying Solana Pay references (docs/configuration.md, "Solana"): for each
+    /// `(reference, pay_to)`, the transactions listed on the reference since `since`, and their
+    /// transfers to `pay_to`, each with the reference it was found by.
     pub async fn payments_by_reference(
         &self,
         head: &ChainHead,

@@ -1,13 +1,14 @@
 //! One Solana transaction (`getTransaction`, `jsonParsed`) into the payments it makes
-//! (SPEC §18): SOL by the System program's `transfer`/`transferWithSeed`, SPL tokens by the
-//! Token and Token-2022 programs' `transfer`/`transferChecked` (and Token-2022's
-//! `transferCheckedWithFee`, which credits the amount less its fee), at top level or inner, each
-//! at its instruction index (`outer × 65536 + inner + 1`). A token transfer names token accounts:
-//! its recipient is the account's owner and its mint the account's, read from the
-//! transaction's token balances (a plain `transfer` names neither). Every credited amount must
-//! show in the recipient account's balance change; one that does not is left out, saying why
-//! (except a Token-2022 transfer whose mint withholds a fee: what its account received).
-//! Amounts are integers from the node's strings and numbers, never `uiAmount`.
+//! (docs/configuration.md, "Solana"): SOL by the System program's
+//! `transfer`/`transferWithSeed`, SPL tokens by the Token and Token-2022 programs'
+//! `transfer`/`transferChecked` (and Token-2022's `transferCheckedWithFee`, which credits the
+//! amount less its fee), at top level or inner, each at its instruction index (`outer × 65536 +
+//! inner + 1`). A token transfer names token accounts: its recipient is the account's owner and
+//! its mint the account's, read from the transaction's token balances (a plain `transfer` names
+//! neither). Every credited amount must show in the recipient account's balance change; one
+//! that does not is left out, saying why (except a Token-2022 transfer whose mint withholds a
+//! fee: what its account received). Amounts are integers from the node's strings and numbers,
+//! never `uiAmount`.
 
 use std::collections::HashMap;
 

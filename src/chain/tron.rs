@@ -115,9 +115,9 @@ impl TronClient {
     }
 }
 
-/// The balance check's reads (SPEC §17). java-tron answers `eth_getBalance` and `eth_call`
-/// only at `latest`: balances come with the block they were read at, and the check takes the
-/// flows above its final block back off them.
+/// The balance check's reads (docs/operations.md, "Balances", on Tron). java-tron answers
+/// `eth_getBalance` and `eth_call` only at `latest`: balances come with the block they were
+/// read at, and the check takes the flows above its final block back off them.
 impl TronClient {
     /// Each `(address, asset)`'s balance at the head, with the block it was read at.
     pub async fn balances_at_head(

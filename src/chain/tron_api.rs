@@ -1,13 +1,12 @@
 //! java-tron's HTTP API, for TRX transfers (docs/configuration.md, "Tron"):
-//! `/wallet/gettransactionbyid` says what the transaction is
-//! (`raw_data.contract[0].type == "TransferContract"`, `to_address`, `amount` in sun,
-//! `ret[0].contractRet`), `/wallet/gettransactioninfobyid` which block holds it,
-//! `/wallet/getblockbynum` that block's id. A freeze, a vote, a TRC-10 transfer or a contract
-//! call with a value is never a payment. For the balance check (SPEC §17), the TRX that moved
-//! into and out of deposit addresses, from `/wallet/getblockbylimitnext` (100 blocks a read)
-//! and the fees they paid from `/wallet/gettransactioninfobyid`. Requests are retried like
-//! JSON-RPC ones (connection errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when
-//! configured.
+//! `/wallet/gettransactionbyid` says what the transaction is (`raw_data.contract[0].type ==
+//! "TransferContract"`, `to_address`, `amount` in sun, `ret[0].contractRet`),
+//! `/wallet/gettransactioninfobyid` which block holds it, `/wallet/getblockbynum` that block's
+//! id. A freeze, a vote, a TRC-10 transfer or a contract call with a value is never a payment.
+//! For the balance check (docs/operations.md, "Balances"), the TRX that moved into and out of
+//! deposit addresses, from `/wallet/getblockbylimitnext` (100 blocks a read) and the fees they
+//! paid from `/wallet/gettransactioninfobyid`. Requests are retried like JSON-RPC ones
+//! (connection errors, timeouts, 5xx, 429) and carry `TRON-PRO-API-KEY` when configured.
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! `payrecon balances`: the last balance check of each deposit address (read-only), and
-//! `payrecon balances check`, which checks now (SPEC §17). Exit codes: 0 done, 1 a chain could
-//! not be checked or the database could not be read, 2 usage (an unknown `--chain`).
+//! `payrecon balances check`, which checks now (docs/reference.md, `balances`). Exit codes: 0
+//! done, 1 a chain could not be checked or the database could not be read, 2 usage (an unknown
+//! `--chain`).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
 //! The command line: its definitions (`args`, also the man pages' and completions' source)
-//! and the body of every command, one module each. `main.rs` parses and calls `dispatch`;
-//! every command returns its exit code or a `CliError`, which `main.rs` prints once.
+//! and the body of every command, one module each. `main` parses and calls `dispatch`;
+//! every command returns its exit code or a `CliError`, which `main` prints once.
 //!
 //! Exit codes, the same for every command: 0 done; 1 failed (the database, a chain, a
 //! refusal; what was done before the failure is kept); 2 usage (a bad flag, file or id);
@@ -124,10 +124,36 @@ fn window(
     }
 }
 
+/// The program: parses the command line, starts logging and the runtime, runs the command
+/// and prints its error once, a line for each problem (secrets already masked by `dispatch`).
+/// All of it here, not in `main.rs`: the binary's crate then instantiates nothing of its own
+/// (its release build is a link, not a second compile of the library's generic code), and
+/// holds no code that depends on feature `demo`.
+pub fn main() -> ExitCode {
+    use clap::Parser;
+    let cli = Cli::parse();
+    let logs = start_logging(&cli);
+    let outcome = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(dispatch(cli, logs)),
+        Err(e) => Err(CliError::failed(format!("cannot start the runtime: {e}"))),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            for line in e.to_string().lines() {
+                eprintln!("payrecon: {line}");
+            }
+            e.exit_code()
+        }
+    }
+}
+
 /// Starts logging for `cli`'s command: the demo holds its log lines to print them after its
-/// report; every other command logs as it goes (`PAYRECON_LOG`). Here rather than in
-/// `main.rs`, which then holds no code that depends on feature `demo`.
-pub fn start_logging(cli: &Cli) -> Option<crate::telemetry::HeldLog> {
+/// report; every other command logs as it goes (`PAYRECON_LOG`).
+fn start_logging(cli: &Cli) -> Option<crate::telemetry::HeldLog> {
     #[cfg(feature = "demo")]
     if let Command::Demo(_) = cli.command {
         return crate::telemetry::init_demo();

@@ -1,5 +1,5 @@
-//! `payrecon operators add|remove` (SPEC §19): the console's operators file
-//! (`console.operators_file`), as argon2id hashes. The password is read without echo at a
+//! `payrecon operators add|remove` (docs/reference.md, `operators`): the console's operators
+//! file (`console.operators_file`), as argon2id hashes. The password is read without echo at a
 //! terminal (twice), else one line of stdin; it is never printed or logged.
 
 use std::io::{BufRead, IsTerminal};

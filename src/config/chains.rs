@@ -162,8 +162,9 @@ fn tron_keys(
     Ok((api_url, api_key))
 }
 
-/// Solana's states come from the cluster's commitment (SPEC §18): the keys that set them
-/// elsewhere, and `chain_id` (a cluster has none), are refused naming the key.
+/// Solana's states come from the cluster's commitment (docs/configuration.md, "Solana"): the
+/// keys that set them elsewhere, and `chain_id` (a cluster has none), are refused naming the
+/// key.
 fn solana_keys(name: &str, c: &RawChain) -> Result<(), ConfigError> {
     let refused = [
         ("confirmations", c.confirmations.is_some()),

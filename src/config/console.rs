@@ -1,5 +1,6 @@
-//! `[console]` (SPEC §19): the operator console on `serve`'s listener, off by default; its
-//! operators file, written by `payrecon operators add|remove`; or a header a listed proxy sets.
+//! `[console]` (docs/reference.md §2): the operator console on `serve`'s listener, off by
+//! default; its operators file, written by `payrecon operators add|remove`; or a header a
+//! listed proxy sets.
 
 use std::net::IpAddr;
 use std::path::PathBuf;

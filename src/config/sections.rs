@@ -48,7 +48,8 @@ impl Default for ScheduleConfig {
     }
 }
 
-/// `[balances]` (SPEC §17): when `serve` checks the deposit addresses' balances, and which.
+/// `[balances]` (docs/reference.md §2): when `serve` checks the deposit addresses' balances,
+/// and which.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BalancesConfig {
@@ -167,7 +168,8 @@ pub(super) struct RawChain {
     pub(super) scan_unpaid: bool,
     #[serde(default = "default_log_range")]
     pub(super) log_range: u64,
-    /// Where sweeps go (SPEC §17): an outflow from a deposit address to one is expected.
+    /// Where sweeps go (docs/operations.md, "Balances"): an outflow from a deposit address to
+    /// one is expected.
     #[serde(default)]
     pub(super) treasury: Vec<String>,
 }

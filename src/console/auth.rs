@@ -1,8 +1,9 @@
-//! Who is at the console (SPEC §19): sessions after a login (a random token in an `HttpOnly`,
-//! `SameSite=Strict` cookie; 12 h idle expiry), the lock-out after five failed logins for a
-//! name within a minute, and each session's CSRF token. Sessions live in this process: a
-//! restart of `serve` logs everyone out. With `[console] trusted_header`, a listed proxy names
-//! the operator instead, and the CSRF token is an HMAC of the name under a key of this process.
+//! Who is at the console (docs/operations.md, "The operator console"): sessions after a login
+//! (a random token in an `HttpOnly`, `SameSite=Strict` cookie; 12 h idle expiry), the lock-out
+//! after five failed logins for a name within a minute, and each session's CSRF token. Sessions
+//! live in this process: a restart of `serve` logs everyone out. With `[console]
+//! trusted_header`, a listed proxy names the operator instead, and the CSRF token is an HMAC of
+//! the name under a key of this process.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

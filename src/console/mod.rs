@@ -1,8 +1,9 @@
-//! The operator console (SPEC §19) on `serve`'s listener, for support and finance: server-rendered
-//! HTML (maud, checked at compile time) that works without JavaScript, under a strict
-//! Content-Security-Policy. `auth.rs` knows who is at it (sessions, lock-out, CSRF tokens, or a
-//! trusted proxy's header); `pages.rs` answers each route; `view.rs` draws them. Decisions go
-//! through the engine's operator path, as `payrecon exceptions accept|attach|dismiss` do.
+//! The operator console (docs/operations.md, "The operator console") on `serve`'s listener, for
+//! support and finance: server-rendered HTML (maud, checked at compile time) that works without
+//! JavaScript, under a strict Content-Security-Policy. `auth.rs` knows who is at it (sessions,
+//! lock-out, CSRF tokens, or a trusted proxy's header); `pages.rs` answers each route;
+//! `view.rs` draws them. Decisions go through the engine's operator path, as `payrecon
+//! exceptions accept|attach|dismiss` do.
 //!
 //! Pages: the overview with its plots (`plot.rs`), the exceptions (filters, search, keyset
 //! pages), an exception's page with its decisions, an order's story and the events with replay

@@ -1,5 +1,5 @@
-//! The operators file (SPEC §19, `console.operators_file`): one line per operator,
-//! `name:hash`, the hash an argon2id PHC string. Written only by `payrecon operators
+//! The operators file (`console.operators_file`; docs/reference.md, `operators`): one line per
+//! operator, `name:hash`, the hash an argon2id PHC string. Written only by `payrecon operators
 //! add|remove` (mode 0600, replaced whole through a temporary file); read by the console at
 //! start. A malformed line names its line number; a hash that is not argon2id is refused; a
 //! password is never kept, logged or shown.

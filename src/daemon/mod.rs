@@ -182,8 +182,8 @@ fn spawn_scheduler(
     })
 }
 
-/// Spawns the balance checks on `[balances] cron` (SPEC §17) until `stop`; `None` when the
-/// cron is `""` (off).
+/// Spawns the balance checks on `[balances] cron` (docs/reference.md §2) until `stop`; `None`
+/// when the cron is `""` (off).
 fn spawn_balance_checks(
     app: &App,
     stop: watch::Receiver<bool>,

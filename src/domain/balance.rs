@@ -1,6 +1,7 @@
-//! The balance check's arithmetic and verdicts (SPEC §17), pure: a signed amount (`Delta`),
-//! what one transfer in or out of a deposit address is (`classify`: an inflow, a sweep to a
-//! treasury, or an outflow elsewhere), and what an address's check concludes (`settle`).
+//! The balance check's arithmetic and verdicts (docs/operations.md, "Balances"), pure: a signed
+//! amount (`Delta`), what one transfer in or out of a deposit address is (`classify`: an
+//! inflow, a sweep to a treasury, or an outflow elsewhere), and what an address's check
+//! concludes (`settle`).
 //!
 //! The check is incremental: from where the last check of an address ended (`expected` and
 //! `checked_block`), it adds what the chain shows in and out since, and compares with the

@@ -110,7 +110,7 @@ pub struct ExpectedOrder {
     pub asset: Asset,
     pub amount_due: U256,
     pub expires_at: Option<Timestamp>,
-    /// A Solana Pay reference (SPEC §18), base58.
+    /// A Solana Pay reference (docs/configuration.md, "Solana"), base58.
     pub reference: Option<String>,
 }
 

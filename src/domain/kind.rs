@@ -2,7 +2,8 @@
 //! how its addresses, transaction ids and assets are spelled. Every value from outside is
 //! parsed by its chain's kind into the one canonical form payrecon compares, stores and
 //! reports: EVM `0x` + lowercase hex, Tron base58check addresses (`T…`) and bare lowercase hex
-//! transaction ids, Bitcoin addresses and txids, Solana base58 keys and signatures (SPEC §18).
+//! transaction ids, Bitcoin addresses and txids, Solana base58 keys and signatures
+//! (docs/configuration.md, "Solana").
 
 use super::bitcoin::{self, BtcNetwork};
 use super::model::{Address, Asset, InputError, TxHash};

@@ -84,7 +84,7 @@ pub enum GapKind {
     /// A payment in a block after its order's `expires_at` (docs/configuration.md, "Amounts").
     LatePayment,
     /// Money that left a deposit address for somewhere other than a treasury (the balance
-    /// check, SPEC §17).
+    /// check: docs/operations.md, "Balances").
     UnexpectedOutflow,
     /// A deposit address's balance that the ledger and the flows read do not explain.
     BalanceMismatch,

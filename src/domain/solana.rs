@@ -1,9 +1,9 @@
-//! Solana's identifiers (SPEC §18): public keys (wallets, token accounts, mints, Solana Pay
-//! references) are base58 of 32 bytes; a transaction is named by its first signature, base58
-//! of 64 bytes, kept exactly as Solana writes it (base58 is case-sensitive, unlike hex); and a
-//! transfer's place in its transaction is `outer × 65536 + inner + 1` (`inner` −1 for a
-//! top-level instruction), the payment key's `log_index`. Strict and total: malformed input is
-//! an `InputError` naming its field, never a panic.
+//! Solana's identifiers (docs/configuration.md, "Solana"): public keys (wallets, token
+//! accounts, mints, Solana Pay references) are base58 of 32 bytes; a transaction is named by
+//! its first signature, base58 of 64 bytes, kept exactly as Solana writes it (base58 is
+//! case-sensitive, unlike hex); and a transfer's place in its transaction is `outer × 65536 +
+//! inner + 1` (`inner` −1 for a top-level instruction), the payment key's `log_index`. Strict
+//! and total: malformed input is an `InputError` naming its field, never a panic.
 
 use std::fmt;
 

@@ -1,10 +1,10 @@
-//! The balance check (SPEC §17): per deposit address and asset, the ledger against the
-//! chain's balance at the final block, incremental from where the address's last check
-//! ended. Each difference is explained by the transfers that make it: inflows go through the
-//! amounts' rules like any payment found on chain (they may pay or top up an order, else
-//! `unknown_payment`), outflows to a treasury are sweeps (recorded), outflows elsewhere open
-//! `unexpected_outflow`, and what nothing explains opens `balance_mismatch`. A check is a run
-//! with one report entry, `balances`; a chain it could not check fails it.
+//! The balance check (docs/operations.md, "Balances"): per deposit address and asset, the
+//! ledger against the chain's balance at the final block, incremental from where the address's
+//! last check ended. Each difference is explained by the transfers that make it: inflows go
+//! through the amounts' rules like any payment found on chain (they may pay or top up an order,
+//! else `unknown_payment`), outflows to a treasury are sweeps (recorded), outflows elsewhere
+//! open `unexpected_outflow`, and what nothing explains opens `balance_mismatch`. A check is a
+//! run with one report entry, `balances`; a chain it could not check fails it.
 
 mod bitcoin;
 mod evm;

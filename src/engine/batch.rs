@@ -104,9 +104,10 @@ impl Engine {
     }
 
     /// Gives every payment the plan credits its block's time where the chain did not (EVM,
-    /// Tron): the console's payment-to-event delay counts from it (SPEC §19). One batched
-    /// read per chain of the distinct blocks, and only for a plan that is written. A chain
-    /// that cannot be read fails the part; its payments are credited all the same, without.
+    /// Tron): the console's payment-to-event delay counts from it (docs/operations.md, "The
+    /// operator console"). One batched read per chain of the distinct blocks, and only for a
+    /// plan that is written. A chain that cannot be read fails the part; its payments are
+    /// credited all the same, without.
     async fn credit_times(&self, acc: &mut PartTally, plan: &mut Plan) {
         let untimed = |t: &crate::domain::PlannedTransition| {
             let p = t.credit.as_ref().filter(|p| p.block_time.is_none())?;

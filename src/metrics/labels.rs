@@ -219,8 +219,9 @@ pub const API_ROUTES: [(&str, &[u16]); 3] = [
     ("GET /v1/orders", &[200, 401, 422, 503]),
 ];
 
-/// A console login (SPEC §19): `ok`; `failed` (a wrong name or password, or a form without
-/// its token); `locked` (refused unchecked: five failures for the name within a minute).
+/// A console login (docs/reference.md §5): `ok`; `failed` (a wrong name or password, or a form
+/// without its token); `locked` (refused unchecked: five failures for the name within a
+/// minute).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum LoginOutcome {

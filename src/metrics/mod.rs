@@ -47,7 +47,8 @@ pub struct Metrics {
     pub chain_head: Family<ChainL, Gauge>,
     /// Rows the last chain sweep found reorganised away and not re-keyable (per chain).
     pub reorged_open: Family<ChainL, Gauge>,
-    /// Deposit addresses and assets the balance check compared with the chain (SPEC §17).
+    /// Deposit addresses and assets the balance check compared with the chain
+    /// (docs/operations.md, "Balances").
     pub balances_checked: Family<ChainL, Counter>,
     /// Addresses and assets whose last check left a difference (read back from the database
     /// when serve starts).
@@ -58,7 +59,8 @@ pub struct Metrics {
     pub webhooks: Family<WebhookL, Counter>,
     /// API requests by route and status (series created by `init_api` when the API is on).
     pub api_requests: Family<ApiL, Counter>,
-    /// Console requests by route pattern and status (SPEC §19; created by `init_console`).
+    /// Console requests by route pattern and status (docs/reference.md §5; created by
+    /// `init_console`).
     pub console_requests: Family<ApiL, Counter>,
     /// Console logins by outcome.
     pub console_logins: Family<LoginL, Counter>,

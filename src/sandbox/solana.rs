@@ -1,11 +1,11 @@
-//! A sandbox Solana node on loopback (SPEC §18): the demo's Solana chain, and for the tests
-//! what a real local cluster cannot do on request: forget a signature (its fork dropped before
-//! `finalized`), keep a signature's status after pruning its transaction, answer 429 with
-//! `Retry-After`. It answers Solana's JSON-RPC as documented (single calls and batches) for
-//! the methods payrecon sends: `getSlot`, `getSignatureStatuses`, `getTransaction`
-//! (`jsonParsed` shapes), `getSignaturesForAddress` (newest first, `before`, `until`, `limit`),
-//! `getTokenAccountsByOwner`, `getBlockTime`. Token accounts are derived from their owner and
-//! mint. Counts HTTP requests and calls by method.
+//! A sandbox Solana node on loopback (docs/configuration.md, "Solana"): the demo's Solana
+//! chain, and for the tests what a real local cluster cannot do on request: forget a signature
+//! (its fork dropped before `finalized`), keep a signature's status after pruning its
+//! transaction, answer 429 with `Retry-After`. It answers Solana's JSON-RPC as documented
+//! (single calls and batches) for the methods payrecon sends: `getSlot`,
+//! `getSignatureStatuses`, `getTransaction` (`jsonParsed` shapes), `getSignaturesForAddress`
+//! (newest first, `before`, `until`, `limit`), `getTokenAccountsByOwner`, `getBlockTime`. Token
+//! accounts are derived from their owner and mint. Counts HTTP requests and calls by method.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

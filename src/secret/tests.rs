@@ -16,8 +16,8 @@ fn secrets_do_not_print() {
     );
 }
 
-/// SPEC §2: a database URL in an error is shown whole but for its password, so that a
-/// typo in its scheme, host, port or path can be seen; the password never is.
+/// A database URL in an error is shown whole but for its password, so that a typo in its
+/// scheme, host, port or path can be seen; the password never is (docs/reference.md §2).
 #[test]
 fn a_database_url_is_masked_down_to_its_password() {
     let plain = Secret::new("sqlit://ledger.db");

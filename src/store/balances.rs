@@ -1,6 +1,6 @@
-//! `payrecon_balances` (SPEC §17): where each deposit address's last balance check ended, per
-//! asset, and the scope of a check (the deposit addresses of recent orders). One statement
-//! per read and per chunk of rows written.
+//! `payrecon_balances` (docs/reference.md §3): where each deposit address's last balance check
+//! ended, per asset, and the scope of a check (the deposit addresses of recent orders). One
+//! statement per read and per chunk of rows written.
 
 use jiff::Timestamp;
 

@@ -1,5 +1,5 @@
-//! `payrecon_scan_cursors`: where Solana's deposit scan left each account it lists (SPEC §18,
-//! docs/configuration.md "Solana"). One statement loads a page of orders' cursors by owner;
+//! `payrecon_scan_cursors`: where Solana's deposit scan left each account it lists
+//! (docs/configuration.md, "Solana"). One statement loads a page of orders' cursors by owner;
 //! one statement per `INSERT_ROWS` cursors saves them.
 
 use std::collections::HashMap;

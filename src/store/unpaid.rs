@@ -34,9 +34,9 @@ impl Store {
         })
     }
 
-    /// The Solana Pay references (SPEC §18) of the unpaid orders without a payment key on
-    /// `chain` whose ids are in `(after_id, last_id]` (a page of `unpaid_page`): `(order_ref,
-    /// reference, pay_to)`, one statement per page.
+    /// The Solana Pay references (docs/configuration.md, "Solana") of the unpaid orders without
+    /// a payment key on `chain` whose ids are in `(after_id, last_id]` (a page of
+    /// `unpaid_page`): `(order_ref, reference, pay_to)`, one statement per page.
     pub async fn unpaid_references(
         &self,
         chain: &str,

@@ -1,14 +1,23 @@
-//! What the benchmarks (`benches/bench_*.rs`, run by `cargo bench --bench <name>`) share: their
-//! command line, the release binary beside the running benchmark, a `payrecon serve` of it on a
-//! free port, waited for and killed when dropped, a PostgreSQL schema of a benchmark's own, and
-//! percentiles of latencies.
+//! What the benchmarks (`benches/bench_*.rs`, run by `cargo bench --profile release --bench
+//! <name>`) share: their command line, the release binary beside the running benchmark, a
+//! `payrecon serve` of it on a free port, waited for and killed when dropped, a PostgreSQL
+//! schema of a benchmark's own, and percentiles of latencies.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The benchmark's arguments for its parser: `cargo bench` adds `--bench` to a benchmark
-/// without the test harness, which the benchmarks' own options leave out.
+/// without the test harness, which the benchmarks' own options leave out. A benchmark built in
+/// the tests' profile (`bench`, payrecon unoptimised: Cargo.toml) measures nothing worth
+/// printing: it stops here and says how to build it.
 pub fn argv() -> impl Iterator<Item = std::ffi::OsString> {
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "this benchmark was built unoptimised (the tests' profile, `bench`): run it with \
+             `cargo bench --profile release --bench <name> -- <options>`"
+        );
+        std::process::exit(2);
+    }
     std::env::args_os().filter(|a| a != "--bench")
 }
 

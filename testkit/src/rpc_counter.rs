@@ -1,6 +1,7 @@
 //! A counting JSON-RPC proxy on loopback: forwards every request to a real node (anvil) and
 //! counts the HTTP requests and the calls in them, by method. The tests and the balance
-//! benchmark hold what payrecon asked a node for against the SPEC's cost formulas.
+//! benchmark hold what payrecon asked a node for against the cost formulas of
+//! docs/operations.md, "Balances".
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! The man pages (`docs/man/`, clap_mangen: one page per command) and the shell completions
 //! (`completions/`, clap_complete: bash, zsh, fish) are rendered from the clap definitions in
 //! `src/cli.rs` and must equal the checked-in files, so that they never drift from the CLI.
-//! `PAYRECON_BLESS=1 cargo nextest run --test it cli_docs` rewrites them after a CLI change.
+//! `PAYRECON_BLESS=1 cargo nextest run --cargo-profile bench --test it cli_docs` rewrites them after a CLI change.
 //! And `payrecon --version` names the version and the commit.
 
 use std::collections::BTreeMap;
@@ -115,14 +115,14 @@ fn man_pages_and_completions_match_the_cli() {
     assert_eq!(
         have, names,
         "the checked-in man pages and completions are not the CLI's; \
-         rewrite them with PAYRECON_BLESS=1 cargo nextest run --test it cli_docs"
+         rewrite them with PAYRECON_BLESS=1 cargo nextest run --cargo-profile bench --test it cli_docs"
     );
     for (path, bytes) in &want {
         let on_disk = std::fs::read(Path::new(ROOT).join(path)).unwrap();
         assert!(
             on_disk == *bytes,
             "{path} differs from what the CLI renders; rewrite it with \
-             PAYRECON_BLESS=1 cargo nextest run --test it cli_docs"
+             PAYRECON_BLESS=1 cargo nextest run --cargo-profile bench --test it cli_docs"
         );
     }
 }

@@ -1,7 +1,7 @@
-//! The operator console (SPEC §19) on a real `serve` over HTTP, on every backend: login,
-//! sessions, lock-out, CSRF refusals, the overview, the exceptions with their search, and a
-//! decision made in a form, which goes through the same path as `payrecon exceptions accept`.
-//! The same in a real browser: `console/browser.rs`.
+//! The operator console (docs/operations.md, "The operator console") on a real `serve` over
+//! HTTP, on every backend: login, sessions, lock-out, CSRF refusals, the overview, the
+//! exceptions with their search, and a decision made in a form, which goes through the same
+//! path as `payrecon exceptions accept`. The same in a real browser: `console/browser.rs`.
 
 mod browser;
 

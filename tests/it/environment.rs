@@ -1,7 +1,7 @@
 //! What did not run here: a test returns early where a service or tool it needs is missing
 //! (its reason is in its own captured output). This test lists every such need once; nextest
 //! prints its output at the end of the run (`.config/nextest.toml`), so a first
-//! `cargo nextest run` says what it left out and what would run it. Under
+//! `cargo nextest run --cargo-profile bench` says what it left out and what would run it. Under
 //! `PAYRECON_TEST_STRICT=1` a missing need fails it, as it fails the tests that need it.
 
 use payrecon_testkit::env::{needs, strict, Need};

@@ -235,7 +235,7 @@ impl World {
 
     /// One run; it fails the test when it logs an ERROR the test did not allow (an
     /// injected fault): a store error, a chain that could not be read, anything a person
-    /// must be told of (SPEC §2, never fail silently).
+    /// must be told of (docs/reference.md §4: a part that failed is never "ok").
     pub async fn run(&self) -> Report {
         use tracing::Instrument as _;
         let (guard, span) = payrecon_testkit::logguard::span();

@@ -1,8 +1,9 @@
-//! Solana end to end (SPEC §18) against a real local cluster (surfpool, `testkit::surfnet`),
-//! payments made with Solana's own libraries: the deposit scan finds SOL and USDC payments no
-//! provider reported (on the wallet, and on token accounts the payment created), a Qvard record
-//! naming a signature resolves on the cluster, a failed transaction pays nothing, and states
-//! follow the cluster's commitment to `final`. On SQLite, PostgreSQL and MariaDB.
+//! Solana end to end (docs/configuration.md, "Solana") against a real local cluster (surfpool,
+//! `testkit::surfnet`), payments made with Solana's own libraries: the deposit scan finds SOL
+//! and USDC payments no provider reported (on the wallet, and on token accounts the payment
+//! created), a Qvard record naming a signature resolves on the cluster, a failed transaction
+//! pays nothing, and states follow the cluster's commitment to `final`. On SQLite, PostgreSQL
+//! and MariaDB.
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -182,11 +183,12 @@ async fn sol_and_usdc_payments_are_found_resolved_and_finalized() {
     .await;
 }
 
-/// Solana Pay (SPEC §18): two orders for the same amount to one merchant wallet, each with its
-/// own reference (registered as the API and `orders import` do). A payment carrying the younger
-/// order's reference pays that order, not the older one §14 would pick by address; the older
-/// order's own payment then pays it. The reference is stored and read back, and registering
-/// the order again with another reference is a conflict naming `reference`.
+/// Solana Pay (docs/configuration.md, "Solana"): two orders for the same amount to one merchant
+/// wallet, each with its own reference (registered as the API and `orders import` do). A
+/// payment carrying the younger order's reference pays that order, not the older one the plan
+/// would pick by address (docs/how-it-works.md, "How a run decides", Plan); the older order's
+/// own payment then pays it. The reference is stored and read back, and registering the order
+/// again with another reference is a conflict naming `reference`.
 #[tokio::test]
 async fn a_solana_pay_reference_picks_its_order_among_orders_to_one_wallet() {
     on_backends(|db| async move {

@@ -81,7 +81,7 @@ static COUNT: Count = Count {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
-    format!("{pg}ANVIL_BIN=$ANVIL_BIN PAYRECON_SIM_ANVIL_SEED={seed} cargo nextest run --test sim sim_anvil")
+    format!("{pg}ANVIL_BIN=$ANVIL_BIN PAYRECON_SIM_ANVIL_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_anvil")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.

@@ -1,15 +1,15 @@
-//! Balance-check seeds (SPEC §17) on Bitcoin, against the fake Esplora: from a seed, deposit
-//! addresses with an opening balance, payments reported by Chaingateway or by no one, second
-//! payments to addresses already paid, sweeps to the treasury (with change and a fee), drains
-//! elsewhere, money the address history does not show (an index that lost a transaction), and
-//! reorgs above the final block (a payment moved to a later block); runs and balance checks in
-//! random order. After every check (and after the chain settles): nothing failed or moved back;
-//! every address is checked to the final block with a difference equal to the money its history
-//! hides (at least what is at or below the final block, at most all of it; all of it once the
-//! chain settles), open as `balance_mismatch` exactly when it is not zero; every drain at or below the final block is
-//! open as `unexpected_outflow`; no exception names a sweep; no payment is credited twice (by a
-//! run and by a check); and every payment at or below the final block is credited or open as an
-//! exception.
+//! Balance-check seeds (docs/operations.md, "Balances") on Bitcoin, against the fake Esplora:
+//! from a seed, deposit addresses with an opening balance, payments reported by Chaingateway or
+//! by no one, second payments to addresses already paid, sweeps to the treasury (with change
+//! and a fee), drains elsewhere, money the address history does not show (an index that lost a
+//! transaction), and reorgs above the final block (a payment moved to a later block); runs and
+//! balance checks in random order. After every check (and after the chain settles): nothing
+//! failed or moved back; every address is checked to the final block with a difference equal to
+//! the money its history hides (at least what is at or below the final block, at most all of
+//! it; all of it once the chain settles), open as `balance_mismatch` exactly when it is not
+//! zero; every drain at or below the final block is open as `unexpected_outflow`; no exception
+//! names a sweep; no payment is credited twice (by a run and by a check); and every payment at
+//! or below the final block is credited or open as an exception.
 //!
 //! `PAYRECON_SIM_BALANCES_SEED=S` runs only seed S; `PAYRECON_SIM_BALANCES_SEEDS=N` runs 0..N
 //! (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and on MariaDB/MySQL).
@@ -99,7 +99,7 @@ struct BWorld {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_BALANCES_SEED={seed} cargo nextest run --test sim sim_balances")
+    format!("{pg}PAYRECON_SIM_BALANCES_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_balances")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.

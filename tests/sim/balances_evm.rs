@@ -1,12 +1,12 @@
-//! Balance-check seeds (SPEC §17) on an EVM chain, against the sandbox node (balances, nonces
-//! and logs at any block; exact fees): from a seed, deposit addresses for the native coin and
-//! for a token, with opening balances; payments reported by Chaingateway or by no one; second
-//! payments to addresses already paid; sweeps to the treasury and drains elsewhere (a native
-//! drain may take the balance back to where the last check saw it: only the nonce shows it);
-//! native coin passed on inside a contract call (no transaction of its own: what a check
-//! cannot explain); runs and balance checks in random order. After every check the
-//! invariants of the Bitcoin slice (`balances::invariants`) hold. The sandbox node has no
-//! reorgs: the Bitcoin slice and `tests/it/reorg` cover them.
+//! Balance-check seeds (docs/operations.md, "Balances") on an EVM chain, against the sandbox
+//! node (balances, nonces and logs at any block; exact fees): from a seed, deposit addresses
+//! for the native coin and for a token, with opening balances; payments reported by
+//! Chaingateway or by no one; second payments to addresses already paid; sweeps to the treasury
+//! and drains elsewhere (a native drain may take the balance back to where the last check saw
+//! it: only the nonce shows it); native coin passed on inside a contract call (no transaction
+//! of its own: what a check cannot explain); runs and balance checks in random order. After
+//! every check the invariants of the Bitcoin slice (`balances::invariants`) hold. The sandbox
+//! node has no reorgs: the Bitcoin slice and `tests/it/reorg` cover them.
 //!
 //! `PAYRECON_SIM_BALANCES_EVM_SEED=S` runs only seed S; `PAYRECON_SIM_BALANCES_EVM_SEEDS=N`
 //! runs 0..N (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and MariaDB/MySQL).
@@ -82,7 +82,7 @@ struct EWorld {
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
     format!(
-        "{pg}PAYRECON_SIM_BALANCES_EVM_SEED={seed} cargo nextest run --test sim sim_balances_evm"
+        "{pg}PAYRECON_SIM_BALANCES_EVM_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_balances_evm"
     )
 }
 

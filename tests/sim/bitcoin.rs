@@ -98,7 +98,7 @@ struct BWorld {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_BITCOIN_SEED={seed} cargo nextest run --test sim sim_bitcoin")
+    format!("{pg}PAYRECON_SIM_BITCOIN_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_bitcoin")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.

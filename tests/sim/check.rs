@@ -497,10 +497,11 @@ where
     Ok(())
 }
 
-/// Every credited payment carries its block's time (read for every credit: SPEC §19's delay
-/// counts from it, late payments are judged by it), and none but its block's; a payment
-/// without one only where a chain request failed on purpose in this seed (a credit whose
-/// block's time could not be read goes in without it, and its part fails).
+/// Every credited payment carries its block's time (read for every credit: the console's delay
+/// counts from it, docs/operations.md, "The operator console"; late payments are judged by
+/// it), and none but its block's; a payment without one only where a chain request failed on
+/// purpose in this seed (a credit whose block's time could not be read goes in without it, and
+/// its part fails).
 async fn block_times(w: &World) -> Result<(), String> {
     let mut rows = Vec::new();
     let until = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);

@@ -56,7 +56,7 @@ fn count(i: usize) {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_KILL_SEED={seed} cargo nextest run --test sim sim_kill")
+    format!("{pg}PAYRECON_SIM_KILL_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_kill")
 }
 
 /// Runs this backend's slice and prints the summary; panics listing the failing seeds.

@@ -61,7 +61,7 @@ fn seeds(shard: u64) -> Vec<u64> {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let db = db_prefix(backend);
-    format!("{db}PAYRECON_SIM_SEED={seed} cargo nextest run --test sim")
+    format!("{db}PAYRECON_SIM_SEED={seed} cargo nextest run --cargo-profile bench --test sim")
 }
 
 /// Whether the seeds run on the shared server of `var` (`PostgreSQL`, `MariaDB/MySQL`): when

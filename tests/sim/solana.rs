@@ -1,15 +1,16 @@
-//! Solana seeds (SPEC §18) on the sandbox Solana node: from a seed, orders in SOL and in USDC,
-//! some sharing one merchant wallet told apart only by their Solana Pay references, paid by the
-//! payer's transfers that no provider reports (the deposit scan finds them on the wallet, its
-//! token accounts and the references, each account read on from its cursor): exact, short
-//! (held, or within USDC's `underpaid_tolerance`), topped up, over; payments to orders already expired (late: held); stray payments to
-//! wallets no order has; payments the cluster forgets before `finalized` (their fork dropped);
-//! 429s the retries absorb. Checked after every run (no failure, the audit table, nothing
-//! backwards) and after the cluster finalizes everything: every payment still on chain is
-//! credited to its own order (a referenced payment to the order of its reference, never to
-//! another order of the same wallet); an order covered in time is `final` on the payment that
-//! covered it with what it was paid, a short or late one held `unpaid` with what it was paid, a
-//! forgotten one never moved back, every order nothing paid `unpaid`.
+//! Solana seeds (docs/configuration.md, "Solana") on the sandbox Solana node: from a seed,
+//! orders in SOL and in USDC, some sharing one merchant wallet told apart only by their Solana
+//! Pay references, paid by the payer's transfers that no provider reports (the deposit scan
+//! finds them on the wallet, its token accounts and the references, each account read on from
+//! its cursor): exact, short (held, or within USDC's `underpaid_tolerance`), topped up, over;
+//! payments to orders already expired (late: held); stray payments to wallets no order has;
+//! payments the cluster forgets before `finalized` (their fork dropped); 429s the retries
+//! absorb. Checked after every run (no failure, the audit table, nothing backwards) and after
+//! the cluster finalizes everything: every payment still on chain is credited to its own order
+//! (a referenced payment to the order of its reference, never to another order of the same
+//! wallet); an order covered in time is `final` on the payment that covered it with what it was
+//! paid, a short or late one held `unpaid` with what it was paid, a forgotten one never moved
+//! back, every order nothing paid `unpaid`.
 //!
 //! `PAYRECON_SIM_SOLANA_SEED=S` runs only seed S; `PAYRECON_SIM_SOLANA_SEEDS=N` runs 0..N
 //! (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and on MariaDB/MySQL).
@@ -85,7 +86,7 @@ struct SWorld {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_SOLANA_SEED={seed} cargo nextest run --test sim sim_solana")
+    format!("{pg}PAYRECON_SIM_SOLANA_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_solana")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.

@@ -77,7 +77,7 @@ struct TWorld {
 
 fn replay(seed: u64, backend: Backend) -> String {
     let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_TRON_SEED={seed} cargo nextest run --test sim sim_tron")
+    format!("{pg}PAYRECON_SIM_TRON_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_tron")
 }
 
 /// Runs the slice and prints the summary; panics listing the failing seeds.

@@ -45,8 +45,8 @@ fn a_body_is_read_strictly_and_every_problem_named() {
     );
 }
 
-/// `reference` (SPEC §18): a Solana order's, base58 of 32 bytes; named in the 422 when it is
-/// not one, or on another chain's order, or not a string.
+/// `reference` (docs/api.md, "POST /v1/orders"): a Solana order's, base58 of 32 bytes; named in
+/// the 422 when it is not one, or on another chain's order, or not a string.
 #[test]
 fn a_reference_is_read_for_solana_orders_and_named_when_bad() {
     let c = Catalog::new([

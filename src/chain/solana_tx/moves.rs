@@ -1,7 +1,7 @@
-//! What one transaction did to one wallet's holding of one asset (the balance check, SPEC §17
-//! on Solana): its transfers to and from the wallet, and the wallet's net change, which the
-//! transfers and the fee may not explain whole (a program moving lamports, an account closed
-//! to the wallet).
+//! What one transaction did to one wallet's holding of one asset (the balance check on
+//! Solana: docs/configuration.md, "Solana"): its transfers to and from the wallet, and the
+//! wallet's net change, which the transfers and the fee may not explain whole (a program moving
+//! lamports, an account closed to the wallet).
 
 use super::{token_owner, Meta, Tx};
 use crate::domain::U256;

@@ -1,6 +1,7 @@
-//! The demo's Solana chain (SPEC §18): a sandbox Solana node, and order A-1014 for 12.5 USDC
-//! with a Solana Pay reference, paid on chain by a transfer carrying it that no provider
-//! reports: the deposit scan finds it by the reference and applies it under `chain`.
+//! The demo's Solana chain (docs/configuration.md, "Solana"): a sandbox Solana node, and order
+//! A-1014 for 12.5 USDC with a Solana Pay reference, paid on chain by a transfer carrying it
+//! that no provider reports: the deposit scan finds it by the reference and applies it under
+//! `chain`.
 
 use super::err;
 use crate::app::AppError;

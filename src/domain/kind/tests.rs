@@ -70,8 +70,9 @@ fn kinds_parse_by_name() {
     assert_eq!(ChainKind::default().as_str(), "evm");
 }
 
-/// Solana's spellings (SPEC §18): base58 keys of 32 bytes kept as written, signatures of 64,
-/// and a ledger value of either read as Solana's, never as a Bitcoin or Tron value.
+/// Solana's spellings (docs/configuration.md, "Solana"): base58 keys of 32 bytes kept as
+/// written, signatures of 64, and a ledger value of either read as Solana's, never as a Bitcoin
+/// or Tron value.
 #[test]
 fn solana_values_are_base58_and_recognised_in_the_ledger() {
     const USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";

@@ -59,7 +59,7 @@ fn signatures_are_base58_of_64_bytes_kept_as_written() {
 
 #[test]
 fn instruction_indexes_follow_the_spec_and_invert() {
-    // SPEC §18: a top-level transfer at instruction 2 is 131072.
+    // docs/configuration.md, "Solana": a top-level transfer at instruction 2 is 131072.
     assert_eq!(instruction_index(2, None), 131_072);
     assert_eq!(instruction_index(0, None), 0);
     assert_eq!(instruction_index(0, Some(0)), 1);

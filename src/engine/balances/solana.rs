@@ -1,12 +1,13 @@
-//! One Solana chain's balance check (SPEC §17 on §18): per deposit wallet and asset, its
-//! holding at the `finalized` commitment (SOL, or the sum of its token accounts of the mint),
-//! then its finalized history above where its last check ended (the first time: since its
-//! oldest order), each transaction read once. The holding at the run's final slot `F` is the
-//! holding read (at the node's slot `S ≥ F`) less what the transactions in `(F, S]` did; the
-//! transactions up to `F` are the flows: each transfer to or from the wallet, the fee it paid,
-//! and whatever else changed its holding (a program moving lamports, an account closed to it)
-//! as one flow from or to `several`. Every transaction in the history is explained whole, so
-//! what the check flags is what the history does not hold: money that came or went outside it.
+//! One Solana chain's balance check (docs/configuration.md, "Solana"): per deposit wallet and
+//! asset, its holding at the `finalized` commitment (SOL, or the sum of its token accounts of
+//! the mint), then its finalized history above where its last check ended (the first time:
+//! since its oldest order), each transaction read once. The holding at the run's final slot `F`
+//! is the holding read (at the node's slot `S ≥ F`) less what the transactions in `(F, S]` did;
+//! the transactions up to `F` are the flows: each transfer to or from the wallet, the fee it
+//! paid, and whatever else changed its holding (a program moving lamports, an account closed to
+//! it) as one flow from or to `several`. Every transaction in the history is explained whole,
+//! so what the check flags is what the history does not hold: money that came or went outside
+//! it.
 
 use std::collections::HashMap;
 

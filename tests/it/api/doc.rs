@@ -18,7 +18,7 @@ fn the_committed_document_is_what_the_code_generates() {
     assert!(
         committed == generated,
         "docs/openapi.json differs from what the code generates; \
-         run `PAYRECON_BLESS=1 cargo nextest run --test it api::doc` and commit it"
+         run `PAYRECON_BLESS=1 cargo nextest run --cargo-profile bench --test it api::doc` and commit it"
     );
     let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");

@@ -1,4 +1,4 @@
-//! The sandbox chain: parity with anvil through `ChainClient` and alloy's typed API, batching
+//! The sandbox chain: parity with anvil through `ChainClient` and alloy's RPC types, batching
 //! and scale.
 
 use std::task::{Context, Poll};
@@ -17,7 +17,7 @@ use crate::evm::{
 };
 use crate::support::Anvil;
 
-/// JSON-RPC over one HTTP POST, the transport under alloy's provider here (payrecon builds
+/// JSON-RPC over one HTTP POST, the transport under alloy's RPC client here (payrecon builds
 /// alloy without its HTTP transport; its own is private to the chain client).
 #[derive(Clone)]
 struct Post(reqwest::Client, String);
@@ -62,8 +62,8 @@ fn shape(l: &Lookup) -> String {
 
 #[tokio::test]
 async fn sandbox_answers_like_anvil() {
-    use alloy::providers::{Provider, ProviderBuilder};
-    use alloy::rpc::types::BlockNumberOrTag;
+    use alloy::primitives::{B256, U64};
+    use alloy::rpc::types::{Block, BlockNumberOrTag, Transaction, TransactionReceipt};
 
     let Some(anvil) = Anvil::start().await else {
         return;
@@ -138,29 +138,40 @@ async fn sandbox_answers_like_anvil() {
         }
     }
 
-    // alloy's own typed API reads the sandbox's objects.
+    // alloy's own RPC types decode the sandbox's objects (what alloy's provider would
+    // return; the provider itself is not built: docs/testing.md, "One build of the
+    // dependencies").
     let rpc = alloy::rpc::client::RpcClient::new(Post(reqwest::Client::new(), url.clone()), true);
-    let provider = ProviderBuilder::new().connect_client(rpc);
-    assert_eq!(provider.get_chain_id().await.unwrap(), 31337);
+    let chain_id: U64 = rpc.request("eth_chainId", ()).await.unwrap();
+    assert_eq!(chain_id, U64::from(31337));
     for tag in [
         BlockNumberOrTag::Latest,
         BlockNumberOrTag::Finalized,
         BlockNumberOrTag::Safe,
     ] {
-        let block = provider.get_block_by_number(tag).await.unwrap().unwrap();
-        assert!(block.header.number <= sandbox.head());
+        let block: Option<Block> = rpc
+            .request("eth_getBlockByNumber", (tag, false))
+            .await
+            .unwrap();
+        assert!(block.unwrap().header.number <= sandbox.head());
     }
-    let block = provider
-        .get_block_by_number(BlockNumberOrTag::Number(2))
-        .full()
+    let block: Option<Block> = rpc
+        .request("eth_getBlockByNumber", (BlockNumberOrTag::Number(2), true))
         .await
         .unwrap();
-    assert_eq!(block.unwrap().transactions.len(), 2);
+    let block = block.unwrap();
+    assert!(block.transactions.is_full());
+    assert_eq!(block.transactions.len(), 2);
     for tx in [&sb_txs[0], &sb_native, &sb_reverted, &sb_nft] {
-        let h = tx.as_str().parse().unwrap();
-        let receipt = provider.get_transaction_receipt(h).await.unwrap().unwrap();
-        assert_eq!(receipt.status(), tx != &sb_reverted);
-        assert!(provider.get_transaction_by_hash(h).await.unwrap().is_some());
+        let h: B256 = tx.as_str().parse().unwrap();
+        let receipt: Option<TransactionReceipt> = rpc
+            .request("eth_getTransactionReceipt", (h,))
+            .await
+            .unwrap();
+        assert_eq!(receipt.unwrap().status(), tx != &sb_reverted);
+        let found: Option<Transaction> =
+            rpc.request("eth_getTransactionByHash", (h,)).await.unwrap();
+        assert_eq!(found.map(|t| t.inner.tx_hash().to_owned()), Some(h));
     }
 }
 

@@ -327,8 +327,8 @@ pub(crate) async fn chains_down(w: &World, extra: &str) -> std::path::PathBuf {
     )
 }
 
-/// SPEC §2: a chain that cannot be read is a failed part naming the chain, never "ok"; the
-/// run exits 1, its row is `failed` and `status` says so; nothing is applied.
+/// docs/reference.md §4 and §9: a chain that cannot be read is a failed part naming the chain,
+/// never "ok"; the run exits 1, its row is `failed` and `status` says so; nothing is applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chains_that_cannot_be_read_fail_the_run_by_name() {
     let w = World::sqlite().await;

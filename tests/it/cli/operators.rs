@@ -1,5 +1,5 @@
-//! `payrecon operators add|remove` (SPEC §19) as a child process: the password from stdin,
-//! written as an argon2id hash (verified here with the `argon2` crate) to
+//! `payrecon operators add|remove` (docs/reference.md, `operators`) as a child process: the
+//! password from stdin, written as an argon2id hash (verified here with the `argon2` crate) to
 //! `console.operators_file` with mode 0600, never echoed; a new password replaces the hash;
 //! what is refused (a bad name, an empty password, removing a stranger, a malformed file by
 //! line number), and `check`'s console line naming a malformed line.

@@ -1,7 +1,8 @@
-//! SPEC §3: relative paths in the config (the SQLite file, every `*_file`) are relative to the
-//! config file's folder, not to the working directory; commands that only read (`check`,
-//! `run --dry-run`, `status`, `export`) never create or migrate a database, and a missing
-//! SQLite file is an error naming its path.
+//! docs/configuration.md, "Configuration", and docs/reference.md, `[database]`: relative paths
+//! in the config (the SQLite file, every `*_file`) are relative to the config file's folder,
+//! not to the working directory; commands that only read (`check`, `run --dry-run`, `status`,
+//! `export`) never create or migrate a database, and a missing SQLite file is an error naming
+//! its path.
 
 use payrecon_testkit::sandbox::SANDBOX_API_KEY;
 

@@ -144,7 +144,7 @@ async fn shot(c: &Client, name: &str) {
     let head = std::fs::read(&file).unwrap_or_default();
     assert!(
         head.starts_with(b"\x89PNG"),
-        "{} is no screenshot: PAYRECON_BLESS=1 cargo nextest run --test it console::browser",
+        "{} is no screenshot: PAYRECON_BLESS=1 cargo nextest run --cargo-profile bench --test it console::browser",
         file.display()
     );
 }

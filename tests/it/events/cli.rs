@@ -154,8 +154,8 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
     assert!(lines.iter().any(|l| l.contains("order.final")), "{rest}");
     assert!(!rest.contains("BAD SIGNATURE"), "{rest}");
     assert!(head.contains("applied"), "the report comes first");
-    // Amounts for people (SPEC, before §1): tokens with the symbol, never base units; a
-    // native payment's key as `native`; a held finding without an arrow.
+    // Amounts for people (docs/reference.md, conventions): tokens with the symbol, never base
+    // units; a native payment's key as `native`; a held finding without an arrow.
     assert!(
         head.contains("underpaid: paid 20 USDT of 25 USDT, short 5 USDT"),
         "{head}"
@@ -193,8 +193,8 @@ async fn the_demo_delivers_its_events_to_a_sandbox_endpoint() {
         rest.contains("order.final            A-1013"),
         "A-1013's event: {rest}"
     );
-    // Solana (SPEC §18): A-1014's USDC payment, which only its Solana Pay reference names,
-    // found by the deposit scan; its event in USDC.
+    // Solana (docs/configuration.md, "Solana"): A-1014's USDC payment, which only its Solana
+    // Pay reference names, found by the deposit scan; its event in USDC.
     let a1014 = head
         .lines()
         .find(|l| l.contains("A-1014"))

@@ -71,8 +71,8 @@ async fn accept_beside_a_running_serve_goes_through_and_its_gauges_follow() {
     }
 }
 
-/// SPEC §6: the gauges of what the database holds are read when `serve` starts: a serve
-/// started after a run (a restart) shows the held order and its open exception before any
+/// docs/reference.md §5: the gauges of what the database holds are read when `serve` starts: a
+/// serve started after a run (a restart) shows the held order and its open exception before any
 /// run of its own, on every database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_serve_shows_what_the_database_holds_before_its_first_run() {

@@ -415,10 +415,10 @@ async fn dismiss_closes_an_exception_and_leaves_the_ledger_alone() {
     }
 }
 
-/// A payment late and short is two problems (SPEC §14): both exceptions open, each naming
-/// what was paid and what is due; accepting the late one settles it alone (the order stays
-/// held, no event), and accepting the shortfall then moves the order, and only then does its
-/// `order.final` go out. Accepting late alone never ships goods for money short.
+/// A payment late and short is two problems (docs/operations.md, "Exceptions"): both exceptions
+/// open, each naming what was paid and what is due; accepting the late one settles it alone
+/// (the order stays held, no event), and accepting the shortfall then moves the order, and only
+/// then does its `order.final` go out. Accepting late alone never ships goods for money short.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_and_short_payment_holds_the_order_until_both_problems_are_accepted() {
     let (_guard, urls) = crate::support::all_backends().await;

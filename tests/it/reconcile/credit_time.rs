@@ -1,8 +1,8 @@
 //! Every payment credited on an EVM chain carries its block's time, read in one batched
 //! request, also where its order does not expire: the console's payment-to-event delay counts
-//! from it (SPEC §19) and the export places the payment by it. A node that cannot give it
-//! fails the part, and the payment is credited all the same, without it. On the sandbox node,
-//! every backend.
+//! from it (docs/operations.md, "The operator console") and the export places the payment by
+//! it. A node that cannot give it fails the part, and the payment is credited all the same,
+//! without it. On the sandbox node, every backend.
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;

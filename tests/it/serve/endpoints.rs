@@ -39,7 +39,7 @@ fn assert_bounded_labels(text: &str) {
         "chain",
         // The run's own steps (the webhook inbox, the exceptions): docs/reference.md §4.
         "run",
-        // The balance check (SPEC §17), a run of its own.
+        // The balance check (docs/operations.md, "Balances"), a run of its own.
         "balances",
         "tron",
         "bitcoin",
@@ -436,8 +436,8 @@ async fn readyz_answers_within_a_second_when_the_database_hangs() {
     assert_eq!(code, Some(0), "{}", s.proc.stderr());
 }
 
-/// SPEC §2 and §6: a chain that cannot be read fails every scheduled run's sweep: the failed
-/// counter moves, the last success stays 0, which is what `PayreconRunsFailing` fires on
+/// docs/reference.md §4: a chain that cannot be read fails every scheduled run's sweep: the
+/// failed counter moves, the last success stays 0, which is what `PayreconRunsFailing` fires on
 /// (grafana/alerts/payrecon.rules.test.yml holds the same series with the chain down).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_down_counts_failed_runs_and_no_success() {

@@ -1,10 +1,10 @@
-//! The balance check on Solana (SPEC §17 on §18) against a real local cluster (surfpool): per
-//! deposit wallet, its SOL and its USDC (the sum of its token accounts) at `finalized`, its
-//! finalized history since its oldest order. Payments no provider reported are credited, a
-//! payment beyond the orders is an `unknown_payment`, a sweep to the treasury is recorded (its
-//! fee paid in SOL explained), a transfer elsewhere is an `unexpected_outflow`, and money that
-//! arrives outside any transaction (a cheat code here; a lost history in life) opens
-//! `balance_mismatch`. On SQLite, PostgreSQL and MariaDB.
+//! The balance check on Solana (docs/configuration.md, "Solana") against a real local cluster
+//! (surfpool): per deposit wallet, its SOL and its USDC (the sum of its token accounts) at
+//! `finalized`, its finalized history since its oldest order. Payments no provider reported are
+//! credited, a payment beyond the orders is an `unknown_payment`, a sweep to the treasury is
+//! recorded (its fee paid in SOL explained), a transfer elsewhere is an `unexpected_outflow`,
+//! and money that arrives outside any transaction (a cheat code here; a lost history in life)
+//! opens `balance_mismatch`. On SQLite, PostgreSQL and MariaDB.
 
 use payrecon::domain::{State, U256};
 use payrecon::engine::Trigger;

@@ -1,8 +1,9 @@
-//! Solana faults a real local cluster cannot show on request (SPEC §18), against the
-//! stand-in node (`testkit::solana`): JSON-RPC batches used where the node takes them; a
-//! signature the cluster forgets before `finalized` is `reorged`, never moved back; 429s are
-//! retried after their `Retry-After`; a node whose history is pruned fails the run with the reason, never reads as "gone".
-//! The scan reads each account on from its cursor: a run with nothing new reads no transaction.
+//! Solana faults a real local cluster cannot show on request (docs/configuration.md, "Solana"),
+//! against the stand-in node (`testkit::solana`): JSON-RPC batches used where the node takes
+//! them; a signature the cluster forgets before `finalized` is `reorged`, never moved back;
+//! 429s are retried after their `Retry-After`; a node whose history is pruned fails the run
+//! with the reason, never reads as "gone". The scan reads each account on from its cursor: a
+//! run with nothing new reads no transaction.
 
 use payrecon::domain::{SolanaKey, State};
 use payrecon::sandbox::solana::{base58, SandboxSolana};
@@ -82,11 +83,11 @@ async fn a_forgotten_signature_is_reorged_429s_are_retried_and_pruned_history_fa
     .await;
 }
 
-/// `payrecon_scan_cursors` (SPEC §18): once an account's newest transaction is finalized and
-/// resolved, a run with nothing new lists each watched account once (an empty page after its
-/// cursor) and reads no transaction; a new payment is the only transaction read; a backfill
-/// (`run --since`) reads the whole window again. A final row is not read again
-/// (`recheck_final` is 0s on Solana).
+/// `payrecon_scan_cursors` (docs/configuration.md, "Solana"): once an account's newest
+/// transaction is finalized and resolved, a run with nothing new lists each watched account
+/// once (an empty page after its cursor) and reads no transaction; a new payment is the only
+/// transaction read; a backfill (`run --since`) reads the whole window again. A final row is
+/// not read again (`recheck_final` is 0s on Solana).
 #[tokio::test]
 async fn a_run_with_nothing_new_reads_one_page_per_account_and_no_transaction() {
     on_backends(|db| async move {
