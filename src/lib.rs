@@ -19,12 +19,14 @@
 //! - `sandbox` (feature `demo`, on by default): `payrecon demo`'s fake
 //!   Chaingateway, node and receiver it serves on loopback (the tests use them too).
 //! - `stats` (feature `stats`, tests and benchmarks only): SQL statements, CPU, peak RSS.
+//! - `body`: a request body read within a limit, for the HTTP surfaces (`webhook`, `api`).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 //! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
 
 pub mod api;
 pub mod app;
 pub mod assets;
+pub mod body;
 pub mod chain;
 pub mod cli;
 pub mod config;

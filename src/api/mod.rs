@@ -182,13 +182,13 @@ async fn create(api: &Api, headers: HeaderMap, body: Body) -> Response {
 }
 
 async fn register(api: &Api, headers: &HeaderMap, body: Body) -> Response {
-    let raw = match crate::daemon::body::read_limited(headers, body, MAX_BODY).await {
+    let raw = match crate::body::read_limited(headers, body, MAX_BODY).await {
         Ok(raw) => raw,
-        Err(crate::daemon::body::BodyError::TooLarge) => {
+        Err(crate::body::BodyError::TooLarge) => {
             return Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "the body is over 64 KiB")
                 .into_response()
         }
-        Err(crate::daemon::body::BodyError::Broken) => {
+        Err(crate::body::BodyError::Broken) => {
             return Problem::new(
                 StatusCode::BAD_REQUEST,
                 "the body could not be read to its end",

@@ -167,21 +167,8 @@ impl App {
         })
     }
 
-    /// `payrecon check`: database, each chain RPC, each provider on each of its chains.
-    /// Returns one line per item and whether all passed.
-    pub async fn check(&self) -> (Vec<String>, bool) {
-        let reached = self
-            .engine
-            .store
-            .ping()
-            .await
-            .map_err(|e| AppError(e.to_string()));
-        let (mut lines, ok) = check_items(&self.engine, reached).await;
-        let events_ok = check_events(&self.config, &mut lines).await;
-        (lines, ok && events_ok)
-    }
-
-    /// `payrecon check` from a configuration alone: the database is connected (never
+    /// `payrecon check`'s lines of the database, each chain RPC and each provider on each of
+    /// its chains, from a configuration alone: the database is connected (never
     /// migrated) and, when it cannot be reached, reported as failed while the chains and
     /// providers are still checked.
     pub async fn check_config(config: Config) -> Result<(Vec<String>, bool), AppError> {
@@ -200,10 +187,7 @@ impl App {
             ),
         };
         let app = Self::with_store(config, store)?;
-        let (mut lines, ok) = check_items(&app.engine, reached).await;
-        let events_ok = check_events(&app.config, &mut lines).await;
-        let console_ok = check_console(&app.config, &mut lines);
-        Ok((lines, ok && events_ok && console_ok))
+        Ok(check_items(&app.engine, reached).await)
     }
 }
 
@@ -214,72 +198,6 @@ fn instance_name() -> String {
         .unwrap_or_else(|_| "host".into());
     let suffix: u32 = rand::random();
     format!("{host}:{}:{suffix:08x}", std::process::id())
-}
-
-/// The `[events]` line of `check`: a warning (not a failure) when payrecon applies
-/// transitions but tells no one; otherwise whether the endpoint answers HTTP at all (any
-/// status: a receiver may refuse a bare HEAD), which is a failure when it does not.
-async fn check_events(config: &Config, lines: &mut Vec<String>) -> bool {
-    let Some(ev) = &config.events else {
-        if config.reconcile.apply {
-            lines.push(
-                "WARN   events: reconcile.apply = true and no [events] url: the transitions \
-                 payrecon applies reach no application (docs/configuration.md, \"Events to your application\")"
-                    .into(),
-            );
-        }
-        return true;
-    };
-    let shown = crate::secret::redact_url(&ev.url);
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(ev.timeout)
-        .build();
-    let answer = match client {
-        Ok(c) => c.head(&ev.url).send().await.map_err(|e| e.without_url()),
-        Err(e) => Err(e),
-    };
-    match answer {
-        Ok(resp) => {
-            lines.push(format!(
-                "ok     events endpoint {shown}: answers (HTTP {} to HEAD)",
-                resp.status().as_u16()
-            ));
-            true
-        }
-        Err(e) => {
-            let why = crate::secret::redact(&e.to_string(), &config.secrets());
-            lines.push(format!("FAILED events endpoint {shown}: {why}"));
-            false
-        }
-    }
-}
-
-/// The `[console]` line of `check` when the console is on: its operators file as `serve`
-/// reads it at start.
-fn check_console(config: &Config, lines: &mut Vec<String>) -> bool {
-    let c = &config.console;
-    if !c.enabled {
-        return true;
-    }
-    if c.trusted_header.is_some() && !c.operators_file.exists() {
-        lines.push("ok     console: operators named by the trusted proxies' header".into());
-        return true;
-    }
-    match crate::console::operators::Operators::load(&c.operators_file, "console.operators_file") {
-        Ok(ops) => {
-            lines.push(format!(
-                "ok     console: {} operator(s) in {}",
-                ops.names().count(),
-                c.operators_file.display()
-            ));
-            true
-        }
-        Err(e) => {
-            lines.push(format!("FAILED console: {e}"));
-            false
-        }
-    }
 }
 
 async fn check_items(e: &Engine, db: Result<(), AppError>) -> (Vec<String>, bool) {

@@ -3,8 +3,8 @@
 //! done, 1 a chain could not be checked or the database could not be read, 2 usage (an unknown
 //! `--chain`).
 
+use super::Exit;
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use super::{BalancesAction, BalancesArgs, CliError, Format, Outcome};
 use crate::app::{db, Access};
@@ -44,7 +44,7 @@ async fn list(config: &Config, chain: Option<&str>, mismatched: bool, format: Fo
         Format::Text => table(&rows, &crate::assets::Assets::of(config)),
     };
     print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }
 
 async fn check(config: Config, chain: Option<String>, format: Format) -> Outcome {
@@ -66,11 +66,7 @@ async fn check(config: Config, chain: Option<String>, format: Format) -> Outcome
             report.to_text_with(&crate::assets::Assets::of(&app.config))
         ),
     }
-    Ok(if report.any_failed() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(Exit::of(!report.any_failed()))
 }
 
 /// One address's check as JSON (amounts in base units, as text: they exceed 2^53).

@@ -85,7 +85,7 @@ pub async fn command(
         eprint!("{log}");
     }
     result?;
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(super::Exit::Done)
 }
 
 pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
-use std::process::ExitCode;
+use super::Exit;
 
 use super::{CliError, EventStatus, EventsAction, EventsArgs, Format, Outcome};
 use crate::app::{db, Access};
@@ -129,7 +129,7 @@ pub async fn command(config: &Config, args: EventsArgs) -> Outcome {
         };
         let n = replay(config, &filter).await?;
         println!("{n} event(s) put back in the queue (ids unchanged)");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Done);
     }
     if args.limit < 1 {
         return Err(CliError::usage("--limit must be at least 1"));
@@ -152,5 +152,5 @@ pub async fn command(config: &Config, args: EventsArgs) -> Outcome {
         Format::Json => println!("{}", list.to_json()),
         Format::Text => print!("{}", list.to_text()),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }

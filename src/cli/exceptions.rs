@@ -3,8 +3,8 @@
 //! apply path (`engine::operator`), `dismiss` as one conditional UPDATE. Exit codes: 0 done, 1
 //! refused or resolved by someone else first (who and when are said), 2 usage or an unknown id.
 
+use super::Exit;
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use super::{
     CliError, ExceptionKind, ExceptionStatus, ExceptionsAction, ExceptionsArgs, Format, Outcome,
@@ -88,7 +88,7 @@ async fn list(config: &Config, args: &ExceptionsArgs) -> Outcome {
         ),
         Format::Text => print!("{}", table(&rows, &crate::assets::Assets::of(config))),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }
 
 async fn show(config: &Config, id: i64, format: Format) -> Outcome {
@@ -100,7 +100,7 @@ async fn show(config: &Config, id: i64, format: Format) -> Outcome {
         Format::Json => println!("{}", serde_json::to_string_pretty(&x).unwrap_or_default()),
         Format::Text => print!("{}", detail(&x, &crate::assets::Assets::of(config))),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }
 
 fn unknown(id: i64) -> CliError {
@@ -135,7 +135,7 @@ fn told(done: Result<Decision, OperatorError>, id: i64, by: &str, resolution: &s
         Ok(Decision::Done(what)) => {
             tracing::info!(exception = id, by = %by, resolution, "Exception decided.");
             println!("exception {id} {resolution} by {by}: {what}");
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Done)
         }
         Ok(Decision::Taken(x)) => Err(taken(&x)),
         Err(OperatorError::Unknown(id)) => Err(unknown(id)),

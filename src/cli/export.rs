@@ -5,8 +5,8 @@
 //! payments there are. Amounts are exact: base units as integers, and `amount_decimal` with the
 //! asset's `[assets]` decimals.
 
+use super::Exit;
 use std::io::Write;
-use std::process::ExitCode;
 
 use jiff::Timestamp;
 
@@ -204,7 +204,7 @@ pub async fn command(config: Config, args: ExportArgs) -> Outcome {
         })?;
     }
     tracing::info!(payments = n, "Export written.");
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }
 
 #[cfg(test)]

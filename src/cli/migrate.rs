@@ -1,6 +1,6 @@
 //! `payrecon migrate`: creates or upgrades the schema and says which it did.
 
-use std::process::ExitCode;
+use super::Exit;
 
 use super::{CliError, Outcome};
 use crate::app::{db, Access};
@@ -17,7 +17,7 @@ pub async fn command(config: &Config) -> Outcome {
         (_, 0) => eprintln!("payrecon: schema is up to date ({after} migrations)"),
         (_, n) => eprintln!("payrecon: schema upgraded ({n} of {after} migrations applied now)"),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }
 
 /// The number of migrations applied before and after.

@@ -29,11 +29,39 @@ mod status;
 pub use args::*;
 pub use man::*;
 
+/// How a command ended: the exit codes of the module's header, decided here only. A command
+/// answers `Done`, `Failed` (its work was done and something in it failed, as `check`'s
+/// FAILED lines) or `Gaps`, or stops with a `CliError` (`Failed` or `Usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Done = 0,
+    Failed = 1,
+    Usage = 2,
+    Gaps = 3,
+}
+
+impl Exit {
+    /// `Done` when `ok`, `Failed` otherwise.
+    pub fn of(ok: bool) -> Exit {
+        if ok {
+            Exit::Done
+        } else {
+            Exit::Failed
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
 /// Why a command stopped, and its exit code. Its text is printed once, by `main.rs`, after
 /// `dispatch` has scrubbed every secret of the configuration from it.
 #[derive(Debug)]
 pub struct CliError {
-    code: u8,
+    code: Exit,
     message: String,
 }
 
@@ -41,7 +69,7 @@ impl CliError {
     /// Exit 1: the command could not do its work.
     pub fn failed(e: impl std::fmt::Display) -> CliError {
         CliError {
-            code: 1,
+            code: Exit::Failed,
             message: e.to_string(),
         }
     }
@@ -49,13 +77,13 @@ impl CliError {
     /// Exit 2: the command line (a flag, a file, an id) is wrong.
     pub fn usage(e: impl std::fmt::Display) -> CliError {
         CliError {
-            code: 2,
+            code: Exit::Usage,
             message: e.to_string(),
         }
     }
 
-    pub fn exit_code(&self) -> ExitCode {
-        ExitCode::from(self.code)
+    pub fn exit_code(&self) -> Exit {
+        self.code
     }
 
     /// The text with every secret of `config` masked.
@@ -75,14 +103,9 @@ impl std::fmt::Display for CliError {
 }
 
 impl From<crate::store::StoreError> for CliError {
-    /// A store error; where a payrecon table is missing, what to do about it.
+    /// A store error; a missing schema (`StoreError::NoSchema`) says to migrate.
     fn from(e: crate::store::StoreError) -> CliError {
-        let text = e.to_string();
-        if text.contains("payrecon_") && missing_table(&text) {
-            CliError::failed(format!("{text}; run `payrecon migrate` first"))
-        } else {
-            CliError::failed(text)
-        }
+        CliError::failed(e)
     }
 }
 
@@ -92,16 +115,8 @@ impl From<crate::app::AppError> for CliError {
     }
 }
 
-/// Whether a database's error text says a table does not exist (SQLite, PostgreSQL,
-/// MariaDB/MySQL).
-fn missing_table(text: &str) -> bool {
-    text.contains("no such table")
-        || text.contains("does not exist")
-        || text.contains("doesn't exist")
-}
-
 /// What a command returns.
-pub type Outcome = Result<ExitCode, CliError>;
+pub type Outcome = Result<Exit, CliError>;
 
 /// `--since` and `--until` (`config::parse_time_arg`: a time, a date or a duration back from
 /// `now`), `default_since` and `now` where not given; a bad value or `--since` after `--until`
@@ -141,12 +156,12 @@ pub fn main() -> ExitCode {
         Err(e) => Err(CliError::failed(format!("cannot start the runtime: {e}"))),
     };
     match outcome {
-        Ok(code) => code,
+        Ok(code) => code.into(),
         Err(e) => {
             for line in e.to_string().lines() {
                 eprintln!("payrecon: {line}");
             }
-            e.exit_code()
+            e.exit_code().into()
         }
     }
 }

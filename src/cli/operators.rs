@@ -2,8 +2,8 @@
 //! file (`console.operators_file`), as argon2id hashes. The password is read without echo at a
 //! terminal (twice), else one line of stdin; it is never printed or logged.
 
+use super::Exit;
 use std::io::{BufRead, IsTerminal};
-use std::process::ExitCode;
 
 use super::{CliError, OperatorsAction, OperatorsArgs, Outcome};
 use crate::config::Config;
@@ -37,7 +37,7 @@ pub fn command(config: &Config, args: OperatorsArgs) -> Outcome {
             eprintln!("payrecon: operator {name} removed ({shown})");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }
 
 /// The password: at a terminal, prompted twice without echo; else stdin's first line.

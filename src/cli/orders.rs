@@ -7,8 +7,8 @@
 //! registered with other fields, a bad row in an import, or the database failed; 2 an invalid
 //! field of `add`, or an import file that cannot be read as the CSV it must be.
 
+use super::Exit;
 use std::io::Read;
-use std::process::ExitCode;
 
 use super::{CliError, Format, OrderAddArgs, OrdersAction, OrdersArgs, Outcome};
 use crate::app::{db, Access};
@@ -77,8 +77,8 @@ async fn add(config: &Config, a: OrderAddArgs) -> Outcome {
     store.close().await;
     let (word, view, code) = match outcome {
         Ok(mut v) if !v.is_empty() => match v.remove(0) {
-            Registered::Created(view) => ("registered", view, ExitCode::SUCCESS),
-            Registered::Same(view) => ("already registered (same fields)", view, ExitCode::SUCCESS),
+            Registered::Created(view) => ("registered", view, Exit::Done),
+            Registered::Same(view) => ("already registered (same fields)", view, Exit::Done),
             Registered::Conflict(view, fields) => {
                 return Err(CliError::failed(format!(
                     "order {:?} is registered with another {}; nothing was written",
@@ -183,11 +183,7 @@ async fn import(config: &Config, reader: Box<dyn Read>) -> Outcome {
         tally.created, tally.same, tally.conflicts, tally.invalid
     );
     result.map_err(CliError::failed)?;
-    Ok(if tally.conflicts + tally.invalid > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(Exit::of(tally.conflicts + tally.invalid == 0))
 }
 
 /// A reader in which CRLF is LF (a CR anywhere else is kept, and refused by the field's rules).

@@ -4,7 +4,7 @@
 //! usage (a bad time, `--since` after `--until`, an unknown `--provider`), 3 `--fail-on-gaps`
 //! and gaps were found.
 
-use std::process::ExitCode;
+use super::Exit;
 
 use super::{CliError, Format, Outcome, RunArgs};
 
@@ -76,11 +76,11 @@ pub async fn command(config: crate::config::Config, args: RunArgs) -> Outcome {
     #[cfg(feature = "stats")]
     crate::stats::write_run_stats_if_asked();
     Ok(if report.any_failed() {
-        ExitCode::from(1)
+        Exit::Failed
     } else if args.fail_on_gaps && report.totals.gaps > 0 {
-        ExitCode::from(3)
+        Exit::Gaps
     } else {
-        ExitCode::SUCCESS
+        Exit::Done
     })
 }
 

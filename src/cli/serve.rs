@@ -1,6 +1,6 @@
 //! `payrecon serve`: the daemon (`crate::daemon`) until SIGTERM or SIGINT.
 
-use std::process::ExitCode;
+use super::Exit;
 
 use super::{CliError, Outcome};
 use crate::config::Config;
@@ -14,5 +14,5 @@ pub async fn command(config: Config) -> Outcome {
     crate::daemon::exclusive_sqlite(config.database.url.expose()).map_err(CliError::failed)?;
     let app = crate::app::App::start(config).await?;
     crate::daemon::serve(app, shutdown, |_| {}).await?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }

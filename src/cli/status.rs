@@ -1,6 +1,6 @@
 //! `payrecon status`: the operator's read-only view (`crate::status` reads it).
 
-use std::process::ExitCode;
+use super::Exit;
 
 use super::{CliError, Format, Outcome};
 use crate::config::Config;
@@ -17,5 +17,5 @@ pub async fn command(config: &Config, format: Format) -> Outcome {
             status.to_text_with(&crate::assets::Assets::of(config))
         ),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Done)
 }

@@ -30,6 +30,7 @@ mod auth;
 pub mod operators;
 mod pages;
 mod plot;
+mod query;
 mod story;
 mod view;
 

@@ -12,13 +12,11 @@ use axum::Form;
 use serde::Deserialize;
 
 use super::auth::{self, Who};
+use super::query::{ListQuery, AGES, PAGE};
 use super::{view, Console};
 use crate::engine::operator::{Decision, OperatorError};
 use crate::metrics::LoginOutcome;
 use crate::store::{ExceptionFilter, Resolve};
-
-/// Rows per page of a list.
-pub const PAGE: i64 = 50;
 
 /// A database error as a page (secrets scrubbed), and in the log.
 pub(super) fn failed(c: &Console, what: &str, e: &dyn std::fmt::Display) -> Response {
@@ -171,25 +169,6 @@ pub(super) fn bad_token() -> Response {
         "Nothing was changed. Open the page again and send the form from there.",
     )
 }
-
-/// `/console/exceptions`' query: filters, the search box, the keyset bound.
-#[derive(Debug, Default, Deserialize)]
-pub struct ListQuery {
-    pub kind: Option<String>,
-    pub status: Option<String>,
-    pub q: Option<String>,
-    /// First seen over this long ago: `1h`, `1d`, `7d` or `30d` (`AGES`).
-    pub age: Option<String>,
-    pub before: Option<i64>,
-}
-
-/// The age filter's choices: the value, what the page says, and the hours.
-pub const AGES: [(&str, &str, i64); 4] = [
-    ("1h", "over an hour ago", 1),
-    ("1d", "over a day ago", 24),
-    ("7d", "over a week ago", 24 * 7),
-    ("30d", "over 30 days ago", 24 * 30),
-];
 
 pub async fn exceptions(
     State(c): State<Arc<Console>>,

@@ -11,7 +11,8 @@ use axum::Form;
 use serde::Deserialize;
 
 use super::auth::{self, Who};
-use super::pages::{bad_token, failed, PAGE};
+use super::pages::{bad_token, failed};
+use super::query::PAGE;
 use super::view::{self, OrderStory};
 use super::Console;
 use crate::store::{EventFilter, ExceptionFilter, StoreError};

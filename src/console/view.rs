@@ -9,8 +9,8 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use super::auth::Who;
 
 mod order;
-use super::pages::{ListQuery, AGES, PAGE};
 use super::plot::{Counts, Delays};
+use super::query::{ListQuery, AGES, PAGE};
 use crate::assets::Assets;
 use crate::domain::U256;
 use crate::status::Status;

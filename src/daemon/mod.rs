@@ -4,7 +4,6 @@
 //! database is migrated before `serve` is called), `STOPPING=1` at shutdown, each scheduled
 //! run's outcome as `STATUS=`, and the schedule loop feeds the watchdog (`WatchdogSec=`).
 
-pub mod body;
 pub mod listener;
 pub mod schedule;
 pub mod sdnotify;

@@ -44,15 +44,11 @@ use std::time::Duration;
 
 use futures::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
-use reqwest::StatusCode;
 use serde_json::Value;
 
-use super::retry::{
-    body_snippet, describe, retry_after, send_unrepeated, status_class, with_retries, Verdict,
-};
+use super::retry::{self, describe, send_unrepeated};
 use super::{
     ListKind, ListPlan, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatsCell,
-    StatusClass,
 };
 use crate::domain::ChainKind;
 use crate::providers::Reason;
@@ -307,62 +303,21 @@ impl ChaingatewayClient {
         .await
     }
 
-    /// An idempotent GET with the read retry policy; `extract` reads the JSON body, and an
-    /// `Err` from it (a body that is not the expected shape) is retried like a 5xx.
+    /// An idempotent GET with the read retry policy (`retry::get_json`); `extract` reads the
+    /// JSON body, and an `Err` from it (a body not of the expected shape) is retried like a 5xx.
     async fn get_json<T>(
         &self,
         what: &str,
         url: &reqwest::Url,
         extract: impl Fn(&Value) -> Result<T, Reason>,
     ) -> Result<T, ProviderError> {
-        let key = &self.settings.api_key;
-        let extract = &extract;
-        let result = with_retries(
+        let result = retry::get_json(
             self.settings.max_retries,
             self.settings.backoff,
-            |_| async move {
-                let resp = match self.http.get(url.clone()).send().await {
-                    Ok(resp) => resp,
-                    Err(e) => {
-                        (self.observer)(StatusClass::Error);
-                        return Verdict::retry(describe(&e, key));
-                    }
-                };
-                let status = resp.status();
-                (self.observer)(status_class(status));
-                if status == StatusCode::TOO_MANY_REQUESTS {
-                    return Verdict::Retry {
-                        after: retry_after(&resp),
-                        reason: format!("HTTP {status}"),
-                    };
-                }
-                if status.is_server_error() {
-                    return Verdict::retry(format!(
-                        "HTTP {status}: {}",
-                        body_snippet(resp, key).await
-                    ));
-                }
-                if !status.is_success() {
-                    return Verdict::Fail(format!(
-                        "HTTP {status}: {}",
-                        body_snippet(resp, key).await
-                    ));
-                }
-                let body = match resp.bytes().await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Verdict::retry(format!("reading the body: {}", describe(&e, key)))
-                    }
-                };
-                let json: Value = match serde_json::from_slice(&body) {
-                    Ok(v) => v,
-                    Err(e) => return Verdict::retry(format!("the body is not JSON: {e}")),
-                };
-                match extract(&json) {
-                    Ok(v) => Verdict::Done(v),
-                    Err(reason) => Verdict::retry(reason),
-                }
-            },
+            &self.settings.api_key,
+            &*self.observer,
+            || self.http.get(url.clone()),
+            |json, _| extract(json),
         )
         .await;
         result.map_err(|reason| self.error(what.to_string(), reason))

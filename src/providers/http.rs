@@ -16,7 +16,7 @@ mod tests;
 
 use futures::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, LINK};
-use reqwest::{Method, StatusCode, Url};
+use reqwest::{Method, Url};
 use serde_json::Value;
 
 pub use self::presets::preset_webhook_scheme;
@@ -24,12 +24,8 @@ pub use self::settings::{
     AmountUnit, FieldPointers, HttpSettings, ListSpec, Pagination, ResendSpec, StatusAction,
     TimeFormat,
 };
-use super::retry::{
-    body_snippet, describe, retry_after, send_unrepeated, status_class, with_retries, Verdict,
-};
-use super::{
-    ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver, StatusClass,
-};
+use super::retry::{self, describe, send_unrepeated};
+use super::{ListKind, Page, ProviderError, ProviderRecord, Rejected, RequestObserver};
 use crate::providers::Reason;
 use crate::secret::Secret;
 
@@ -250,59 +246,22 @@ impl HttpClient {
         result.map_err(|reason| self.error(format!("{method} {}", url.path()), reason))
     }
 
-    /// An idempotent GET with the read retry policy; `extract` reads the JSON body and the
-    /// headers, and an `Err` from it (a body that is not the expected shape) is retried.
+    /// An idempotent GET with the read retry policy (`retry::get_json`); `extract` reads the
+    /// JSON body and the headers, and an `Err` from it (a body not of the expected shape) is
+    /// retried.
     async fn get_json<T>(
         &self,
         what: &str,
         url: &Url,
         extract: impl Fn(&Value, &HeaderMap) -> Result<T, Reason>,
     ) -> Result<T, ProviderError> {
-        let key = &self.key;
-        let extract = &extract;
-        let result = with_retries(
+        let result = retry::get_json(
             self.settings.max_retries,
             self.settings.backoff,
-            |_| async move {
-                let resp = match self.http.get(url.clone()).send().await {
-                    Ok(resp) => resp,
-                    Err(e) => {
-                        (self.observer)(StatusClass::Error);
-                        return Verdict::retry(describe(&e, key));
-                    }
-                };
-                let status = resp.status();
-                (self.observer)(status_class(status));
-                if status == StatusCode::TOO_MANY_REQUESTS {
-                    return Verdict::Retry {
-                        after: retry_after(&resp),
-                        reason: format!("HTTP {status}"),
-                    };
-                }
-                if !status.is_success() {
-                    let text = format!("HTTP {status}: {}", body_snippet(resp, key).await);
-                    return if status.is_server_error() {
-                        Verdict::retry(text)
-                    } else {
-                        Verdict::Fail(text)
-                    };
-                }
-                let headers = resp.headers().clone();
-                let body = match resp.bytes().await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Verdict::retry(format!("reading the body: {}", describe(&e, key)))
-                    }
-                };
-                let json: Value = match serde_json::from_slice(&body) {
-                    Ok(v) => v,
-                    Err(e) => return Verdict::retry(format!("the body is not JSON: {e}")),
-                };
-                match extract(&json, &headers) {
-                    Ok(v) => Verdict::Done(v),
-                    Err(reason) => Verdict::retry(reason),
-                }
-            },
+            &self.key,
+            &*self.observer,
+            || self.http.get(url.clone()),
+            extract,
         )
         .await;
         result.map_err(|reason| self.error(what.to_string(), reason))

@@ -6,7 +6,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use rand::Rng;
+use reqwest::header::HeaderMap;
 use reqwest::{Response, StatusCode};
+use serde_json::Value;
 
 use crate::providers::Reason;
 use crate::providers::StatusClass;
@@ -175,3 +177,57 @@ pub(super) async fn send_unrepeated(
 
 #[cfg(test)]
 mod tests;
+
+/// An idempotent GET (`request` builds it) with the read retry policy: a connection error, a
+/// 5xx, a 429 (after its `Retry-After`), a body that cannot be read or is not JSON, and an
+/// `Err` from `extract` (a body not of the expected shape) are tried again; any other status
+/// fails at once. `extract` reads the JSON body and the headers. The observer sees each answer.
+pub(super) async fn get_json<T>(
+    attempts: u32,
+    backoff: Duration,
+    key: &Secret,
+    observer: &(dyn Fn(StatusClass) + Send + Sync),
+    request: impl Fn() -> reqwest::RequestBuilder,
+    extract: impl Fn(&Value, &HeaderMap) -> Result<T, Reason>,
+) -> Result<T, Reason> {
+    let (request, extract) = (&request, &extract);
+    with_retries(attempts, backoff, |_| async move {
+        let resp = match request().send().await {
+            Ok(resp) => resp,
+            Err(e) => {
+                observer(StatusClass::Error);
+                return Verdict::retry(describe(&e, key));
+            }
+        };
+        let status = resp.status();
+        observer(status_class(status));
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Verdict::Retry {
+                after: retry_after(&resp),
+                reason: format!("HTTP {status}"),
+            };
+        }
+        if !status.is_success() {
+            let text = format!("HTTP {status}: {}", body_snippet(resp, key).await);
+            return if status.is_server_error() {
+                Verdict::retry(text)
+            } else {
+                Verdict::Fail(text)
+            };
+        }
+        let headers = resp.headers().clone();
+        let body = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) => return Verdict::retry(format!("reading the body: {}", describe(&e, key))),
+        };
+        let json: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => return Verdict::retry(format!("the body is not JSON: {e}")),
+        };
+        match extract(&json, &headers) {
+            Ok(v) => Verdict::Done(v),
+            Err(reason) => Verdict::retry(reason),
+        }
+    })
+    .await
+}

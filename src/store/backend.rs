@@ -102,12 +102,6 @@ pub(crate) trait Backend: Dialect + PoolSql {
     ) -> Result<(Vec<String>, Vec<crate::store::rows::ViewRow>), sqlx::Error> {
         Self::register_returning(pool, batch).await
     }
-    /// Orders as the merchant inserts them (demo, tests, benchmarks).
-    #[cfg(feature = "demo")]
-    async fn insert_orders(
-        pool: &sqlx::Pool<Self>,
-        orders: &[super::NewOrder],
-    ) -> Result<(), StoreError>;
 }
 
 /// Runs `$body` with `$p` bound to the pool a `Store` holds and the type `D` naming its

@@ -17,6 +17,15 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    /// A statement named a payrecon table the database does not have: the schema was never
+    /// migrated (or is older than this binary). Told by the database's error code
+    /// (`missing_table`), never by the caller reading the text.
+    #[error("database: {what}: {source}; run `payrecon migrate` first")]
+    NoSchema {
+        what: String,
+        #[source]
+        source: sqlx::Error,
+    },
     /// The database could not be reached or opened (the URL without its password).
     #[error("database: connect to {url}: {reason}")]
     Connect { url: String, reason: String },
@@ -78,12 +87,31 @@ impl StoreError {
             }
             StoreError::Connect { .. } => true,
             StoreError::LeaseLost { .. }
+            | StoreError::NoSchema { .. }
             | StoreError::Migrate { .. }
             | StoreError::Invalid(_)
             | StoreError::ExceptionTaken { .. }
             | StoreError::Unchanged => false,
         }
     }
+}
+
+/// Whether `e` says a payrecon table does not exist: PostgreSQL's `42P01` (undefined table),
+/// MariaDB/MySQL's 1146 (no such table); SQLite has no code of its own for it (its generic
+/// error, 1), so there its message names it (`no such table: payrecon_…`).
+pub(super) fn missing_table(e: &sqlx::Error) -> bool {
+    let Some(d) = e.as_database_error() else {
+        return false;
+    };
+    let ours = d.message().contains("payrecon_");
+    let by_code = match d.code().as_deref() {
+        Some("42P01") => true,
+        Some("1") => d.message().starts_with("no such table"),
+        _ => d
+            .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+            .is_some_and(|m| m.number() == 1146),
+    };
+    ours && by_code
 }
 
 pub(super) fn is_unique_violation(e: &sqlx::Error) -> bool {

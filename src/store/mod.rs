@@ -403,16 +403,6 @@ impl Store {
     pub async fn record_blocks(&self, rows: &[Rekey]) -> Result<u64, StoreError> {
         dispatch!(self, p => D::record_blocks(p, rows).await)
     }
-
-    /// Multi-row inserts, in chunks (demo, tests, benchmarks; feature `demo`: the daemon
-    /// never inserts an order).
-    #[cfg(feature = "demo")]
-    pub async fn insert_orders(&self, orders: &[NewOrder]) -> Result<(), StoreError> {
-        if orders.is_empty() {
-            return Ok(());
-        }
-        dispatch!(self, p => D::insert_orders(p, orders).await)
-    }
 }
 
 /// Indices of `batch` sorted by the payment key an order is attached to in this batch (if

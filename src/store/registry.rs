@@ -5,7 +5,8 @@
 //! the batch (`Backend::register_batch`; MariaDB/MySQL, which lack that INSERT, read the taken
 //! refs first and insert the others). A ref taken before is the same order again (the request is idempotent) or a
 //! conflict, decided by the domain on the stored fields. And the API's reads: one order, or a
-//! keyset page by `(payrecon_updated_at, id)`.
+//! keyset page by `(payrecon_updated_at, id)`. And orders as a merchant inserts them (the demo,
+//! tests and benchmarks; feature `demo`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,6 +17,8 @@ use super::backend::dispatch;
 use super::pool_sql::view_columns;
 use super::rows::ViewRow;
 use super::rows::{counted, db_error, ms_text, sqlite_ts};
+#[cfg(feature = "demo")]
+use super::NewOrder;
 use super::{Store, StoreError};
 use crate::domain::{ExpectedOrder, StoredOrder};
 
@@ -158,6 +161,40 @@ impl ViewRow {
 }
 
 impl Store {
+    /// Multi-row inserts, in chunks (demo, tests, benchmarks; feature `demo`: the daemon
+    /// never inserts an order).
+    #[cfg(feature = "demo")]
+    pub async fn insert_orders(&self, orders: &[NewOrder]) -> Result<(), StoreError> {
+        if orders.is_empty() {
+            return Ok(());
+        }
+        const DOING: &str = "insert orders";
+        dispatch!(self, p => {
+            let mut tx = counted(p)
+                .begin_with(D::BEGIN_WRITE)
+                .await
+                .map_err(|e| db_error(DOING, e))?;
+            for chunk in orders.chunks(D::INSERT_ROWS) {
+                let mut qb = sqlx::QueryBuilder::<D>::new(
+                    "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) ",
+                );
+                qb.push_values(chunk, |mut b, o| {
+                    b.push_bind(o.order_ref.as_str())
+                        .push_bind(o.chain.as_str())
+                        .push_bind(o.pay_to.as_str())
+                        .push_bind(o.asset.as_str())
+                        .push_bind(o.amount_due.to_string())
+                        .push_unseparated(D::AMOUNT_CAST);
+                });
+                qb.build()
+                    .execute(counted(&mut *tx))
+                    .await
+                    .map_err(|e| db_error(DOING, e))?;
+            }
+            counted(tx).commit().await.map_err(|e| db_error(DOING, e))
+        })
+    }
+
     /// Registers `orders`, `REGISTER_BATCH` per transaction; one outcome per order, in order.
     /// A ref given twice is created once and compared the second time.
     pub async fn register_orders(

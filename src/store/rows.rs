@@ -184,10 +184,13 @@ pub(crate) fn rank_sql(column: &str) -> String {
 }
 
 /// `doing` failed. (Query errors carry no URL; connection errors go through `connect_error`.)
+/// A payrecon table missing is `NoSchema`.
 pub(crate) fn db_error(doing: &str, e: sqlx::Error) -> StoreError {
-    StoreError::Query {
-        what: doing.to_string(),
-        source: e,
+    let what = doing.to_string();
+    if super::error::missing_table(&e) {
+        StoreError::NoSchema { what, source: e }
+    } else {
+        StoreError::Query { what, source: e }
     }
 }
 

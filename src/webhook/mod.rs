@@ -164,13 +164,13 @@ async fn ingest_one(
     headers: &HeaderMap,
     body: Body,
 ) -> Answer {
-    let raw = match crate::daemon::body::read_limited(headers, body, MAX_BODY).await {
+    let raw = match crate::body::read_limited(headers, body, MAX_BODY).await {
         Ok(raw) => raw,
-        Err(crate::daemon::body::BodyError::TooLarge) => {
+        Err(crate::body::BodyError::TooLarge) => {
             tracing::info!("A webhook body over 64 KiB was refused.");
             return TOO_LARGE;
         }
-        Err(crate::daemon::body::BodyError::Broken) => {
+        Err(crate::body::BodyError::Broken) => {
             tracing::info!("A webhook body could not be read to its end.");
             return BAD_REQUEST;
         }

@@ -1,9 +1,12 @@
 //! The house rules of `src/` (ARCHITECTURE.md, "House rules"), read from the source itself:
-//! no file over 450 lines, no function over 80, no import cycle between files, and no more
-//! `Result<_, String>` than the ones left (each a plain reason shown to a person).
+//! no file over 450 lines, no function over 80, no import cycle between files or rooms
+//! (`imports`), no more `Result<_, String>` than the ones left (each a plain reason shown to a
+//! person), and no citation of a document the repository does not hold (`citations`).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+mod citations;
+mod imports;
 
 const MAX_FILE_LINES: usize = 450;
 const MAX_FN_LINES: usize = 80;
@@ -160,157 +163,6 @@ fn the_counter_of_long_functions_sees_one() {
     );
 }
 
-/// The module path of a file (`src/store/apply.rs` → `store::apply`; `mod.rs` and `lib.rs`
-/// name their folder).
-fn module_of(p: &Path) -> Vec<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut parts: Vec<String> = p
-        .strip_prefix(&src)
-        .unwrap()
-        .with_extension("")
-        .iter()
-        .map(|s| s.to_string_lossy().into_owned())
-        .collect();
-    if matches!(
-        parts.last().map(String::as_str),
-        Some("mod" | "lib" | "main")
-    ) {
-        parts.pop();
-    }
-    parts
-}
-
-/// Files each file names by path (`crate::a::b`, `super::x`, `self::x`), to the longest
-/// module that is a file; a file's own submodules and its parent are left out (a folder's
-/// `mod.rs` and its files are one room).
-fn imports() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
-    let files = sources();
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|(p, _)| module_of(p)).collect();
-    let mut edges = BTreeMap::new();
-    for (p, text) in &files {
-        let m = module_of(p);
-        let mut to = BTreeSet::new();
-        for line in text.lines() {
-            let code = code_of(line);
-            for (at, _) in code.match_indices("::") {
-                let head_start = code[..at]
-                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == ':'))
-                    .map_or(0, |i| i + 1);
-                let path: Vec<&str> = code[head_start..]
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '$'))
-                    .next()
-                    .unwrap_or("")
-                    .split("::")
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                if head_start + path.first().map_or(0, |s| s.len()) != at
-                    && !code[head_start..].starts_with('$')
-                {
-                    continue; // not the path's first segment
-                }
-                let mut base: Vec<String> = match path.first().copied() {
-                    Some("crate" | "$crate") => Vec::new(),
-                    Some("super") => m[..m.len().saturating_sub(1)].to_vec(),
-                    Some("self") => m.clone(),
-                    _ => continue,
-                };
-                for seg in path.iter().skip(1) {
-                    if *seg == "super" {
-                        base.pop();
-                    } else {
-                        base.push(seg.to_string());
-                    }
-                }
-                while !base.is_empty() && !modules.contains(&base) {
-                    base.pop();
-                }
-                let family = base.starts_with(&m) || m.starts_with(&base);
-                if !base.is_empty() && !family {
-                    to.insert(base);
-                }
-            }
-        }
-        edges.insert(m, to);
-    }
-    edges
-}
-
-/// The strongly connected components of more than one file (Tarjan).
-fn cycles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<String>> {
-    struct T<'a> {
-        edges: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
-        index: BTreeMap<&'a Vec<String>, (usize, usize)>,
-        stack: Vec<&'a Vec<String>>,
-        next: usize,
-        out: Vec<Vec<String>>,
-    }
-    fn visit<'a>(t: &mut T<'a>, v: &'a Vec<String>) {
-        t.index.insert(v, (t.next, t.next));
-        t.next += 1;
-        t.stack.push(v);
-        for w in t.edges.get(v).into_iter().flatten() {
-            let Some((w, _)) = t.edges.get_key_value(w) else {
-                continue;
-            };
-            if !t.index.contains_key(w) {
-                visit(t, w);
-                let low = t.index[v].1.min(t.index[w].1);
-                t.index.get_mut(v).unwrap().1 = low;
-            } else if t.stack.contains(&w) {
-                let low = t.index[v].1.min(t.index[w].0);
-                t.index.get_mut(v).unwrap().1 = low;
-            }
-        }
-        if t.index[v].0 == t.index[v].1 {
-            let mut c = Vec::new();
-            while let Some(w) = t.stack.pop() {
-                c.push(w.join("::"));
-                if w == v {
-                    break;
-                }
-            }
-            if c.len() > 1 {
-                c.sort();
-                t.out.push(c);
-            }
-        }
-    }
-    let mut t = T {
-        edges,
-        index: BTreeMap::new(),
-        stack: Vec::new(),
-        next: 0,
-        out: Vec::new(),
-    };
-    for v in edges.keys() {
-        if !t.index.contains_key(v) {
-            visit(&mut t, v);
-        }
-    }
-    t.out
-}
-
-#[test]
-fn no_two_files_import_each_other() {
-    let edges = imports();
-    let named: usize = edges.values().map(BTreeSet::len).sum();
-    assert!(named > 300, "imports found: {named}");
-    let found = cycles(&edges);
-    assert!(found.is_empty(), "import cycles:\n{found:#?}");
-}
-
-#[test]
-fn the_cycle_finder_sees_one() {
-    let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
-    let edges = BTreeMap::from([
-        (m("a"), BTreeSet::from([m("b")])),
-        (m("b"), BTreeSet::from([m("c")])),
-        (m("c"), BTreeSet::from([m("a")])),
-        (m("d"), BTreeSet::from([m("a")])),
-    ]);
-    assert_eq!(cycles(&edges), vec![vec!["a", "b", "c"]]);
-}
-
 /// `Result<_, String>` left in `src/` (tests aside): each a reason for a person, with no
 /// caller that tells one from another. The count may only fall.
 const STRING_ERRORS_LEFT: usize = 4;
@@ -359,42 +211,19 @@ fn string_errors_do_not_grow() {
     );
 }
 
-/// The repository stands alone: nothing in it cites a document it does not hold (the
-/// contract is docs/reference.md and the docs beside it). The migrations keep their first
-/// comments (a landed migration's text is fixed by its checksum) and the fuzz corpus is data.
+/// Exit codes are decided in one place (`cli::Exit`): no other file makes an `ExitCode` from
+/// a number.
 #[test]
-fn no_file_cites_a_document_outside_the_repository() {
-    fn walk(dir: &Path, found: &mut Vec<String>, read: &mut usize) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            let r = rel(&p);
-            let skip = ["target", ".git", "migrations", "fuzz/corpus", "fuzz/target"];
-            if skip.contains(&r.as_str()) || r.ends_with("node_modules") {
-                continue;
-            }
-            if p.is_dir() {
-                walk(&p, found, read);
-            } else if let Ok(text) = std::fs::read_to_string(&p) {
-                *read += 1;
-                let needles = [concat!("SPEC", " §"), concat!("SPEC", ".md")];
-                for (i, line) in text.lines().enumerate() {
-                    if needles.iter().any(|n| line.contains(n)) {
-                        found.push(format!("{r}:{}: {line}", i + 1));
-                    }
-                }
-            }
-        }
-    }
-    let (mut found, mut read) = (Vec::new(), 0);
-    walk(Path::new(env!("CARGO_MANIFEST_DIR")), &mut found, &mut read);
-    assert!(read > 300, "the repository read: {read} files");
-    assert!(
-        found.is_empty(),
-        "citations of a document the repository does not hold:\n{}",
-        found.join("\n")
+fn exit_codes_are_decided_in_one_place() {
+    let files = sources();
+    let makers: Vec<String> = files
+        .iter()
+        .filter(|(_, text)| text.lines().any(|l| code_of(l).contains("ExitCode::from(")))
+        .map(|(p, _)| rel(p))
+        .collect();
+    assert_eq!(
+        makers,
+        ["src/cli/mod.rs"],
+        "files that make exit codes: {makers:?}"
     );
 }

@@ -16,7 +16,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -97,27 +96,10 @@ struct BWorld {
     treasury: std::collections::BTreeMap<String, Vec<String>>,
 }
 
-fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_BALANCES_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_balances")
-}
-
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
-    let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("balances", SEEDS, SERVER_SEEDS) else {
-        return;
-    };
-    let n_jobs = jobs.len();
-    let failures = crate::run_jobs("balances ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
-    crate::report_slice(
-        "balances",
-        t0,
-        (n_jobs, seeds.len()),
-        &NAMES,
-        &COUNTS,
-        &failures,
-    );
+    let sizes = (SEEDS, SERVER_SEEDS, PARALLEL_SEEDS);
+    crate::run_slice("balances", sizes, (&NAMES, &COUNTS), run_seed).await;
 }
 
 /// A P2WPKH deposit address of the seed.

@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;
@@ -79,29 +78,10 @@ struct EWorld {
     treasury: std::collections::BTreeMap<String, Vec<String>>,
 }
 
-fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::db_prefix(backend);
-    format!(
-        "{pg}PAYRECON_SIM_BALANCES_EVM_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_balances_evm"
-    )
-}
-
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
-    let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("balances_evm", SEEDS, SERVER_SEEDS) else {
-        return;
-    };
-    let n_jobs = jobs.len();
-    let failures = crate::run_jobs("bal_evm ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
-    crate::report_slice(
-        "balances_evm",
-        t0,
-        (n_jobs, seeds.len()),
-        &NAMES,
-        &COUNTS,
-        &failures,
-    );
+    let sizes = (SEEDS, SERVER_SEEDS, PARALLEL_SEEDS);
+    crate::run_slice("balances_evm", sizes, (&NAMES, &COUNTS), run_seed).await;
 }
 
 fn payer() -> Address {

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -96,27 +95,10 @@ struct BWorld {
     faults: usize,
 }
 
-fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_BITCOIN_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_bitcoin")
-}
-
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
-    let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("bitcoin", SEEDS, SERVER_SEEDS) else {
-        return;
-    };
-    let n_jobs = jobs.len();
-    let failures = crate::run_jobs("bitcoin ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
-    crate::report_slice(
-        "bitcoin",
-        t0,
-        (n_jobs, seeds.len()),
-        &NAMES,
-        &COUNTS,
-        &failures,
-    );
+    let sizes = (SEEDS, SERVER_SEEDS, PARALLEL_SEEDS);
+    crate::run_slice("bitcoin", sizes, (&NAMES, &COUNTS), run_seed).await;
 }
 
 /// A deposit address of the seed: P2WPKH or P2TR (bech32/bech32m), or P2PKH (base58check).

@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -84,27 +83,10 @@ struct SWorld {
     seed: u64,
 }
 
-fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_SOLANA_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_solana")
-}
-
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
-    let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("solana", SEEDS, SERVER_SEEDS) else {
-        return;
-    };
-    let n_jobs = jobs.len();
-    let failures = crate::run_jobs("solana ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
-    crate::report_slice(
-        "solana",
-        t0,
-        (n_jobs, seeds.len()),
-        &NAMES,
-        &COUNTS,
-        &failures,
-    );
+    let sizes = (SEEDS, SERVER_SEEDS, PARALLEL_SEEDS);
+    crate::run_slice("solana", sizes, (&NAMES, &COUNTS), run_seed).await;
 }
 
 fn key(seed: u64, i: u64, kind: u8) -> String {

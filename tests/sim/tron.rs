@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use payrecon::app::App;
 use payrecon::config::Config;
@@ -75,27 +74,10 @@ struct TWorld {
     next: u64,
 }
 
-fn replay(seed: u64, backend: Backend) -> String {
-    let pg = crate::db_prefix(backend);
-    format!("{pg}PAYRECON_SIM_TRON_SEED={seed} cargo nextest run --cargo-profile bench --test sim sim_tron")
-}
-
 /// Runs the slice and prints the summary; panics listing the failing seeds.
 pub async fn run_slice() {
-    let t0 = Instant::now();
-    let Some((seeds, jobs)) = crate::slice_jobs("tron", SEEDS, SERVER_SEEDS) else {
-        return;
-    };
-    let n_jobs = jobs.len();
-    let failures = crate::run_jobs("tron ", jobs, PARALLEL_SEEDS, run_seed, replay).await;
-    crate::report_slice(
-        "tron",
-        t0,
-        (n_jobs, seeds.len()),
-        &NAMES,
-        &COUNTS,
-        &failures,
-    );
+    let sizes = (SEEDS, SERVER_SEEDS, PARALLEL_SEEDS);
+    crate::run_slice("tron", sizes, (&NAMES, &COUNTS), run_seed).await;
 }
 
 fn address(seed: u64, i: u64) -> TronAddress {

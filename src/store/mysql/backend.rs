@@ -349,34 +349,4 @@ impl Backend for MySql {
             }
         }
     }
-    #[cfg(feature = "demo")]
-    async fn insert_orders(
-        pool: &MySqlPool,
-        orders: &[crate::store::NewOrder],
-    ) -> Result<(), StoreError> {
-        let mut tx = counted(pool)
-            .begin()
-            .await
-            .map_err(|e| db_error("insert orders", e))?;
-        for chunk in orders.chunks(Self::INSERT_ROWS) {
-            let mut qb = sqlx::QueryBuilder::<MySql>::new(
-                "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) ",
-            );
-            qb.push_values(chunk, |mut b, o| {
-                b.push_bind(&o.order_ref)
-                    .push_bind(&o.chain)
-                    .push_bind(&o.pay_to)
-                    .push_bind(&o.asset)
-                    .push_bind(o.amount_due.to_string());
-            });
-            qb.build()
-                .execute(counted(&mut *tx))
-                .await
-                .map_err(|e| db_error("insert orders", e))?;
-        }
-        counted(tx)
-            .commit()
-            .await
-            .map_err(|e| db_error("insert orders", e))
-    }
 }

@@ -16,10 +16,6 @@ use crate::store::StoreError;
 
 const ROW_COLUMNS: &str = <Postgres as Dialect>::ROW_COLUMNS;
 
-/// Rows per `INSERT ... SELECT FROM UNNEST(...)` of orders.
-#[cfg(feature = "demo")]
-const ORDERS_CHUNK: usize = 10_000;
-
 type KeyArrays = (Vec<String>, Vec<String>, Vec<i64>);
 
 fn key_arrays(keys: &[PaymentKey]) -> KeyArrays {
@@ -136,41 +132,6 @@ impl Backend for Postgres {
             found.extend(rows);
         }
         Ok(found)
-    }
-    #[cfg(feature = "demo")]
-    async fn insert_orders(
-        pool: &PgPool,
-        orders: &[crate::store::NewOrder],
-    ) -> Result<(), StoreError> {
-        let mut tx = counted(pool)
-            .begin()
-            .await
-            .map_err(|e| db_error("insert orders", e))?;
-        for chunk in orders.chunks(ORDERS_CHUNK) {
-            let refs: Vec<&str> = chunk.iter().map(|o| o.order_ref.as_str()).collect();
-            let chains: Vec<&str> = chunk.iter().map(|o| o.chain.as_str()).collect();
-            let pay_to: Vec<&str> = chunk.iter().map(|o| o.pay_to.as_str()).collect();
-            let assets: Vec<&str> = chunk.iter().map(|o| o.asset.as_str()).collect();
-            let amounts: Vec<String> = chunk.iter().map(|o| o.amount_due.to_string()).collect();
-            sqlx::query(
-                "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) \
-                 SELECT r, c, p, a, d::numeric \
-                 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
-                 WITH ORDINALITY AS u(r, c, p, a, d, n) ORDER BY n",
-            )
-            .bind(refs)
-            .bind(chains)
-            .bind(pay_to)
-            .bind(assets)
-            .bind(amounts)
-            .execute(counted(&mut *tx))
-            .await
-            .map_err(|e| db_error("insert orders", e))?;
-        }
-        counted(tx)
-            .commit()
-            .await
-            .map_err(|e| db_error("insert orders", e))
     }
 
     async fn insert_webhook_delivery(

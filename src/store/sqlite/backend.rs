@@ -130,36 +130,6 @@ impl Backend for Sqlite {
         }
         Ok(found)
     }
-    #[cfg(feature = "demo")]
-    async fn insert_orders(
-        pool: &SqlitePool,
-        orders: &[crate::store::NewOrder],
-    ) -> Result<(), StoreError> {
-        let mut tx = counted(pool)
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db_error("insert orders", e))?;
-        for chunk in orders.chunks(Self::INSERT_ROWS) {
-            let mut qb = sqlx::QueryBuilder::<Sqlite>::new(
-                "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due) ",
-            );
-            qb.push_values(chunk, |mut b, o| {
-                b.push_bind(&o.order_ref)
-                    .push_bind(&o.chain)
-                    .push_bind(&o.pay_to)
-                    .push_bind(&o.asset)
-                    .push_bind(o.amount_due.to_string());
-            });
-            qb.build()
-                .execute(counted(&mut *tx))
-                .await
-                .map_err(|e| db_error("insert orders", e))?;
-        }
-        counted(tx)
-            .commit()
-            .await
-            .map_err(|e| db_error("insert orders", e))
-    }
 
     /// The pool runs `synchronous = NORMAL` (WAL), where a commit may be lost to a power cut:
     /// an acknowledged delivery must not be, so this one commit runs with `FULL` (the WAL is

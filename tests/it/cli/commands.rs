@@ -36,6 +36,18 @@ async fn migrate_creates_the_schema() {
             "{url}: {}",
             out.stderr
         );
+        // A read of a payrecon table is told apart by the database's error code, not its text.
+        let bare = payrecon::store::Store::connect(&url, 1).await.unwrap();
+        let err = bare.event_counts().await.unwrap_err();
+        assert!(
+            matches!(err, payrecon::store::StoreError::NoSchema { .. }),
+            "{url}: {err:?}"
+        );
+        assert!(
+            err.to_string().contains("run `payrecon migrate` first"),
+            "{err}"
+        );
+        bare.close().await;
         let out = payrecon(&config, &["migrate"]).await;
         out.assert_code(0);
         out.assert_no_panic();
