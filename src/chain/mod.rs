@@ -1,39 +1,33 @@
 //! Chain truth: head, final block, receipts (batched), transfer decode, by chain kind behind
-//! one interface (`ChainClient`): EVM chains through alloy JSON-RPC (`evm.rs`), Tron through
-//! java-tron's Ethereum-compatible JSON-RPC plus its HTTP API (`tron.rs`). Turns transaction
-//! ids into `domain` transfers; knows nothing of providers or SQL.
+//! one interface (`ChainClient`), each kind in its own folder: EVM chains through alloy
+//! JSON-RPC (`evm/`), Tron through java-tron's Ethereum-compatible JSON-RPC plus its HTTP API
+//! (`tron/`), Bitcoin through Esplora (`bitcoin/`), Solana (`solana/`); the transports they
+//! share beside them (`rpc.rs`, `rest.rs`). Turns transaction ids into `domain` transfers;
+//! knows nothing of providers or SQL.
 
-mod balance;
 mod bitcoin;
-mod bitcoin_balance;
-mod decode;
 mod evm;
-mod scan;
-pub use scan::MAX_FILTER_ADDRESSES;
+pub use evm::scan::MAX_FILTER_ADDRESSES;
 mod preflight;
 mod rest;
 mod rpc;
 mod solana;
-mod solana_balance;
-mod solana_scan;
-mod solana_tx;
 mod tron;
-mod tron_api;
 
 use std::time::Duration;
 
 use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash, U256};
 
+pub use bitcoin::balance::AddressTx;
 pub use bitcoin::{BitcoinClient, TIME_SKEW as BITCOIN_TIME_SKEW};
-pub use bitcoin_balance::AddressTx;
-pub use decode::TRANSFER_TOPIC;
+pub use evm::decode::TRANSFER_TOPIC;
 pub use evm::EvmClient;
 pub use preflight::Preflight;
 pub use rpc::shown_url;
+pub use solana::balance::{Floor, Holding, Moved};
+pub use solana::scan::ScanCursors;
+pub use solana::tx::Moves;
 pub use solana::SolanaClient;
-pub use solana_balance::{Floor, Holding, Moved};
-pub use solana_scan::ScanCursors;
-pub use solana_tx::Moves;
 pub use tron::TronClient;
 
 /// How a chain decides that a block is final (docs/reference.md §2, `finality`).
@@ -82,7 +76,7 @@ pub struct ChainSettings {
     pub recheck_final: Duration,
     /// Each run also looks on chain for payments to unpaid orders' deposit addresses over the
     /// run's window, payments no provider reported: token `Transfer` logs (`eth_getLogs`,
-    /// see `scan.rs`) on EVM and Tron, every output by address history on Bitcoin.
+    /// see `evm/scan.rs`) on EVM and Tron, every output by address history on Bitcoin.
     pub scan_unpaid: bool,
     /// Blocks per `eth_getLogs` request of that scan (many providers cap the range).
     pub log_range: u64,

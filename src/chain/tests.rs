@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::decode::resolve;
+use super::evm::decode::resolve;
 use super::evm::plan_batches;
 use super::*;
 use crate::domain::{State, U256};

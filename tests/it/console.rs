@@ -67,8 +67,12 @@ impl Page {
 impl Agent {
     pub fn new(base: &str) -> Agent {
         Agent {
+            // A connection per request: a server may close a kept-alive connection after an
+            // answer, and a pooled client can send the next POST on it before it sees the close
+            // (`IncompleteMessage` on a POST, seen once in a full run; no form is resent).
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(0)
                 .timeout(Duration::from_secs(30))
                 .build()
                 .unwrap(),

@@ -14,9 +14,9 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::rest::Rest;
-use super::rpc::Limiter;
-use super::{ChainError, ChainSettings, Lookup, TransferQuery};
+use crate::chain::rest::Rest;
+use crate::chain::rpc::Limiter;
+use crate::chain::{ChainError, ChainSettings, Lookup, TransferQuery};
 use crate::domain::{
     tron_address, Address, Asset, BlockRef, ChainHead, ChainKind, ChainTransfer, Flow, PaymentKey,
     TronAddress, U256,
@@ -27,7 +27,7 @@ const IN_FLIGHT: usize = 4;
 /// Blocks one `/wallet/getblockbylimitnext` answers at most (java-tron's limit).
 const BLOCKS_PER_READ: u64 = 100;
 
-pub(super) struct TronApi {
+pub(in crate::chain) struct TronApi {
     rest: Rest,
 }
 
@@ -119,7 +119,7 @@ struct Block {
 
 impl TronApi {
     /// `limiter`: `max_requests_per_second`, shared with the chain's JSON-RPC.
-    pub(super) fn new(
+    pub(in crate::chain) fn new(
         settings: &ChainSettings,
         limiter: Option<Arc<Limiter>>,
     ) -> Result<TronApi, ChainError> {
@@ -129,7 +129,7 @@ impl TronApi {
     }
 
     /// One answer per native query, in order.
-    pub(super) async fn trx_transfers(
+    pub(in crate::chain) async fn trx_transfers(
         &self,
         head: &ChainHead,
         queries: Vec<TransferQuery>,
@@ -201,7 +201,7 @@ impl TronApi {
     /// for every transaction one of them sent (a TRC-20 sweep too), the TRX it burned as fee
     /// (`/wallet/gettransactioninfobyid`) and a contract call's `call_value`. Freezes, votes
     /// and TRX sent from inside contracts are not read: what they moved is left unexplained.
-    pub(super) async fn trx_flows(
+    pub(in crate::chain) async fn trx_flows(
         &self,
         addresses: &[Address],
         from: u64,

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::decode::{domain_address, TRANSFER_TOPIC};
-use super::ChainError;
+use crate::chain::ChainError;
 use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TxHash, U256};
 
 /// Addresses (tokens, recipients) per `eth_getLogs` filter.
@@ -22,17 +22,17 @@ struct BlockTime {
 /// A log as `eth_getLogs` answers it (the deposit scan's and the balance check's).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct RawLog {
-    pub(super) address: EvmAddress,
+pub(in crate::chain) struct RawLog {
+    pub(in crate::chain) address: EvmAddress,
     #[serde(default)]
-    pub(super) topics: Vec<B256>,
-    pub(super) data: Bytes,
-    pub(super) block_number: Option<U64>,
-    pub(super) block_hash: Option<B256>,
-    pub(super) transaction_hash: Option<B256>,
-    pub(super) log_index: Option<U64>,
+    pub(in crate::chain) topics: Vec<B256>,
+    pub(in crate::chain) data: Bytes,
+    pub(in crate::chain) block_number: Option<U64>,
+    pub(in crate::chain) block_hash: Option<B256>,
+    pub(in crate::chain) transaction_hash: Option<B256>,
+    pub(in crate::chain) log_index: Option<U64>,
     #[serde(default)]
-    pub(super) removed: bool,
+    pub(in crate::chain) removed: bool,
 }
 
 impl super::EvmClient {
@@ -73,7 +73,7 @@ impl super::EvmClient {
             .collect();
         let got: Vec<Vec<(u64, jiff::Timestamp)>> = futures::stream::iter(chunks)
             .map(|chunk| self.block_times_batch(chunk))
-            .buffered(super::evm::BATCHES_IN_FLIGHT)
+            .buffered(super::BATCHES_IN_FLIGHT)
             .try_collect()
             .await?;
         Ok(got.into_iter().flatten().collect())

@@ -2,9 +2,13 @@
 //! transfer instruction keyed `(chain, first signature, outer × 65536 + inner + 1)`; its state
 //! is the cluster's commitment from `getSignatureStatuses` (`processed` pending, `confirmed`
 //! confirmed, `finalized` final); what it pays is read from `getTransaction` (`jsonParsed`,
-//! `solana_tx.rs`), in JSON-RPC batches, or in single calls (a few at a time) from a node
+//! `tx.rs`), in JSON-RPC batches, or in single calls (a few at a time) from a node
 //! that refuses batches. A signature the cluster no longer knows is `NotFound` (before
-//! `finalized`: the sweep's `reorged`). The deposit scan is `solana_scan.rs`.
+//! `finalized`: the sweep's `reorged`). The deposit scan is `scan.rs`.
+
+pub(super) mod balance;
+pub(super) mod scan;
+pub(super) mod tx;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,11 +18,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::rpc::Rpc;
-use super::solana_tx::{Payment, Tx};
 use super::{ChainError, ChainSettings, Lookup, Preflight, TransferQuery};
 use crate::domain::{
     Address, Asset, BlockRef, ChainHead, ChainKind, ChainTransfer, PaymentKey, State,
 };
+use tx::{Payment, Tx};
 
 /// Signatures per `getSignatureStatuses` call (the most a node takes).
 const STATUSES: usize = 256;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::decode::{domain_address, TRANSFER_TOPIC};
 use super::scan::RawLog;
-use super::ChainError;
+use crate::chain::ChainError;
 use crate::domain::{Address, Asset, BlockRef, Flow, PaymentKey, TxHash, U256};
 
 /// `balanceOf(address)`'s selector.
@@ -187,7 +187,7 @@ impl super::EvmClient {
         }
         let range = self.settings.log_range.max(1);
         let contracts: Vec<&str> = tokens.iter().map(Address::as_str).collect();
-        for chunk in addresses.chunks(super::MAX_FILTER_ADDRESSES) {
+        for chunk in addresses.chunks(crate::chain::MAX_FILTER_ADDRESSES) {
             let words: Vec<String> = chunk.iter().map(|a| format!("0x{}", word(a))).collect();
             let mut start = from;
             while start <= to {

@@ -2,6 +2,10 @@
 //! transfers they hold (`decode.rs`), the deposit scan (`scan.rs`), the start check
 //! (`preflight.rs`), over the failover transport (`rpc.rs`).
 
+pub(super) mod balance;
+pub(super) mod decode;
+pub(super) mod scan;
+
 use std::collections::HashMap;
 
 use alloy::primitives::U64;
@@ -10,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::{decode, rpc, ChainError, ChainSettings, Finality, Lookup, TransferQuery};
+use super::{rpc, ChainError, ChainSettings, Finality, Lookup, TransferQuery};
 use crate::domain::{Asset, ChainHead, TxHash};
 
 /// One hash's receipt and, for native-coin queries, its transaction, as the node's JSON text.

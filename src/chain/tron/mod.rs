@@ -2,15 +2,17 @@
 //! block come from java-tron's Ethereum-compatible JSON-RPC through the EVM client, with Tron's
 //! spellings converted at this boundary: base58check addresses in, `0x` hex to the node,
 //! base58check back out; transaction ids travel as Tron writes them (64 hex digits, no `0x`).
-//! TRX transfers come from the HTTP API (`tron_api.rs`), because JSON-RPC's `value` is also set
+//! TRX transfers come from the HTTP API (`api.rs`), because JSON-RPC's `value` is also set
 //! for freezes, votes and contract calls.
 
-use super::tron_api::TronApi;
+pub(super) mod api;
+
 use super::{ChainError, ChainSettings, EvmClient, Lookup, Preflight, TransferQuery};
 use crate::domain::{
     as_tron, tron_address, Address, Asset, ChainHead, ChainKind, ChainTransfer, Flow, TronAddress,
     U256,
 };
+use api::TronApi;
 
 pub struct TronClient {
     evm: EvmClient,

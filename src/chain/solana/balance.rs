@@ -11,10 +11,10 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::solana::{SolanaClient, IN_FLIGHT};
-use super::solana_scan::{Listed, MAX_PAGES, PAGE};
-use super::solana_tx::Moves;
-use super::ChainError;
+use super::scan::{Listed, MAX_PAGES, PAGE};
+use super::tx::Moves;
+use super::{SolanaClient, IN_FLIGHT};
+use crate::chain::ChainError;
 use crate::domain::{Address, Asset};
 
 /// A wallet's holding of one asset at the `finalized` commitment.

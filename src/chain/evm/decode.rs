@@ -6,7 +6,7 @@ use alloy::primitives::{b256, Address as EvmAddress, Bytes, B256, U256, U64};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{Lookup, TransferQuery};
+use crate::chain::{Lookup, TransferQuery};
 use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey};
 
 /// `keccak256("Transfer(address,address,uint256)")`.
@@ -254,7 +254,7 @@ fn transfer(
     }
 }
 
-pub(super) fn domain_address(a: EvmAddress) -> Address {
+pub(in crate::chain) fn domain_address(a: EvmAddress) -> Address {
     Address::parse(&format!("0x{}", hex::encode(a.as_slice())))
         .expect("20 bytes always make an address")
 }

@@ -9,6 +9,8 @@
 //! is empty or passes the run's window by block time. Plain serde types over the project's HTTP
 //! client: the Bitcoin client crates pull a C build of secp256k1 that payrecon does not need.
 
+pub(super) mod balance;
+
 use std::collections::{HashMap, HashSet};
 
 use futures::{StreamExt, TryStreamExt};

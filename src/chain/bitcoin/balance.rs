@@ -5,9 +5,10 @@
 
 use serde::Deserialize;
 
-use super::bitcoin::Tx;
-use super::rest::Body;
-use super::{BitcoinClient, ChainError};
+use super::BitcoinClient;
+use super::Tx;
+use crate::chain::rest::Body;
+use crate::chain::ChainError;
 use crate::domain::{Address, BlockRef, TxHash};
 
 #[derive(Deserialize)]

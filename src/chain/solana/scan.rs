@@ -11,21 +11,21 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::solana::{Context, SolanaClient, IN_FLIGHT};
-use super::solana_tx::plausible_time;
-use super::{ChainError, Lookup, TransferQuery};
+use super::tx::plausible_time;
+use super::{Context, SolanaClient, IN_FLIGHT};
+use crate::chain::{ChainError, Lookup, TransferQuery};
 use crate::domain::{Address, ChainHead, ChainKind, ChainTransfer, ScanCursor};
 
 /// Signatures per `getSignaturesForAddress` page (the most a node serves).
-pub(super) const PAGE: usize = 1_000;
+pub(in crate::chain) const PAGE: usize = 1_000;
 /// Pages of one address read in one run at most (1,000,000 signatures in the window).
-pub(super) const MAX_PAGES: usize = 1_000;
+pub(in crate::chain) const MAX_PAGES: usize = 1_000;
 const TOKEN: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
 const TOKEN_2022: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PazCLBjd6L8S8u";
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Listed {
+pub(in crate::chain) struct Listed {
     pub signature: String,
     pub slot: u64,
     pub err: Option<Value>,
@@ -244,7 +244,7 @@ impl SolanaClient {
     }
 
     /// A listed entry's time: its own when plausible, else its slot's.
-    pub(super) async fn time_of(
+    pub(in crate::chain) async fn time_of(
         &self,
         entry: &Listed,
     ) -> Result<Option<jiff::Timestamp>, ChainError> {

@@ -23,7 +23,7 @@ const TOKEN_2022: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PazCLBjd6L8S8u";
 
 /// The parts of a `getTransaction` answer payrecon reads.
 #[derive(Debug, Deserialize)]
-pub(super) struct Tx {
+pub(in crate::chain) struct Tx {
     #[serde(rename = "blockTime")]
     pub block_time: Option<i64>,
     pub meta: Option<Meta>,
@@ -32,7 +32,7 @@ pub(super) struct Tx {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Meta {
+pub(in crate::chain) struct Meta {
     pub err: Option<Value>,
     #[serde(default)]
     fee: u64,
@@ -79,7 +79,7 @@ struct Instruction {
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct Body {
+pub(in crate::chain) struct Body {
     #[serde(default)]
     signatures: Vec<String>,
     message: Message,
@@ -99,7 +99,7 @@ struct Key {
 
 /// One payment a transaction makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Payment {
+pub(in crate::chain) struct Payment {
     /// `outer × 65536 + inner + 1`.
     pub index: i64,
     /// The wallet paid: the System transfer's destination, or the token account's owner.
@@ -111,7 +111,7 @@ pub(super) struct Payment {
 
 /// The payments of `tx` and, for each transfer left out, why.
 #[derive(Debug, Default)]
-pub(super) struct Parsed {
+pub(in crate::chain) struct Parsed {
     pub payments: Vec<Payment>,
     pub refused: Vec<String>,
 }
@@ -370,7 +370,7 @@ fn units(v: &Value) -> Option<U256> {
 }
 
 /// A block time in seconds, when it reads as after 2001 (surfpool 1.2.0 divides by 1000).
-pub(super) fn plausible_time(t: Option<i64>) -> Option<jiff::Timestamp> {
+pub(in crate::chain) fn plausible_time(t: Option<i64>) -> Option<jiff::Timestamp> {
     t.filter(|s| *s >= 1_000_000_000)
         .and_then(|s| jiff::Timestamp::from_second(s).ok())
 }
