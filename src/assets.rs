@@ -20,7 +20,7 @@ impl Assets {
         for c in &config.chains {
             map.insert(
                 format!("{}:native", c.name),
-                (native_symbol(c.kind).to_string(), c.kind.native_decimals()),
+                (c.kind.native_symbol().to_string(), c.kind.native_decimals()),
             );
         }
         for (key, a) in &config.assets {
@@ -43,15 +43,6 @@ impl Assets {
     pub fn get(&self, chain: &str, asset: &str) -> Option<&(String, u8)> {
         let canonical = ledger_asset(asset).map(|a| a.to_string()).ok()?;
         self.0.get(&format!("{chain}:{canonical}"))
-    }
-}
-
-fn native_symbol(kind: ChainKind) -> &'static str {
-    match kind {
-        ChainKind::Evm => "",
-        ChainKind::Tron => "TRX",
-        ChainKind::Bitcoin(_) => "BTC",
-        ChainKind::Solana => "SOL",
     }
 }
 

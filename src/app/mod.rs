@@ -89,36 +89,15 @@ impl App {
 
     /// Builds the clients around an existing store (no migration).
     pub fn with_store(config: Config, store: Store) -> Result<App, AppError> {
-        let secrets: Vec<Secret> = config.secrets().into_iter().cloned().collect();
-        let chain_names: Vec<String> = config.chains.iter().map(|c| c.name.clone()).collect();
-        let provider_chains: Vec<(String, Vec<String>)> = config
-            .providers
-            .iter()
-            .map(|p| (p.name().to_string(), p.chains().to_vec()))
-            .collect();
-        let metrics = Arc::new(Metrics::new(&provider_chains, &chain_names));
         // The largest amount the ledger keeps (MariaDB/MySQL's DECIMAL(65,0)): a transfer over
         // it is no payment, and a sum of payments over it is not credited.
         let ledger_max = store.max_amount();
-        let mut chains = BTreeMap::new();
-        for c in &config.chains {
-            let settings = crate::chain::ChainSettings {
-                max_amount: ledger_max,
-                ..c.clone()
-            };
-            let client = ChainClient::new(settings).map_err(|e| AppError(e.to_string()))?;
-            chains.insert(c.name.clone(), Arc::new(client));
-        }
-        let mut providers = Vec::new();
-        for p in &config.providers {
-            let observer = metrics.request_observer(p.name());
-            let provider = Provider::new(&p.kind, observer).map_err(|e| AppError(e.to_string()))?;
-            providers.push(ProviderEntry {
-                provider: Arc::new(provider),
-                chains: p.chains().to_vec(),
-                retry_window: p.retry_window,
-            });
-        }
+        let Clients {
+            chains,
+            providers,
+            metrics,
+            secrets,
+        } = Clients::of(&config, ledger_max)?;
         let amounts = crate::domain::AmountPolicy {
             max_paid: ledger_max,
             ..config.amounts.clone()
@@ -172,22 +151,70 @@ impl App {
     /// migrated) and, when it cannot be reached, reported as failed while the chains and
     /// providers are still checked.
     pub async fn check_config(config: Config) -> Result<(Vec<String>, bool), AppError> {
-        // `check` only reads: it never creates a database.
-        let (store, reached) = match db::connect(&config, Access::Read).await {
-            Ok(store) => {
-                let ping = store.ping().await.map_err(|e| AppError(e.to_string()));
-                (store, ping)
-            }
-            // A placeholder store so that the clients can be assembled; never queried.
-            Err(e) => (
-                Store::connect("sqlite::memory:", 1)
-                    .await
-                    .map_err(|e| AppError(e.to_string()))?,
-                Err(e),
-            ),
+        // `check` only reads: it never creates a database. The clients need no store: none
+        // of them credits anything here.
+        let clients = Clients::of(&config, None)?;
+        let reached = match db::connect(&config, Access::Read).await {
+            Ok(store) => match store.ping().await {
+                Ok(()) => Ok(store.backend_name()),
+                Err(e) => Err(AppError(e.to_string())),
+            },
+            Err(e) => Err(e),
         };
-        let app = Self::with_store(config, store)?;
-        Ok(check_items(&app.engine, reached).await)
+        Ok(check_items(&clients, reached).await)
+    }
+}
+
+/// What a configuration builds besides the store: a client per chain and per provider, the
+/// metrics they report to, and the secrets every text leaving payrecon is redacted of.
+struct Clients {
+    chains: BTreeMap<String, Arc<ChainClient>>,
+    providers: Vec<ProviderEntry>,
+    metrics: Arc<Metrics>,
+    secrets: Vec<Secret>,
+}
+
+impl Clients {
+    /// The clients of `config`; a chain client refuses transfers over `ledger_max`.
+    fn of(config: &Config, ledger_max: Option<crate::domain::U256>) -> Result<Clients, AppError> {
+        let secrets: Vec<Secret> = config.secrets().into_iter().cloned().collect();
+        let chain_names: Vec<String> = config.chains.iter().map(|c| c.name.clone()).collect();
+        let provider_chains: Vec<(String, Vec<String>)> = config
+            .providers
+            .iter()
+            .map(|p| (p.name().to_string(), p.chains().to_vec()))
+            .collect();
+        let metrics = Arc::new(Metrics::new(&provider_chains, &chain_names));
+        let mut chains = BTreeMap::new();
+        for c in &config.chains {
+            let settings = crate::chain::ChainSettings {
+                max_amount: ledger_max,
+                ..c.clone()
+            };
+            let client = ChainClient::new(settings).map_err(|e| AppError(e.to_string()))?;
+            chains.insert(c.name.clone(), Arc::new(client));
+        }
+        let mut providers = Vec::new();
+        for p in &config.providers {
+            let observer = metrics.request_observer(p.name());
+            let provider = Provider::new(&p.kind, observer).map_err(|e| AppError(e.to_string()))?;
+            providers.push(ProviderEntry {
+                provider: Arc::new(provider),
+                chains: p.chains().to_vec(),
+                retry_window: p.retry_window,
+            });
+        }
+        Ok(Clients {
+            chains,
+            providers,
+            metrics,
+            secrets,
+        })
+    }
+
+    fn redact(&self, text: impl std::fmt::Display) -> String {
+        let refs: Vec<&Secret> = self.secrets.iter().collect();
+        crate::secret::redact(&text.to_string(), &refs)
     }
 }
 
@@ -200,7 +227,7 @@ fn instance_name() -> String {
     format!("{host}:{}:{suffix:08x}", std::process::id())
 }
 
-async fn check_items(e: &Engine, db: Result<(), AppError>) -> (Vec<String>, bool) {
+async fn check_items(e: &Clients, db: Result<&'static str, AppError>) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     let mut line = |good: bool, what: String| {
@@ -208,7 +235,7 @@ async fn check_items(e: &Engine, db: Result<(), AppError>) -> (Vec<String>, bool
         lines.push(format!("{} {what}", if good { "ok    " } else { "FAILED" }));
     };
     match db {
-        Ok(()) => line(true, format!("database ({})", e.store.backend_name())),
+        Ok(backend) => line(true, format!("database ({backend})")),
         // The error text starts with "database: ".
         Err(err) => line(false, e.redact(&err)),
     }

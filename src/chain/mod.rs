@@ -6,6 +6,7 @@
 //! knows nothing of providers or SQL.
 
 mod bitcoin;
+pub mod check;
 mod evm;
 pub use evm::scan::MAX_FILTER_ADDRESSES;
 mod preflight;
@@ -18,13 +19,11 @@ use std::time::Duration;
 
 use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, TxHash, U256};
 
-pub use bitcoin::balance::AddressTx;
-pub use bitcoin::{BitcoinClient, TIME_SKEW as BITCOIN_TIME_SKEW};
+pub use bitcoin::BitcoinClient;
 pub use evm::decode::TRANSFER_TOPIC;
 pub use evm::EvmClient;
 pub use preflight::Preflight;
 pub use rpc::shown_url;
-pub use solana::balance::{Floor, Holding, Moved};
 pub use solana::scan::ScanCursors;
 pub use solana::tx::Moves;
 pub use solana::SolanaClient;
@@ -285,6 +284,12 @@ impl ChainClient {
             ChainClient::Evm(_) | ChainClient::Tron(_) => Ok(Vec::new()),
         }?;
         Ok(self.storable(found))
+    }
+
+    /// Whether orders on this chain may carry a payment reference (Solana Pay), which the
+    /// deposit scan reads first (`payments_by_reference`), with its listing cursors.
+    pub fn pays_by_reference(&self) -> bool {
+        matches!(self, ChainClient::Solana(_))
     }
 
     /// Solana Pay references (docs/configuration.md, "Solana"): the payments to each

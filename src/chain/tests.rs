@@ -87,6 +87,26 @@ fn token_transfers_decode_with_block_level_indexes() {
     assert_eq!(one[0].key.log_index, 9);
 }
 
+/// The block's time comes with the receipt's logs where the node sends it (execution-apis
+/// #639), and only a non-zero one counts: otherwise none, and the engine reads the header.
+#[test]
+fn block_times_come_from_the_logs_where_present() {
+    let timed = |t: Option<&str>| {
+        let mut l = transfer_log("10", 7);
+        if let Some(t) = t {
+            l["blockTimestamp"] = json!(t);
+        }
+        let Lookup::Found(found) = check(&token_query(None), receipt("0x1", vec![l]), None) else {
+            panic!("expected a transfer");
+        };
+        found[0].block_time
+    };
+    let t = jiff::Timestamp::from_second(0x6553_f100).unwrap();
+    assert_eq!(timed(Some("0x6553f100")), Some(t));
+    assert_eq!(timed(Some("0x0")), None);
+    assert_eq!(timed(None), None);
+}
+
 #[test]
 fn receipts_that_are_not_payments_say_why() {
     assert_eq!(

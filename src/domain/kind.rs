@@ -50,6 +50,17 @@ impl ChainKind {
         }
     }
 
+    /// The native coin's symbol when `[assets]` does not say: TRX, BTC, SOL; none for an EVM
+    /// chain (ETH, POL, BNB … : the chain's name does not tell).
+    pub fn native_symbol(self) -> &'static str {
+        match self {
+            ChainKind::Evm => "",
+            ChainKind::Tron => "TRX",
+            ChainKind::Bitcoin(_) => "BTC",
+            ChainKind::Solana => "SOL",
+        }
+    }
+
     /// Decimals of the native coin when `[assets]` does not say: ETH-like 18, TRX 6 (sun),
     /// BTC 8 (satoshis), SOL 9 (lamports).
     pub fn native_decimals(self) -> u8 {

@@ -6,11 +6,7 @@
 //! open `unexpected_outflow`, and what nothing explains opens `balance_mismatch`. A check is a
 //! run with one report entry, `balances`; a chain it could not check fails it.
 
-mod bitcoin;
-mod evm;
 mod explain;
-mod solana;
-mod tron;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -19,8 +15,11 @@ use jiff::Timestamp;
 use tracing::Instrument as _;
 
 use super::{Engine, EngineError, PartTally, RunCtx, RunOptions, Trigger};
+use crate::chain::check::{BalanceQuery, Since};
 use crate::chain::ChainClient;
-use crate::domain::{ChainTransfer, GapKind, LedgerView, Observation, PaymentKey};
+use crate::domain::{
+    ChainHead, ChainTransfer, Flow, GapKind, LedgerView, Observation, PaymentKey, U256,
+};
 use crate::metrics::GapL;
 use crate::report::{Report, MAX_FINDINGS};
 use crate::store::{BalanceRow, BalanceScope, FindingRow, Source};
@@ -156,18 +155,10 @@ impl Engine {
                 return self.fail(acc, e);
             }
         };
-        let found = match client.as_ref() {
-            ChainClient::Evm(evm) => evm::check(evm, chain, &head, items, previous, treasury).await,
-            ChainClient::Bitcoin(btc) => {
-                bitcoin::check(btc, chain, &head, items, previous, treasury).await
-            }
-            ChainClient::Tron(t) => {
-                tron::check(client, t, chain, &head, items, previous, treasury).await
-            }
-            ChainClient::Solana(sol) => {
-                solana::check(sol, chain, &head, items, previous, treasury).await
-            }
-        };
+        let found = read(client, &head, items, previous).await;
+        let found = found.and_then(|(items, at_final, flows)| {
+            explain::conclude(chain, &head, items, at_final, flows, treasury)
+        });
         match found {
             Ok(found) => match self.record_check(ctx, acc, chain, found).await {
                 Ok(()) => self.checked_now(chain),
@@ -255,3 +246,52 @@ impl Engine {
         Ok(())
     }
 }
+
+/// What the chain says of a chain's deposit addresses in scope: the items to conclude on,
+/// their balances at the final block and their flows. The chain reads; whether an address
+/// and asset are this chain's is the chain kind's rule, and a ledger row that is not fails the
+/// check by name.
+async fn read(
+    client: &ChainClient,
+    head: &ChainHead,
+    scope: &[BalanceScope],
+    previous: &HashMap<(String, String, String), BalanceRow>,
+) -> Result<(Vec<explain::Item>, Vec<U256>, Flows), explain::CheckError> {
+    let kind = client.settings().kind;
+    let (mut queries, mut last) = (Vec::with_capacity(scope.len()), HashMap::new());
+    for s in scope {
+        let bad = || explain::CheckError::Ledger(s.address.clone(), s.asset.clone());
+        let address = kind.address("pay_to", &s.address).map_err(|_| bad())?;
+        let asset = kind.asset(&s.asset).map_err(|_| bad())?;
+        let since = match previous.get(&(s.chain.clone(), s.address.clone(), s.asset.clone())) {
+            Some(p) => {
+                last.insert((address.to_string(), asset.to_string()), p.clone());
+                Since::Checked {
+                    block: p.checked_block,
+                    balance: p.balance,
+                }
+            }
+            None => Since::Time(s.oldest_order),
+        };
+        queries.push(BalanceQuery {
+            address,
+            asset,
+            since,
+        });
+    }
+    let reads = client.read_balances(head, &queries).await?;
+    let (mut items, mut at_final, mut flows) = (Vec::new(), Vec::new(), HashMap::new());
+    for r in reads {
+        let key = (r.address.to_string(), r.asset.to_string());
+        items.push(match last.remove(&key) {
+            Some(p) => explain::Item::resumed(r.address, r.asset, p),
+            None => explain::Item::opened(r.address, r.asset, r.lo, r.lo_balance),
+        });
+        at_final.push(r.at_final);
+        flows.insert(key, r.flows);
+    }
+    Ok((items, at_final, flows))
+}
+
+/// Each `(address, asset)`'s flows.
+type Flows = HashMap<(String, String), Vec<Flow>>;

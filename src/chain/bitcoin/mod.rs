@@ -10,6 +10,7 @@
 //! client: the Bitcoin client crates pull a C build of secp256k1 that payrecon does not need.
 
 pub(super) mod balance;
+mod check;
 
 use std::collections::{HashMap, HashSet};
 

@@ -31,6 +31,9 @@ struct Log {
     topics: Vec<B256>,
     data: Bytes,
     log_index: Option<U64>,
+    /// The block's time (execution-apis #639: geth 1.16+, reth, Erigon, Besu, anvil); absent
+    /// or zero on other nodes, whose payments' times are read from the headers.
+    block_timestamp: Option<U64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,6 +47,8 @@ struct Place<'a> {
     chain: &'a str,
     head: &'a ChainHead,
     block: BlockRef,
+    /// From the receipt's logs, where the node puts it there.
+    time: Option<jiff::Timestamp>,
 }
 
 /// Resolves one query from the node's receipt (`null` when unknown) and, for native-coin
@@ -82,6 +87,10 @@ pub(crate) fn resolve(
             number,
             hash: format!("{hash:#x}"),
         },
+        time: receipt
+            .logs
+            .iter()
+            .find_map(|l| block_time(l.block_timestamp)),
     };
     match (&query.asset, query.log_index) {
         (Some(Asset::Native), _) | (None, Some(-1)) => resolve_native(&place, query, tx),
@@ -250,8 +259,15 @@ fn transfer(
         amount,
         block: place.block.clone(),
         state: place.head.state_of(place.block.number),
-        block_time: None,
+        block_time: place.time,
     }
+}
+
+/// A log's `blockTimestamp` as a time: `None` where the node sends none, zero or one that is
+/// no time.
+pub(in crate::chain) fn block_time(t: Option<U64>) -> Option<jiff::Timestamp> {
+    let seconds = i64::try_from(t?.to::<u64>()).ok().filter(|s| *s > 0)?;
+    jiff::Timestamp::from_second(seconds).ok()
 }
 
 pub(in crate::chain) fn domain_address(a: EvmAddress) -> Address {

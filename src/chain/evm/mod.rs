@@ -3,6 +3,7 @@
 //! (`preflight.rs`), over the failover transport (`rpc.rs`).
 
 pub(super) mod balance;
+mod check;
 pub(super) mod decode;
 pub(super) mod scan;
 

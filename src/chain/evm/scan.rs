@@ -7,7 +7,7 @@ use alloy::primitives::{Address as EvmAddress, Bytes, B256, U64};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::decode::{domain_address, TRANSFER_TOPIC};
+use super::decode::{block_time, domain_address, TRANSFER_TOPIC};
 use crate::chain::ChainError;
 use crate::domain::{Address, Asset, BlockRef, ChainHead, ChainTransfer, PaymentKey, TxHash, U256};
 
@@ -31,6 +31,8 @@ pub(in crate::chain) struct RawLog {
     pub(in crate::chain) block_hash: Option<B256>,
     pub(in crate::chain) transaction_hash: Option<B256>,
     pub(in crate::chain) log_index: Option<U64>,
+    /// The block's time, where the node sends it (`decode::block_time`).
+    pub(in crate::chain) block_timestamp: Option<U64>,
     #[serde(default)]
     pub(in crate::chain) removed: bool,
 }
@@ -180,7 +182,7 @@ impl super::EvmClient {
                 hash: format!("{:#x}", log.block_hash?),
             },
             state: head.state_of(number),
-            block_time: None,
+            block_time: block_time(log.block_timestamp),
         })
     }
 }

@@ -7,6 +7,7 @@
 //! `finalized`: the sweep's `reorged`). The deposit scan is `scan.rs`.
 
 pub(super) mod balance;
+mod check;
 pub(super) mod scan;
 pub(super) mod tx;
 

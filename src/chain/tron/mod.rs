@@ -6,6 +6,7 @@
 //! for freezes, votes and contract calls.
 
 pub(super) mod api;
+mod check;
 
 use super::{ChainError, ChainSettings, EvmClient, Lookup, Preflight, TransferQuery};
 use crate::domain::{

@@ -9,7 +9,7 @@ use crate::domain::{
     classify, settle, Address, Asset, ChainHead, ChainTransfer, Checkpoint, Delta, Flow, FlowKind,
     GapKind, U256,
 };
-use crate::store::{BalanceRow, BalanceScope, FindingRow};
+use crate::store::{BalanceRow, FindingRow};
 
 /// Why a chain's check could not be done.
 #[derive(Debug, thiserror::Error)]
@@ -62,44 +62,6 @@ impl Item {
             previous: None,
         }
     }
-}
-
-/// What one address and asset's reads say (chains read per address: Bitcoin, Solana).
-pub(super) struct Read {
-    pub item: Item,
-    pub at_final: U256,
-    pub flows: Vec<Flow>,
-}
-
-/// An address and asset's last check (`None` inside: never checked), or `None` when it was
-/// checked at the final block `f` already (nothing to read).
-pub(super) fn unchecked(
-    previous: &HashMap<(String, String, String), BalanceRow>,
-    s: &BalanceScope,
-    f: u64,
-) -> Option<Option<BalanceRow>> {
-    let prev = previous.get(&(s.chain.clone(), s.address.clone(), s.asset.clone()));
-    match prev {
-        Some(p) if p.checked_block >= f => None,
-        p => Some(p.cloned()),
-    }
-}
-
-/// `conclude` over per-address reads.
-pub(super) fn conclude_reads(
-    chain: &str,
-    head: &ChainHead,
-    reads: Vec<Read>,
-    treasury: &[String],
-) -> Result<ChainCheck, CheckError> {
-    let (mut items, mut at_final, mut flows) = (Vec::new(), Vec::new(), HashMap::new());
-    for r in reads {
-        let key = (r.item.address.to_string(), r.item.asset.to_string());
-        flows.insert(key, r.flows);
-        items.push(r.item);
-        at_final.push(r.at_final);
-    }
-    conclude(chain, head, items, at_final, flows, treasury)
 }
 
 /// Each item's verdict at the final block `f`: its flows sorted (inflows to settle, sweeps

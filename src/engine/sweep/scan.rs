@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::{fingerprint, observe, Sweep};
 use crate::chain::{ChainClient, ScanCursors, MAX_FILTER_ADDRESSES};
-use crate::domain::{Address, Asset, ChainHead, ChainKind, ChainTransfer, LedgerView, PaymentKey};
+use crate::domain::{Address, Asset, ChainHead, ChainTransfer, LedgerView, PaymentKey};
 use crate::engine::error::PartError;
 
 impl Sweep<'_> {
@@ -99,7 +99,7 @@ impl Sweep<'_> {
         ids: (i64, i64),
     ) -> Result<(), PartError> {
         let store = &self.engine.store;
-        let solana = client.settings().kind == ChainKind::Solana;
+        let solana = client.pays_by_reference();
         let references = match solana {
             true => store.unpaid_references(chain, ids.0, ids.1).await?,
             false => Vec::new(),
@@ -140,7 +140,7 @@ impl Sweep<'_> {
         let mut order_of = HashMap::new();
         let mut pairs = Vec::new();
         for (order_ref, reference, pay_to) in rows {
-            let Ok(to) = ChainKind::Solana.address("pay_to", &pay_to) else {
+            let Ok(to) = client.settings().kind.address("pay_to", &pay_to) else {
                 continue;
             };
             order_of.insert(reference.clone(), order_ref);
