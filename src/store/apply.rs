@@ -93,7 +93,7 @@ pub(super) trait ApplySql: shared::SharedSql + super::exceptions::ExceptionSql {
         ctx: &ApplyContext,
         now: &str,
         current: &HashMap<i64, String>,
-    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error>;
+    ) -> Result<Vec<Option<ApplyOutcome>>, WriteError>;
     /// Credits a payment to an order with no key whose `amount_paid` is still the one the
     /// plan read (`payrecon_payments`): the payment's id, `None` when nothing was written.
     async fn credit(

@@ -65,6 +65,13 @@ pub(crate) enum WriteError {
     Unchanged,
     /// A statement failed; tried again when `is_retryable`.
     Db(sqlx::Error),
+    /// A statement wrote another number of rows than the rows it was given, which the batch's
+    /// locks rule out: the batch is undone rather than committed half-right.
+    Miscounted {
+        what: &'static str,
+        expected: u64,
+        written: u64,
+    },
 }
 
 impl From<sqlx::Error> for WriteError {

@@ -304,6 +304,16 @@ impl Store {
                 }
                 Err(WriteError::Unchanged) => return Err(StoreError::Unchanged),
                 Err(WriteError::Db(e)) => return Err(rows::db_error("apply transitions", e)),
+                Err(WriteError::Miscounted {
+                    what,
+                    expected,
+                    written,
+                }) => {
+                    return Err(StoreError::Invalid(format!(
+                        "apply transitions: {what}: {written} rows written of {expected}; \
+                         nothing applied"
+                    )))
+                }
                 Ok(outcomes) => return Ok(unsort(&outcomes)),
             }
         }

@@ -73,7 +73,7 @@ impl ApplySql for MySql {
         ctx: &ApplyContext,
         now: &str,
         current: &HashMap<i64, String>,
-    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
+    ) -> Result<Vec<Option<ApplyOutcome>>, WriteError> {
         let adopted = adopt_all(tx, batch, ctx, now, current).await?;
         let mut out = crate::store::apply::adopted_outcomes(batch, &adopted);
         let forward = if adopted.is_empty() {
@@ -231,7 +231,7 @@ async fn adopt_all(
     ctx: &ApplyContext,
     now: &str,
     current: &HashMap<i64, String>,
-) -> Result<HashSet<i64>, sqlx::Error> {
+) -> Result<HashSet<i64>, WriteError> {
     let rows = crate::store::apply::adoption_rows::<MySql>(batch, current);
     if rows.len() < 2 {
         return Ok(HashSet::new());
@@ -275,13 +275,14 @@ async fn adopt_all(
         // in release builds too: the UPDATE below writes amounts these rows must back.
         Ok(done) if done.rows_affected() == written as u64 => {}
         Ok(done) => {
-            return Err(sqlx::Error::Protocol(format!(
-                "recording {written} payment keys the shop wrote inserted {} rows",
-                done.rows_affected()
-            )))
+            return Err(WriteError::Miscounted {
+                what: "recording the payment keys the shop wrote",
+                expected: written as u64,
+                written: done.rows_affected(),
+            })
         }
         Err(e) if is_unique_violation(&e) => return Ok(HashSet::new()),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     }
     sqlx::query(&format!(
         "UPDATE orders o JOIN {ADOPTIONS} ON o.id = v.id AND o.chain = v.chain \

@@ -44,7 +44,7 @@ impl ApplySql for Postgres {
         ctx: &ApplyContext,
         now: &str,
         current: &HashMap<i64, String>,
-    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
+    ) -> Result<Vec<Option<ApplyOutcome>>, WriteError> {
         Ok(
             match super::batch::try_apply(tx, batch, ctx, now, current).await? {
                 Some(out) => out.into_iter().map(Some).collect(),

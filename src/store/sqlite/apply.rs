@@ -48,7 +48,7 @@ impl ApplySql for Sqlite {
         ctx: &ApplyContext,
         now: &str,
         current: &HashMap<i64, String>,
-    ) -> Result<Vec<Option<ApplyOutcome>>, sqlx::Error> {
+    ) -> Result<Vec<Option<ApplyOutcome>>, WriteError> {
         // Keys the merchant's code wrote, recorded together (two statements); what they
         // miss goes row by row like the rest.
         let adopted = adopt_all(tx, batch, ctx, now, current).await?;
