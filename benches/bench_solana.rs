@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use payrecon::chain::{ChainClient, ChainSettings, Finality, Lookup, TransferQuery};
 use payrecon::domain::{Asset, ChainKind, SolanaKey};
-use payrecon::sandbox::solana::{base58, SandboxSolana};
+use payrecon_testkit::sandbox::solana::{base58, SandboxSolana};
 use payrecon_testkit::surfnet::Surfnet;
 
 #[derive(Parser)]

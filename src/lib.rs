@@ -16,12 +16,14 @@
 //! - `webhook`: `POST /webhooks/{provider}`: signature check, then the inbox table.
 //! - `api`: the expected-payments API on `serve`'s listener (`/v1/orders`, its OpenAPI
 //!   document); `cli::orders`: `payrecon orders add|import`, the same registration.
-//! - `sandbox` (feature `demo`, on by default): `payrecon demo`'s fake
-//!   Chaingateway, node and receiver it serves on loopback (the tests use them too).
 //! - `stats` (feature `stats`, tests and benchmarks only): SQL statements, CPU, peak RSS.
 //! - `body`: a request body read within a limit, for the HTTP surfaces (`webhook`, `api`).
 //! - `config`, `metrics`, `report`, `secret`, `telemetry`: as named.
 //! - `fuzz_api` (hidden): thin wrappers the `fuzz/` targets call; not an API.
+//!
+//! The stand-ins `payrecon demo` serves (fake Chaingateway, nodes, events receiver) are not
+//! here: they are the `payrecon-sandbox` crate (`sandbox/`), a dependency only with feature
+//! `demo` (on by default).
 
 pub mod api;
 pub mod app;
@@ -38,8 +40,6 @@ pub mod events;
 pub mod metrics;
 pub mod providers;
 pub mod report;
-#[cfg(feature = "demo")]
-pub mod sandbox;
 pub mod secret;
 #[cfg(feature = "stats")]
 pub mod stats;

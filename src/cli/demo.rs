@@ -7,7 +7,11 @@
 
 use std::path::PathBuf;
 
-use alloy::primitives::U256 as EvmU256;
+use alloy::primitives::{Address as EvmAddress, B256, U256 as EvmU256};
+use payrecon_sandbox::chain::SandboxChain;
+use payrecon_sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
+use payrecon_sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 
 use crate::app::{App, AppError};
 use crate::config::Config;
@@ -15,10 +19,6 @@ use crate::domain::{
     Address, Attach, BlockRef, PaymentKey, PlannedTransition, State, TxHash, U256,
 };
 use crate::engine::RunOptions;
-use crate::sandbox::chain::SandboxChain;
-use crate::sandbox::chaingateway::{notification, FakeChaingateway};
-use crate::sandbox::merchant::{SandboxMerchant, SANDBOX_EVENTS_SECRET};
-use crate::sandbox::{config_toml, SANDBOX_API_KEY, SANDBOX_TOKEN};
 use crate::store::{ApplyContext, NewOrder, Source};
 
 mod balances;
@@ -27,6 +27,16 @@ use balances::{age_orders, check_balances};
 
 fn addr(n: u8) -> Address {
     Address::parse(&format!("0x{}", format!("{n:02x}").repeat(20))).expect("a valid address")
+}
+
+/// `addr(n)` on the sandbox chain, whose transfers speak alloy's types.
+fn evm(n: u8) -> EvmAddress {
+    EvmAddress::repeat_byte(n)
+}
+
+/// A sandbox transaction's hash in the ledger's type (32 bytes always make one).
+fn tx_hash(h: B256) -> Result<TxHash, AppError> {
+    TxHash::parse(&format!("{h:#x}")).map_err(err)
 }
 
 pub(super) fn err(e: impl std::fmt::Display) -> AppError {
@@ -158,35 +168,35 @@ fn demo_dir(dir: Option<PathBuf>) -> Result<PathBuf, AppError> {
 /// The payments on the sandbox chain: old ones final once 70 more blocks are mined (two
 /// share one block), recent ones 2 confirmations deep (below the threshold of 12).
 fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
-    let token = Address::parse(SANDBOX_TOKEN).map_err(err)?;
-    let payer = addr(0xfe);
+    let token: EvmAddress = SANDBOX_TOKEN.parse().map_err(err)?;
+    let payer = evm(0xfe);
     let pay = |to: u8, amount: U256| {
         let (tx, log_index) =
-            chain.add_token_transfer(&token, &payer, &addr(to), EvmU256::from(amount));
-        Paid { tx, log_index }
+            chain.add_token_transfer(token, payer, evm(to), EvmU256::from(amount));
+        tx_hash(tx).map(|tx| Paid { tx, log_index })
     };
     let (missing, lagging, failed, under) = (
-        pay(0x01, usdt(25)),
-        pay(0x02, usdt(40)),
-        pay(0x03, usdt(15)),
-        pay(0x04, usdt(20)),
+        pay(0x01, usdt(25))?,
+        pay(0x02, usdt(40))?,
+        pay(0x03, usdt(15))?,
+        pay(0x04, usdt(20))?,
     );
-    let (stray, sweep_only) = (pay(0x99, usdt(7)), pay(0x0a, usdt(12)));
-    chain.fund_native(&payer, EvmU256::from(10u64.pow(19)));
+    let (stray, sweep_only) = (pay(0x99, usdt(7))?, pay(0x0a, usdt(12))?);
+    chain.fund_native(payer, EvmU256::from(10u64.pow(19)));
     let native =
-        chain.add_native_transfer(&payer, &addr(0x05), EvmU256::from(2_000_000_000_000_000u64));
-    let reverted = chain.add_reverted(&token, &payer, &addr(0x06), EvmU256::from(usdt(9)));
-    let untouched = pay(0x08, usdt(30));
-    let split = (pay(0x0c, usdt(30)), pay(0x0c, usdt(20)));
+        chain.add_native_transfer(payer, evm(0x05), EvmU256::from(2_000_000_000_000_000u64));
+    let reverted = chain.add_reverted(token, payer, evm(0x06), EvmU256::from(usdt(9)));
+    let untouched = pay(0x08, usdt(30))?;
+    let split = (pay(0x0c, usdt(30))?, pay(0x0c, usdt(20))?);
     chain.mine_block();
-    let unreported = chain.add_native_transfer(&payer, &addr(0x0d), EvmU256::from(ETH_1013));
+    let unreported = chain.add_native_transfer(payer, evm(0x0d), EvmU256::from(ETH_1013));
     let drain = chain.add_native_transfer(
-        &addr(0x05),
-        &addr(0x66),
+        evm(0x05),
+        evm(0x66),
         EvmU256::from(1_500_000_000_000_000u64),
     );
     chain.mine(70);
-    let (recent, backwards) = (pay(0x07, usdt(50)), pay(0x0b, usdt(60)));
+    let (recent, backwards) = (pay(0x07, usdt(50))?, pay(0x0b, usdt(60))?);
     chain.mine_block();
     chain.mine(1);
     Ok(Payments {
@@ -196,10 +206,10 @@ fn pay_all(chain: &SandboxChain) -> Result<Payments, AppError> {
         under,
         stray,
         sweep_only,
-        native,
-        unreported,
-        drain,
-        reverted,
+        native: tx_hash(native)?,
+        unreported: tx_hash(unreported)?,
+        drain: tx_hash(drain)?,
+        reverted: tx_hash(reverted)?,
         untouched,
         recent,
         backwards,
@@ -293,7 +303,8 @@ async fn seed_handler(
             .await
             .map_err(err)?
             .ok_or_else(|| err("seeded order vanished"))?;
-        let block = chain.block_of(&paid.tx).unwrap_or(0);
+        let hash = paid.tx.as_str().parse::<B256>().map_err(err)?;
+        let block = chain.block_of(hash).unwrap_or(0);
         let t = PlannedTransition {
             order_id: snap.id,
             order_ref: order_ref.into(),

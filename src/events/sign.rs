@@ -28,8 +28,9 @@ pub fn signature(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
     )
 }
 
-/// A receiver's check (the sandbox endpoint, the simulator's merchant): one of the
-/// space-separated `v1,<base64>` signatures of `header` matches, compared in constant time.
+/// A receiver's check (the simulator's merchant; the demo's endpoint uses the official
+/// library): one of the space-separated `v1,<base64>` signatures of `header` matches,
+/// compared in constant time.
 pub fn verify(key: &[u8], id: &str, timestamp: i64, body: &[u8], header: &str) -> bool {
     header.split_whitespace().any(|sig| {
         let Some(b64) = sig.strip_prefix("v1,") else {

@@ -11,8 +11,9 @@
 //! - `tron`: a fake Tron node (java-tron's JSON-RPC and HTTP API, their documented shapes).
 //! - `surfnet`: a real local Solana cluster (surfpool) and payments made with Solana's own
 //!   libraries, through a Node helper (`testkit/surfnet.js`).
-//! - `sandbox`: the product's sandbox (the demo's Chaingateway and EVM node) with faults,
-//!   latency, counters, lists that move while read, block numbers and older nodes' tags.
+//! - `sandbox`: the demo's sandbox (the `payrecon-sandbox` crate: its Chaingateway, EVM and
+//!   Solana nodes, events receiver) with faults, latency, counters, lists that move while
+//!   read, block numbers, older nodes' tags, and the EVM node in payrecon's domain types.
 //! - `logguard`: the ERROR events a run logged, for tests to hold against what they injected.
 //! - `inspect`: read-back of the ledger (orders, transitions, findings, runs, counts) as an
 //!   extension of `Store`.

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 mod contract;
 mod faults;
+mod lists;
 mod window;
 
 pub(crate) const KEY: &str = "sk_test_5f3c9a1e7d2b4c6f";

@@ -17,6 +17,7 @@ mod ingest;
 mod outbox;
 pub(crate) mod receiver;
 pub(crate) mod reference;
+mod sandbox;
 
 /// The events secret of these scenarios (also a secret that must never leak).
 pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

@@ -1,7 +1,9 @@
 //! The house rules of `src/` (ARCHITECTURE.md, "House rules"), read from the source itself:
 //! no file over 450 lines, no function over 80, no import cycle between files or rooms
 //! (`imports`), no more `Result<_, String>` than the ones left (each a plain reason shown to a
-//! person), and no citation of a document the repository does not hold (`citations`).
+//! person), and no citation of a document the repository does not hold (`citations`). The
+//! lengths and the string errors are the sandbox crate's rules too (`sandbox/src/`: the demo's
+//! stand-ins, out of the product's `src/`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +15,25 @@ const MAX_FN_LINES: usize = 80;
 
 /// Every `.rs` file under `src/`, with its text.
 fn sources() -> Vec<(PathBuf, String)> {
+    let out = sources_in("src");
+    assert!(out.len() > 100, "src/ read: {} files", out.len());
+    out
+}
+
+/// `src/` and the sandbox crate's `sandbox/src/`: what the lengths and string errors are
+/// held to.
+fn house_sources() -> Vec<(PathBuf, String)> {
+    let sandbox = sources_in("sandbox/src");
+    assert!(
+        sandbox.len() > 5,
+        "sandbox/src/ read: {} files",
+        sandbox.len()
+    );
+    sources().into_iter().chain(sandbox).collect()
+}
+
+/// Every `.rs` file under `dir` (relative to the repository), with its text.
+fn sources_in(dir: &str) -> Vec<(PathBuf, String)> {
     fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
@@ -29,8 +50,7 @@ fn sources() -> Vec<(PathBuf, String)> {
         }
     }
     let mut out = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
-    assert!(out.len() > 100, "src/ read: {} files", out.len());
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), &mut out);
     out
 }
 
@@ -116,7 +136,7 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 
 #[test]
 fn no_file_is_over_450_lines() {
-    let long: Vec<String> = sources()
+    let long: Vec<String> = house_sources()
         .iter()
         .map(|(p, t)| (rel(p), t.lines().count()))
         .filter(|(_, n)| *n > MAX_FILE_LINES)
@@ -133,7 +153,7 @@ fn no_file_is_over_450_lines() {
 fn no_function_is_over_80_lines() {
     let mut long = Vec::new();
     let mut seen = 0;
-    for (p, text) in sources() {
+    for (p, text) in house_sources() {
         for (line, name, n) in functions(&text) {
             seen += 1;
             if n > MAX_FN_LINES {
@@ -189,7 +209,7 @@ fn string_errors_do_not_grow() {
         "Query<HashMap<String, String>>, QueryRejection>"
     ));
     let mut found = Vec::new();
-    for (p, text) in sources() {
+    for (p, text) in house_sources() {
         let path = rel(&p);
         if path.ends_with("/tests.rs") || path.contains("/tests/") {
             continue;

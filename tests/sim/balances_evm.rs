@@ -18,10 +18,10 @@ use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{Address, State, U256};
-use payrecon::sandbox::chain::{SandboxChain, TX_FEE_WEI};
-use payrecon::sandbox::SANDBOX_TOKEN;
 use payrecon::store::NewOrder;
+use payrecon_testkit::sandbox::chain::{SandboxChain, TX_FEE_WEI};
 use payrecon_testkit::sandbox::chaingateway::{notification, FakeChaingateway};
+use payrecon_testkit::sandbox::SANDBOX_TOKEN;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

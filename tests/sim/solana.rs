@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{expected_order, Catalog, ChainKind, OrderInput, SolanaKey, State};
-use payrecon::sandbox::solana::{base58, SandboxSolana};
 use payrecon::store::Retries;
+use payrecon_testkit::sandbox::solana::{base58, SandboxSolana};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -3,10 +3,11 @@
 //! that no provider reports: the deposit scan finds it by the reference and applies it under
 //! `chain`.
 
+use payrecon_sandbox::solana::{base58, SandboxSolana};
+
 use super::err;
 use crate::app::AppError;
 use crate::domain::{expected_order, Catalog, ChainKind, OrderInput, SolanaKey};
-use crate::sandbox::solana::{base58, SandboxSolana};
 use crate::store::{Retries, Store};
 
 /// USDC's mint on Solana mainnet (the sandbox holds it as any other key).

@@ -1,8 +1,9 @@
-//! The sandbox EVM node for tests: the product's (`payrecon::sandbox::chain`: blocks,
-//! receipts, transactions, the demo's world) behind a front door of ours: HTTP requests and
-//! JSON-RPC calls counted, latency, the next requests (or every batch carrying a given method)
-//! failed with 500, and the `finalized`
-//! and `safe` tags answered as an older node does.
+//! The sandbox EVM node for tests: the demo's (`payrecon_sandbox::chain`: blocks, receipts,
+//! transactions, the demo's world) behind a front door of ours: HTTP requests and JSON-RPC
+//! calls counted, latency, the next requests (or every batch carrying a given method) failed
+//! with 500, and the `finalized` and `safe` tags answered as an older node does. Its transfers
+//! take and give payrecon's domain types (`Address`, `TxHash`), where the sandbox crate's
+//! speak alloy's.
 
 use std::io;
 use std::ops::Deref;
@@ -10,17 +11,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use alloy::primitives::{Address as EvmAddress, B256, U256};
 use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use payrecon::domain::{Address, TxHash};
 use serde_json::{json, Value};
+
+pub use payrecon_sandbox::chain::{TRANSFER_TOPIC, TX_FEE_WEI};
 
 /// How the node answers the `finalized` and `safe` block tags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tags {
-    /// head - 64 and head - 32, like anvil (the product's node).
+    /// head - 64 and head - 32, like anvil (the sandbox crate's node).
     Served,
     /// `null`, like a node that has no such block.
     Null,
@@ -28,16 +33,16 @@ pub enum Tags {
     Refused,
 }
 
-/// A sandbox chain. Clones share the same state and server; it derefs to the product's
-/// chain (transfers, blocks).
+/// A sandbox chain. Clones share the same state and server; it derefs to the sandbox crate's
+/// chain (blocks, serving), its transfers here in payrecon's domain types.
 #[derive(Clone)]
 pub struct SandboxChain {
-    chain: payrecon::sandbox::chain::SandboxChain,
+    chain: payrecon_sandbox::chain::SandboxChain,
     door: Arc<Door>,
 }
 
 impl Deref for SandboxChain {
-    type Target = payrecon::sandbox::chain::SandboxChain;
+    type Target = payrecon_sandbox::chain::SandboxChain;
     fn deref(&self) -> &Self::Target {
         &self.chain
     }
@@ -60,16 +65,16 @@ struct Door {
 impl SandboxChain {
     /// An empty chain (genesis block 0 only) with `finalized` = head - 64, `safe` = head - 32.
     pub fn new(chain_id: u64) -> SandboxChain {
-        SandboxChain::wrap(payrecon::sandbox::chain::SandboxChain::new(chain_id))
+        SandboxChain::wrap(payrecon_sandbox::chain::SandboxChain::new(chain_id))
     }
 
     /// As `new`, its genesis block at `genesis_time` (Unix seconds), the next ones 12 s apart.
     pub fn starting_at(chain_id: u64, genesis_time: u64) -> SandboxChain {
-        let chain = payrecon::sandbox::chain::SandboxChain::starting_at(chain_id, genesis_time);
+        let chain = payrecon_sandbox::chain::SandboxChain::starting_at(chain_id, genesis_time);
         SandboxChain::wrap(chain)
     }
 
-    fn wrap(chain: payrecon::sandbox::chain::SandboxChain) -> SandboxChain {
+    fn wrap(chain: payrecon_sandbox::chain::SandboxChain) -> SandboxChain {
         SandboxChain {
             chain,
             door: Arc::new(Door {
@@ -126,13 +131,109 @@ impl SandboxChain {
     }
 }
 
+/// The sandbox crate's transfers, in payrecon's domain types (see it for what each does).
+impl SandboxChain {
+    pub fn fund_native(&self, holder: &Address, value: U256) {
+        self.chain.fund_native(evm(holder), value);
+    }
+
+    pub fn fund_token(&self, contract: &Address, holder: &Address, amount: U256) {
+        self.chain.fund_token(evm(contract), evm(holder), amount);
+    }
+
+    pub fn add_internal_transfer(
+        &self,
+        from: &Address,
+        contract: &Address,
+        to: &Address,
+        value: U256,
+    ) -> TxHash {
+        tx_hash(
+            self.chain
+                .add_internal_transfer(evm(from), evm(contract), evm(to), value),
+        )
+    }
+
+    pub fn add_token_transfer(
+        &self,
+        contract: &Address,
+        from: &Address,
+        to: &Address,
+        amount: U256,
+    ) -> (TxHash, i64) {
+        let (tx, log_index) =
+            self.chain
+                .add_token_transfer(evm(contract), evm(from), evm(to), amount);
+        (tx_hash(tx), log_index)
+    }
+
+    pub fn add_token_transfers(
+        &self,
+        contract: &Address,
+        from: &Address,
+        payments: &[(Address, U256)],
+    ) -> Vec<(TxHash, i64)> {
+        let payments: Vec<(EvmAddress, U256)> =
+            payments.iter().map(|(to, a)| (evm(to), *a)).collect();
+        self.chain
+            .add_token_transfers(evm(contract), evm(from), &payments)
+            .into_iter()
+            .map(|(tx, log_index)| (tx_hash(tx), log_index))
+            .collect()
+    }
+
+    pub fn add_nft_transfer(
+        &self,
+        contract: &Address,
+        from: &Address,
+        to: &Address,
+        token_id: U256,
+    ) -> (TxHash, i64) {
+        let (tx, log_index) =
+            self.chain
+                .add_nft_transfer(evm(contract), evm(from), evm(to), token_id);
+        (tx_hash(tx), log_index)
+    }
+
+    pub fn add_native_transfer(&self, from: &Address, to: &Address, value: U256) -> TxHash {
+        tx_hash(self.chain.add_native_transfer(evm(from), evm(to), value))
+    }
+
+    pub fn add_reverted(
+        &self,
+        contract: &Address,
+        from: &Address,
+        to: &Address,
+        amount: U256,
+    ) -> TxHash {
+        tx_hash(
+            self.chain
+                .add_reverted(evm(contract), evm(from), evm(to), amount),
+        )
+    }
+
+    pub fn block_of(&self, tx: &TxHash) -> Option<u64> {
+        self.chain.block_of(tx.as_str().parse().ok()?)
+    }
+}
+
+fn evm(a: &Address) -> EvmAddress {
+    a.as_str()
+        .parse()
+        .expect("an EVM address on the sandbox chain")
+}
+
+fn tx_hash(h: B256) -> TxHash {
+    TxHash::parse(&format!("{h:#x}")).expect("32 bytes always make a tx hash")
+}
+
 /// A poisoned lock only means another thread panicked mid-update of test state: go on.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Every request: counted, latency, an injected failure, calls counted, the tags answered as
-/// set, the rest by the product's node.
+/// set, the rest by the sandbox crate's node.
 async fn front_door(State(door): State<Arc<Door>>, req: Request, next: Next) -> Response {
     door.requests.fetch_add(1, Ordering::SeqCst);
     let latency = door.latency_us.load(Ordering::Relaxed);

@@ -1,4 +1,4 @@
-//! The fake Chaingateway for tests: the product's (`payrecon::sandbox::chaingateway`, the
+//! The fake Chaingateway for tests: the demo's (`payrecon_sandbox::chaingateway`, the
 //! lists, pages, resend and the bearer and network checks) behind a front door of ours: a
 //! request counter, the requests in flight, latency, a queue of injected faults, the pages
 //! served and list changes made after the k-th of them (the list moving while it is read), and
@@ -16,10 +16,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use payrecon::sandbox::chaingateway::{ChainLists, Gateway};
+use payrecon_sandbox::chaingateway::Gateway;
 use serde_json::{json, Value};
 
-pub use payrecon::sandbox::chaingateway::notification;
+pub use payrecon_sandbox::chaingateway::{notification, ChainLists};
 
 /// An injected fault, consumed by the next authenticated request (any path).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,9 +86,9 @@ pub enum BlockShape {
 }
 
 /// The server's handle: configure it, read what it saw. Dropping it stops the server; it
-/// derefs to the product's `Gateway` (records, failed list, resends, page size, network).
+/// derefs to the sandbox crate's `Gateway` (records, failed list, resends, page size, network).
 pub struct FakeChaingateway {
-    fake: payrecon::sandbox::chaingateway::FakeChaingateway,
+    fake: payrecon_sandbox::chaingateway::FakeChaingateway,
     door: Arc<Door>,
 }
 
@@ -152,7 +152,7 @@ impl FakeChaingateway {
         let door = Arc::new(Door::default());
         let d = door.clone();
         let (fake, url) =
-            payrecon::sandbox::chaingateway::FakeChaingateway::start_wrapped(api_key, |r, g| {
+            payrecon_sandbox::chaingateway::FakeChaingateway::start_wrapped(api_key, |r, g| {
                 r.layer(middleware::from_fn_with_state((d, g), front_door))
             })
             .await;

@@ -7,11 +7,11 @@ use payrecon::app::App;
 use payrecon::config::Config;
 use payrecon::domain::{State, U256};
 use payrecon::engine::Trigger;
-use payrecon::sandbox::chain::{SandboxChain, TX_FEE_WEI};
-use payrecon::sandbox::config_toml;
 use payrecon::store::NewOrder;
 use payrecon_testkit::inspect::Inspect as _;
+use payrecon_testkit::sandbox::chain::{SandboxChain, TX_FEE_WEI};
 use payrecon_testkit::sandbox::chaingateway::FakeChaingateway;
+use payrecon_testkit::sandbox::config_toml;
 
 use super::{age_orders, open_of};
 use crate::reconcile::{entry, KEY};

@@ -242,3 +242,13 @@ async fn sandbox_lookups_batch_and_scale() {
         n / 100
     );
 }
+
+/// The sandbox crate keeps its own copy of the ERC-20 `Transfer` topic (it depends on nothing
+/// of payrecon's): the one payrecon reads, and keccak256 of the event's signature.
+#[test]
+fn the_sandbox_transfer_topic_is_payrecons() {
+    use payrecon_testkit::sandbox::chain::TRANSFER_TOPIC;
+    assert_eq!(TRANSFER_TOPIC, payrecon::chain::TRANSFER_TOPIC);
+    let signature = alloy::primitives::keccak256("Transfer(address,address,uint256)");
+    assert_eq!(TRANSFER_TOPIC, signature);
+}

@@ -6,7 +6,7 @@
 //! run with nothing new reads no transaction.
 
 use payrecon::domain::{SolanaKey, State};
-use payrecon::sandbox::solana::{base58, SandboxSolana};
+use payrecon_testkit::sandbox::solana::{base58, SandboxSolana};
 
 use super::SolWorld;
 use crate::reconcile::{entry, found, on_backends, opts};

@@ -130,7 +130,14 @@ impl ChainLists {
     pub fn failed_len(&self) -> usize {
         self.failed.len()
     }
-}
 
-#[cfg(test)]
-mod tests;
+    /// The records, serialized, in listing order.
+    pub fn records(&self) -> impl Iterator<Item = &str> + '_ {
+        self.records.iter().map(|r| &**r)
+    }
+
+    /// The records on the failed list, serialized, in the order they failed.
+    pub fn failed(&self) -> impl Iterator<Item = &str> + '_ {
+        self.failed.iter().map(|&i| &*self.records[i])
+    }
+}

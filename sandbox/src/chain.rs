@@ -1,12 +1,14 @@
 //! A sandbox EVM node: an in-process JSON-RPC server on loopback serving exactly what
 //! payrecon reads (chain id, head, blocks by number or tag, receipts, transactions, logs, and
 //! balances and nonces at a block: `eth_getBalance`, `balanceOf` by `eth_call`,
-//! `eth_getTransactionCount`), from state held in memory. Used by the demo (no network, no setup), tests and benchmarks; tests
-//! wrap its routes (`router`) for latency, failures, counters and older nodes' tags
+//! `eth_getTransactionCount`), from state held in memory. Used by the demo (no network, no
+//! setup), tests and benchmarks; tests wrap its routes (`router`) for latency, failures, counters and older nodes' tags
 //! (`payrecon-testkit`), never here.
 //!
 //! Transfers join a pending block and become visible when it is sealed (`mine_block`,
 //! `mine`); log indexes are block-level, as on a real node. Every lookup is a HashMap hit.
+//! Addresses and hashes are alloy's primitives: this crate knows nothing of payrecon's domain
+//! types, and its callers convert (`payrecon demo`, the testkit's wrapper).
 
 mod node;
 mod rpc;
@@ -14,9 +16,9 @@ mod rpc;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use alloy::primitives::{Address as EvmAddress, U256};
+use alloy::primitives::{Address, B256, U256};
 
-use crate::domain::{Address, TxHash};
+pub use node::TRANSFER_TOPIC;
 use node::{Node, Payment};
 
 /// What every sandbox transaction costs its sender, in wei (its receipt's `gasUsed` ×
@@ -64,13 +66,13 @@ impl SandboxChain {
     }
 
     /// Gives `holder` `value` wei at genesis.
-    pub fn fund_native(&self, holder: &Address, value: U256) {
-        self.node().fund(evm(holder), None, value);
+    pub fn fund_native(&self, holder: Address, value: U256) {
+        self.node().fund(holder, None, value);
     }
 
     /// Gives `holder` `amount` of the token `contract` at genesis.
-    pub fn fund_token(&self, contract: &Address, holder: &Address, amount: U256) {
-        self.node().fund(evm(holder), Some(evm(contract)), amount);
+    pub fn fund_token(&self, contract: Address, holder: Address, amount: U256) {
+        self.node().fund(holder, Some(contract), amount);
     }
 
     /// A call of `contract` from `from` with `value` wei that the contract passes on to `to`
@@ -78,13 +80,13 @@ impl SandboxChain {
     /// internal transfer). Returns the call's hash.
     pub fn add_internal_transfer(
         &self,
-        from: &Address,
-        contract: &Address,
-        to: &Address,
+        from: Address,
+        contract: Address,
+        to: Address,
         value: U256,
-    ) -> TxHash {
-        let mut p = Payment::native(evm(from), evm(contract), value);
-        p.internal = Some((evm(to), value));
+    ) -> B256 {
+        let mut p = Payment::native(from, contract, value);
+        p.internal = Some((to, value));
         self.node().add(p).0
     }
 
@@ -124,58 +126,55 @@ impl SandboxChain {
     /// transaction hash and the block-level log index it will have.
     pub fn add_token_transfer(
         &self,
-        contract: &Address,
-        from: &Address,
-        to: &Address,
+        contract: Address,
+        from: Address,
+        to: Address,
         amount: U256,
-    ) -> (TxHash, i64) {
-        let p = Payment::token(evm(contract), evm(from), evm(to), amount);
+    ) -> (B256, i64) {
+        let p = Payment::token(contract, from, to, amount);
         self.node().add(p)
     }
 
     /// Many token transfers from one sender under one lock (benchmarks: 100,000+).
     pub fn add_token_transfers(
         &self,
-        contract: &Address,
-        from: &Address,
+        contract: Address,
+        from: Address,
         payments: &[(Address, U256)],
-    ) -> Vec<(TxHash, i64)> {
-        let (contract, from) = (evm(contract), evm(from));
+    ) -> Vec<(B256, i64)> {
         let mut node = self.node();
         payments
             .iter()
-            .map(|(to, amount)| node.add(Payment::token(contract, from, evm(to), *amount)))
+            .map(|(to, amount)| node.add(Payment::token(contract, from, *to, *amount)))
             .collect()
     }
 
     /// An ERC-721 `Transfer` (4 topics, token id as topic 3): not a payment.
     pub fn add_nft_transfer(
         &self,
-        contract: &Address,
-        from: &Address,
-        to: &Address,
+        contract: Address,
+        from: Address,
+        to: Address,
         token_id: U256,
-    ) -> (TxHash, i64) {
-        let p = Payment::nft(evm(contract), evm(from), evm(to), token_id);
+    ) -> (B256, i64) {
+        let p = Payment::nft(contract, from, to, token_id);
         self.node().add(p)
     }
 
     /// A native-coin transfer (`value` wei, no logs).
-    pub fn add_native_transfer(&self, from: &Address, to: &Address, value: U256) -> TxHash {
-        self.node()
-            .add(Payment::native(evm(from), evm(to), value))
-            .0
+    pub fn add_native_transfer(&self, from: Address, to: Address, value: U256) -> B256 {
+        self.node().add(Payment::native(from, to, value)).0
     }
 
     /// A token transfer call that reverted: receipt status 0, no logs.
     pub fn add_reverted(
         &self,
-        contract: &Address,
-        from: &Address,
-        to: &Address,
+        contract: Address,
+        from: Address,
+        to: Address,
         amount: U256,
-    ) -> TxHash {
-        let mut p = Payment::token(evm(contract), evm(from), evm(to), amount);
+    ) -> B256 {
+        let mut p = Payment::token(contract, from, to, amount);
         p.reverted = true;
         self.node().add(p).0
     }
@@ -200,8 +199,8 @@ impl SandboxChain {
     }
 
     /// Block number of a mined transaction.
-    pub fn block_of(&self, tx: &TxHash) -> Option<u64> {
-        self.node().block_of(tx)
+    pub fn block_of(&self, tx: B256) -> Option<u64> {
+        self.node().block_of(&tx)
     }
 
     /// The time of block `number` (Unix seconds), once mined.
@@ -217,10 +216,4 @@ impl SandboxChain {
 /// A poisoned lock only means another thread panicked mid-update of test state: go on.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn evm(a: &Address) -> EvmAddress {
-    a.as_str()
-        .parse()
-        .expect("a domain Address is always 20 hex bytes")
 }

@@ -5,11 +5,12 @@
 
 use std::collections::HashMap;
 
-use alloy::primitives::{keccak256, Address as EvmAddress, Bytes, B256, U256};
+use alloy::primitives::{b256, keccak256, Address as EvmAddress, Bytes, B256, U256};
 use serde_json::{json, Value};
 
-use crate::chain::TRANSFER_TOPIC;
-use crate::domain::TxHash;
+/// topic 0 of an ERC-20/ERC-721 `Transfer`: keccak256(`Transfer(address,address,uint256)`).
+pub const TRANSFER_TOPIC: B256 =
+    b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
 
 /// What a sandbox transaction does.
 pub(super) struct Payment {
@@ -140,7 +141,7 @@ impl Node {
 
     /// Adds a transaction to the pending block: its hash and the block-level index of its
     /// first log (-1 when it has none).
-    pub(super) fn add(&mut self, payment: Payment) -> (TxHash, i64) {
+    pub(super) fn add(&mut self, payment: Payment) -> (B256, i64) {
         self.counter += 1;
         let hash = keccak256(format!("sandbox tx {} {}", self.chain_id, self.counter));
         let nonce = self.nonces.entry(payment.from).or_insert(0);
@@ -160,7 +161,7 @@ impl Node {
         };
         self.txs.insert(hash, tx);
         self.pending.push(hash);
-        (tx_hash(hash), log_index)
+        (hash, log_index)
     }
 
     pub(super) fn mine_block(&mut self) -> u64 {
@@ -296,9 +297,8 @@ impl Node {
         })
     }
 
-    pub(super) fn block_of(&self, tx: &TxHash) -> Option<u64> {
-        let h: B256 = tx.as_str().parse().ok()?;
-        self.txs.get(&h)?.mined.map(|(n, _)| n)
+    pub(super) fn block_of(&self, tx: &B256) -> Option<u64> {
+        self.txs.get(tx)?.mined.map(|(n, _)| n)
     }
 
     pub(super) fn block_time(&self, number: u64) -> Option<u64> {
@@ -410,8 +410,4 @@ fn bloom() -> &'static str {
     static BLOOM: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("0x{}", "0".repeat(512)));
     &BLOOM
-}
-
-fn tx_hash(h: B256) -> TxHash {
-    TxHash::parse(&format!("{h:#x}")).expect("32 bytes always make a tx hash")
 }

@@ -1,13 +1,13 @@
 //! A sandbox merchant endpoint on loopback for the demo: receives payrecon's events, checks
-//! each Standard Webhooks signature, answers 200, and keeps what it received to show.
+//! each Standard Webhooks signature (with the official library, `standardwebhooks`), answers
+//! 200, and keeps what it received to show.
 
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-
-use crate::events::sign::verify;
+use standardwebhooks::Webhook;
 
 /// The demo's events secret (a sandbox value; never use it for a real endpoint).
 pub const SANDBOX_EVENTS_SECRET: &str = "whsec_c2FuZGJveC1ldmVudHMtc2VjcmV0LWRlbW8tb25seQ==";
@@ -28,7 +28,8 @@ pub struct ReceivedEvent {
 
 #[derive(Clone)]
 struct Shared {
-    key: Vec<u8>,
+    /// `None` for a secret the library refuses (no signature is then accepted).
+    webhook: Option<Arc<Webhook>>,
     received: Arc<Mutex<Vec<ReceivedEvent>>>,
 }
 
@@ -39,10 +40,10 @@ pub struct SandboxMerchant {
 impl SandboxMerchant {
     /// Starts the endpoint; returns it and its URL.
     pub async fn start() -> std::io::Result<(SandboxMerchant, String)> {
-        let key = crate::config::decode_secret(SANDBOX_EVENTS_SECRET).unwrap_or_default();
+        let webhook = Webhook::new(SANDBOX_EVENTS_SECRET).ok().map(Arc::new);
         let received = Arc::new(Mutex::new(Vec::new()));
         let shared = Shared {
-            key,
+            webhook,
             received: received.clone(),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -70,8 +71,10 @@ async fn receive(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> St
             .to_string()
     };
     let id = h("webhook-id");
-    let ts: i64 = h("webhook-timestamp").parse().unwrap_or_default();
-    let signature_ok = verify(&s.key, &id, ts, &body, &h("webhook-signature"));
+    let signature_ok = s
+        .webhook
+        .as_ref()
+        .is_some_and(|w| w.verify(&body, &headers).is_ok());
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let field = |p: &str| {
         v.pointer(p)

@@ -1,10 +1,14 @@
 //! The demo's stand-ins for the outside world, served over real HTTP on loopback: a fake
-//! Chaingateway API, an EVM JSON-RPC node, a Solana node and the merchant's events receiver. `payrecon demo`
-//! needs them (the tests and benchmarks use them too); nothing here is used by `serve` or `run`,
-//! and a build without the `demo` feature leaves them out. They serve a fixed world: what
-//! tests need besides (faults, latency, counters, lists that move while read, other chains'
-//! block numbers, older nodes) and the fakes only tests need (Qvard, Paymos) live in the
-//! `payrecon-testkit` dev crate.
+//! Chaingateway API, an EVM JSON-RPC node, a Solana node and the merchant's events receiver.
+//! `payrecon demo` needs them (the tests and benchmarks use them too); nothing here is used by
+//! `serve` or `run`. A crate of its own, not a module of the product: payrecon depends on it
+//! only with its `demo` feature (on by default), so a build with `--no-default-features`
+//! compiles none of it, and it depends on nothing of payrecon's (it speaks the wire formats,
+//! alloy's primitives and plain strings). They serve a fixed world: what tests need besides
+//! (faults, latency, counters, lists that move while read, other chains' block numbers, older
+//! nodes) and the fakes only tests need (Qvard, Paymos) live in the `payrecon-testkit` dev
+//! crate.
+#![forbid(unsafe_code)]
 
 pub mod chain;
 pub mod chaingateway;
