@@ -65,6 +65,12 @@ impl SandboxChain {
         }
     }
 
+    /// Whether logs carry `blockTimestamp` (on by default, as on current nodes); off, the
+    /// node answers as older ones do and a block's time is only in its header.
+    pub fn set_log_times(&self, on: bool) {
+        self.node().set_log_times(on);
+    }
+
     /// Gives `holder` `value` wei at genesis.
     pub fn fund_native(&self, holder: Address, value: U256) {
         self.node().fund(holder, None, value);

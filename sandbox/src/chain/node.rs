@@ -102,6 +102,9 @@ pub(super) struct Node {
     txs: HashMap<B256, Tx>,
     nonces: HashMap<EvmAddress, u64>,
     counter: u64,
+    /// Whether logs carry their block's `blockTimestamp` (execution-apis #639: geth 1.16+,
+    /// reth, Erigon, Besu, anvil); off, the node answers as older ones do, without it.
+    log_times: bool,
 }
 
 /// How far `finalized` and `safe` trail the head, as on anvil.
@@ -132,6 +135,7 @@ impl Node {
             txs: HashMap::new(),
             nonces: HashMap::new(),
             counter: 0,
+            log_times: true,
         }
     }
 
@@ -290,11 +294,20 @@ impl Node {
 
     fn log_json(&self, tx: &Tx, i: usize, topics: &[B256], data: &Bytes) -> Value {
         let (block_hash, block_number, index) = self.place(tx);
-        json!({
+        let mut log = json!({
             "address": tx.payment.to, "topics": topics, "data": data, "blockHash": block_hash,
             "blockNumber": block_number, "transactionHash": tx.hash,
             "transactionIndex": index, "logIndex": hex(tx.first_log + i as u64), "removed": false,
-        })
+        });
+        let time = tx.mined.and_then(|(n, _)| self.block_time(n));
+        if let (true, Some(t)) = (self.log_times, time) {
+            log["blockTimestamp"] = hex(t);
+        }
+        log
+    }
+
+    pub(super) fn set_log_times(&mut self, on: bool) {
+        self.log_times = on;
     }
 
     pub(super) fn block_of(&self, tx: &B256) -> Option<u64> {

@@ -1,8 +1,9 @@
-//! Every payment credited on an EVM chain carries its block's time, read in one batched
-//! request, also where its order does not expire: the console's payment-to-event delay counts
-//! from it (docs/operations.md, "The operator console") and the export places the payment by
-//! it. A node that cannot give it fails the part, and the payment is credited all the same,
-//! without it. On the sandbox node, every backend.
+//! Every payment credited on an EVM chain carries its block's time, also where its order does
+//! not expire: the console's payment-to-event delay counts from it (docs/operations.md, "The
+//! operator console") and the export places the payment by it. It comes with the logs'
+//! `blockTimestamp` where the node sends it (no header read), else from the block headers in
+//! one batched request. A node that cannot give it fails the part, and the payment is credited
+//! all the same, without it. On the sandbox node, every backend.
 
 use alloy::primitives::U256 as EvmU256;
 use payrecon::app::App;
@@ -69,23 +70,25 @@ async fn scenario(db_url: &str) {
         .await
         .unwrap();
     let store = &app.engine.store;
-    store.insert_orders(&sandbox_orders("T", 2)).await.unwrap();
+    store.insert_orders(&sandbox_orders("T", 3)).await.unwrap();
     let time_of = |block: u64| {
         jiff::Timestamp::from_second(genesis + 12 * i64::try_from(block).unwrap()).unwrap()
     };
 
-    // No order expires: the credit's block time is read all the same.
+    // No order expires: the credit's block time is taken all the same, from the receipt's
+    // logs: the node fails every batch of block headers, and none is read.
+    chain.fail_batches_of(Some("eth_getBlockByNumber"));
     let first = pay(&chain, &cg, 1);
     let report = app.engine.run(&opts()).await.unwrap();
     assert_eq!(entry(&report, CG).status, "ok", "{}", report.to_json());
     let want = vec![("T-1".to_string(), Some(time_of(first)))];
     assert_eq!(block_times(store).await, want, "{db_url}");
 
-    // The node answers everything but the batch of block headers: the payment is credited
-    // without its time, and the part says it failed.
+    // A node whose logs carry no `blockTimestamp`, and which answers everything but the batch
+    // of block headers: the payment is credited without its time, and the part says it failed.
+    chain.set_log_times(false);
     let second = pay(&chain, &cg, 2);
     assert!(second > first);
-    chain.fail_batches_of(Some("eth_getBlockByNumber"));
     let report = app.engine.run(&opts()).await.unwrap();
     let part = entry(&report, CG);
     assert_eq!(part.status, "failed", "{}", report.to_json());
@@ -99,6 +102,14 @@ async fn scenario(db_url: &str) {
     assert_eq!(order.state, State::Final, "{db_url}: the credit was lost");
     let mut want = want;
     want.push(("T-2".to_string(), None));
+    assert_eq!(block_times(store).await, want, "{db_url}");
+
+    // The headers back: the time of a payment whose logs carry none is read from them.
+    chain.fail_batches_of(None);
+    let third = pay(&chain, &cg, 3);
+    let report = app.engine.run(&opts()).await.unwrap();
+    assert_eq!(entry(&report, CG).status, "ok", "{}", report.to_json());
+    want.push(("T-3".to_string(), Some(time_of(third))));
     assert_eq!(block_times(store).await, want, "{db_url}");
 }
 
