@@ -8,6 +8,7 @@
 //!     [--batch-size 500] [--pg-url URL]   (default $PAYRECON_BENCH_PG_URL)
 //!     [--mysql-url URL]   (default $PAYRECON_BENCH_MYSQL_URL)
 //!     [--log FILTER]   (e.g. `info` as `payrecon run` logs, or `sqlx::query=debug`)
+//!     [--no-log-times]   (a node whose logs carry no `blockTimestamp`: headers read)
 //! ```
 //! Prints figures; asserts nothing about time. Exits 1 when the run's counts differ from the
 //! seeded mix (applied = missing + lagging + failed notifications, and the gaps by kind).
@@ -111,6 +112,10 @@ struct Args {
     /// payments, final since before it, are settled: no receipt is read for them.
     #[arg(long)]
     recheck_final: Option<String>,
+    /// A node whose logs carry no `blockTimestamp` (older than execution-apis #639): every
+    /// crediting batch reads its blocks' headers, as payrecon did before it read the logs'.
+    #[arg(long)]
+    no_log_times: bool,
 }
 
 /// What one run measured.
@@ -168,6 +173,7 @@ fn main() -> ExitCode {
     cg.set_latency(Duration::from_millis(args.latency_ms));
     let rpc_latency = args.rpc_latency_ms.unwrap_or(args.latency_ms);
     chain.set_latency(Duration::from_millis(rpc_latency));
+    chain.set_log_times(!args.no_log_times);
     let ds = seed::build_sandbox(&chain, &cg, args.records);
     println!(
         "payrecon bench_backfill: {} records ({} done by the webhook handler, {} missing, {} lagging, \
