@@ -5,8 +5,8 @@
 //! and drains elsewhere (a native drain may take the balance back to where the last check saw
 //! it: only the nonce shows it); native coin passed on inside a contract call (no transaction
 //! of its own: what a check cannot explain); runs and balance checks in random order. After
-//! every check the invariants of the Bitcoin slice (`balances::invariants`) hold. The sandbox
-//! node has no reorgs: the Bitcoin slice and `tests/it/reorg` cover them.
+//! every check the invariants of the Bitcoin slice (`balances::driver::invariants`) hold. The
+//! sandbox node has no reorgs: the Bitcoin slice and `tests/it/reorg` cover them.
 //!
 //! `PAYRECON_SIM_BALANCES_EVM_SEED=S` runs only seed S; `PAYRECON_SIM_BALANCES_EVM_SEEDS=N`
 //! runs 0..N (default `SEEDS`; the first `SERVER_SEEDS` also on PostgreSQL and MariaDB/MySQL).
