@@ -6,8 +6,6 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::chain::ChainSettings;
-use crate::providers::chaingateway::ChaingatewaySettings;
-use crate::providers::http::preset_webhook_scheme;
 pub use crate::providers::ProviderKind;
 use crate::secret::Secret;
 

@@ -4,6 +4,10 @@
 //! balance derived or read). How a chain answers is its own (`<kind>/check.rs`); what the
 //! answers mean (payments, sweeps, outflows, mismatches) is the engine's.
 
+use std::future::Future;
+
+use futures::{StreamExt, TryStreamExt};
+
 use super::{ChainClient, ChainError};
 use crate::domain::{Address, Asset, ChainHead, Flow, U256};
 
@@ -73,4 +77,26 @@ impl ChainClient {
             ChainClient::Solana(c) => c.read_balances(head, &queries).await,
         }
     }
+}
+
+/// Addresses read at once where a chain answers per address (Bitcoin, Solana).
+const PER_ADDRESS_IN_FLIGHT: usize = 4;
+
+/// `read` of each query, `PER_ADDRESS_IN_FLIGHT` at once, answers in the queries' order.
+pub(super) async fn per_address<F, Fut>(
+    queries: &[&BalanceQuery],
+    read: F,
+) -> Result<Vec<BalanceRead>, ChainError>
+where
+    F: FnMut(BalanceQuery) -> Fut,
+    Fut: Future<Output = Result<BalanceRead, ChainError>>,
+{
+    // Owned queries: a stream over borrowed ones makes the future not `Send` for every
+    // lifetime, which `serve`'s spawned schedule needs.
+    let owned: Vec<BalanceQuery> = queries.iter().map(|q| (*q).clone()).collect();
+    futures::stream::iter(owned)
+        .map(read)
+        .buffered(PER_ADDRESS_IN_FLIGHT)
+        .try_collect()
+        .await
 }

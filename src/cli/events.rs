@@ -46,10 +46,53 @@ pub async fn list(config: &Config, filter: &EventFilter) -> Result<EventList, Cl
 
 /// Puts the matching delivered or dead events back in the queue; returns how many.
 pub async fn replay(config: &Config, filter: &EventFilter) -> Result<u64, CliError> {
+    // An event put back in the queue with delivery off would never leave: refused, not done.
+    if config.events.is_none() {
+        return Err(CliError::failed(
+            "events are off ([events] url is not set): an event put back in the queue would \
+             never be sent; set [events] url first",
+        ));
+    }
     let store = db::open(config, Access::Write).await?;
     let n = store.replay_events(filter, Timestamp::now()).await;
+    let why = match n {
+        Ok(0) if filter.id.is_some() || filter.order_ref.is_some() => {
+            Some(nothing_to_replay(&store, filter).await)
+        }
+        _ => None,
+    };
     store.close().await;
-    Ok(n?)
+    match why {
+        Some(why) => Err(CliError::failed(why?)),
+        None => Ok(n?),
+    }
+}
+
+/// Why `--id` or `--order` put nothing back: no such event (or no event of that order), or
+/// every one of them is pending already (in the queue).
+async fn nothing_to_replay(
+    store: &crate::store::Store,
+    filter: &EventFilter,
+) -> Result<String, CliError> {
+    let found = store
+        .list_events(&EventFilter {
+            limit: 1,
+            ..filter.clone()
+        })
+        .await?;
+    let (none, pending) = match (&filter.id, &filter.order_ref) {
+        (Some(id), _) => (
+            format!("no event has the id {id}"),
+            format!("event {id} is pending (in the queue already)"),
+        ),
+        (None, Some(order)) => (
+            format!("order {order} has no event that matches"),
+            format!("order {order}'s events are pending (in the queue already)"),
+        ),
+        (None, None) => ("no event matches".into(), "the events are pending".into()),
+    };
+    let why = if found.is_empty() { none } else { pending };
+    Ok(format!("{why}: nothing put back in the queue"))
 }
 
 impl EventList {

@@ -66,7 +66,7 @@ pub fn man_extra(page: &str) -> ManExtra {
             &[("payrecon events --status dead", "The events the merchant's application never accepted.")],
         ),
         "payrecon-events-replay" => (
-            &[("0", "Queued (including 0 events)."), ("1", "A database error."), USAGE],
+            &[("0", "Queued (with --since, 0 events too)."), ("1", "A database error; events off; --id or --order naming no event, or only pending ones."), USAGE],
             &[("payrecon events replay --order A-1001", "Sends an order's events again, in order.")],
         ),
         "payrecon-exceptions" | "payrecon-exceptions-show" => (

@@ -2,7 +2,12 @@
 //! HTTP provider, with or without a preset), its chains, its webhook and its retry window,
 //! every error naming the key.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::{chains, err, http_provider, line_of, one_line, read_secret_file, sections, webhook};
+use super::{ConfigError, ProviderConfig, ProviderKind};
+use crate::providers::chaingateway::ChaingatewaySettings;
+use crate::providers::http::preset_webhook_scheme;
 
 /// Checks a provider's `chains` (present, each configured) and `max_concurrency`.
 fn check_provider_chains(

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use jiff::Timestamp;
 use sqlx::{Acquire, Transaction};
 
-use super::dialect::Dialect;
 use super::outbox::{self, EventOrder, NewEvent};
 use super::rows::{counted, sqlite_ts};
 use super::{is_unique_violation, ApplyContext, ApplyOutcome, Fence, Guard, WriteError};

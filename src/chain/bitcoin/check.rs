@@ -7,16 +7,12 @@
 //! change back, and its fee. Esplora answers per address: a check costs two balance reads and
 //! the history pages since the last check per address, whatever changed.
 
-use futures::{StreamExt, TryStreamExt};
-
 use super::balance::AddressTx;
 use super::{BitcoinClient, TIME_SKEW};
-use crate::chain::check::{BalanceQuery, BalanceRead, Since};
+use crate::chain::check::{per_address, BalanceQuery, BalanceRead, Since};
 use crate::chain::ChainError;
 use crate::domain::{Address, Asset, ChainHead, Flow, PaymentKey, U256};
 
-/// Addresses read at once.
-const IN_FLIGHT: usize = 4;
 /// Reads of an address whose balance moved while its history was read, before the check fails.
 const ATTEMPTS: usize = 3;
 
@@ -28,14 +24,7 @@ impl BitcoinClient {
         queries: &[&BalanceQuery],
     ) -> Result<Vec<BalanceRead>, ChainError> {
         let f = head.final_block;
-        // Owned queries: a stream over borrowed ones makes the future not `Send` for every
-        // lifetime, which `serve`'s spawned schedule needs.
-        let owned: Vec<BalanceQuery> = queries.iter().map(|q| (*q).clone()).collect();
-        futures::stream::iter(owned)
-            .map(|q| self.read_one(f, q))
-            .buffered(IN_FLIGHT)
-            .try_collect()
-            .await
+        per_address(queries, |q| self.read_one(f, q)).await
     }
 
     /// One address: its balance at `f` and its flows since its last check, or since its

@@ -9,18 +9,13 @@
 //! transaction in the history is explained whole, so what the check flags is what the history
 //! does not hold: money that came or went outside it.
 
-use futures::{StreamExt, TryStreamExt};
-
 use super::balance::{Floor, Moved};
 use super::SolanaClient;
-use crate::chain::check::{BalanceQuery, BalanceRead, Since};
+use crate::chain::check::{per_address, BalanceQuery, BalanceRead, Since};
 use crate::chain::ChainError;
 use crate::domain::{
     Address, Asset, BlockRef, ChainHead, ChainKind, Flow, PaymentKey, TxHash, U256,
 };
-
-/// Wallets read at once.
-const IN_FLIGHT: usize = 4;
 
 impl SolanaClient {
     /// `ChainClient::read_balances` on Solana.
@@ -30,14 +25,7 @@ impl SolanaClient {
         queries: &[&BalanceQuery],
     ) -> Result<Vec<BalanceRead>, ChainError> {
         let f = head.final_block;
-        // Owned queries: a stream over borrowed ones makes the future not `Send` for every
-        // lifetime, which `serve`'s spawned schedule needs.
-        let owned: Vec<BalanceQuery> = queries.iter().map(|q| (*q).clone()).collect();
-        futures::stream::iter(owned)
-            .map(|q| self.read_one(f, q))
-            .buffered(IN_FLIGHT)
-            .try_collect()
-            .await
+        per_address(queries, |q| self.read_one(f, q)).await
     }
 
     /// One wallet and asset: its holding at `f` and its flows since its last check, or since

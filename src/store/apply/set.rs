@@ -2,7 +2,12 @@
 //! the merchant wrote, PostgreSQL's `UNNEST` batch): which steps a batch has, their payment
 //! rows and events, and the outcomes of what was written set-wise.
 
-use super::*;
+use std::collections::HashMap;
+
+use crate::domain::{NewPayment, PlannedTransition, State};
+use crate::store::dialect::Dialect;
+use crate::store::outbox::{self, EventOrder, NewEvent};
+use crate::store::{ApplyContext, ApplyOutcome};
 
 /// Whether `t` records a key the merchant's code wrote into an order that stays where it is
 /// (`state`, as read): its payment row and the chain's amount and block on the order.

@@ -19,7 +19,9 @@ use crate::store::{is_retryable, is_unique_violation, Rekey, StoreError};
 const ROW_COLUMNS: &str = <MySql as Dialect>::ROW_COLUMNS;
 
 mod lookups;
-use lookups::*;
+mod register;
+use lookups::{by_key_sql, keys_json, unpaid_by_slot, KEYS};
+use register::{register_once, REGISTER_ATTEMPTS};
 
 impl Backend for MySql {
     async fn migrate(pool: &MySqlPool) -> Result<(), StoreError> {

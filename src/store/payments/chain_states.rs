@@ -2,7 +2,10 @@
 //! again (`settled`), a held payment gone from the chain or back (`set_gone`), and payments
 //! moved forward to the chain's states (`advance_states`).
 
-use super::*;
+use crate::domain::{ledger_tx_hash, parse_base_units, BlockRef, PaymentKey, State};
+use crate::store::backend::dispatch;
+use crate::store::rows::{counted, db_error, ms_time, LOOKUP_CHUNK};
+use crate::store::StoreError;
 
 from_row! {
     /// A payment the ledger holds as `final` since before `settled_before`, as its transfer:

@@ -93,6 +93,29 @@ async fn run_flushes(w: World) {
     assert!(replay.stdout.starts_with("1 event(s)"), "{}", replay.stdout);
     let usage = payrecon(&config, &["events", "replay"]).await;
     usage.assert_code(2);
+    // A replay that puts nothing back fails and says why: the event is in the queue already,
+    // or there is no such event.
+    let again = payrecon(&config, &["events", "replay", "--id", &id]).await;
+    again.assert_code(1);
+    assert!(
+        again.stderr.contains(&format!("event {id} is pending")),
+        "{}",
+        again.stderr
+    );
+    let nope = payrecon(&config, &["events", "replay", "--id", "evt_nope"]).await;
+    nope.assert_code(1);
+    assert!(
+        nope.stderr.contains("no event has the id evt_nope"),
+        "{}",
+        nope.stderr
+    );
+    let no_order = payrecon(&config, &["events", "replay", "--order", "NOPE-1"]).await;
+    no_order.assert_code(1);
+    assert!(
+        no_order.stderr.contains("order NOPE-1 has no event"),
+        "{}",
+        no_order.stderr
+    );
     payrecon(&config, &["run"]).await.assert_code(0);
     // The replayed event, then the one that waited behind it.
     let got = receiver.received();
@@ -121,11 +144,25 @@ async fn run_flushes(w: World) {
 
     let status = payrecon(&config, &["status", "--format", "json"]).await;
     assert_eq!(status.json()["events"]["enabled"], true);
-    for out in [&run, &list, &pending, &replay, &check, &down, &status] {
+    for out in [
+        &run, &list, &pending, &replay, &again, &nope, &check, &down, &status,
+    ] {
         for text in [&out.stdout, &out.stderr] {
             assert!(!text.contains(&SECRET[6..]), "the secret leaked: {text}");
         }
     }
+
+    // With events off, nothing is put back: it would never leave.
+    let off = w.config("");
+    let refused = payrecon(&off, &["events", "replay", "--order", "P-2"]).await;
+    refused.assert_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("events are off ([events] url is not set)"),
+        "{}",
+        refused.stderr
+    );
 }
 
 /// `payrecon demo` delivers its events to the sandbox merchant endpoint and shows them.

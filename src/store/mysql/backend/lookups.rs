@@ -1,17 +1,12 @@
-//! The statements of MariaDB/MySQL's `Backend` too long to stand in its `impl`: orders by
-//! payment key and by `(chain, pay_to, asset)` slot, lists bound as one `JSON_TABLE`, and one
-//! attempt at registering a batch of orders.
-
-use std::collections::HashSet;
+//! MariaDB/MySQL's lookups of many keys at once: having no array parameter, it takes a list as
+//! one JSON document read by `JSON_TABLE` (orders by payment key, unpaid orders by `(chain,
+//! pay_to, asset)` slot).
 
 use serde_json::json;
 use sqlx::{MySql, MySqlPool};
 
-use super::super::mysql_ts;
-use crate::domain::ExpectedOrder;
 use crate::domain::{LedgerRow, PaymentKey};
 use crate::store::dialect::Dialect;
-use crate::store::rows::ViewRow;
 use crate::store::rows::{counted, db_error, decode_row, valid_rows};
 use crate::store::StoreError;
 
@@ -68,51 +63,4 @@ pub(super) async fn unpaid_by_slot(
         .await
         .map_err(|e| db_error("look up unpaid orders by deposit address", e))?;
     Ok(valid_rows(rows.iter().map(decode_row)))
-}
-
-/// How many times a registration batch runs when it races another for the same new refs.
-pub(super) const REGISTER_ATTEMPTS: u32 = 5;
-
-pub(super) async fn register_once(
-    pool: &MySqlPool,
-    batch: &[ExpectedOrder],
-) -> Result<(Vec<String>, Vec<ViewRow>), sqlx::Error> {
-    let mut tx = counted(pool).begin().await?;
-    let mut qb = sqlx::QueryBuilder::<MySql>::new(
-        "SELECT CAST(order_ref AS CHAR) FROM orders WHERE order_ref IN (",
-    );
-    let mut refs = qb.separated(", ");
-    for o in batch {
-        refs.push_bind(o.order_ref.as_str());
-    }
-    qb.push(")");
-    let taken: HashSet<String> = qb
-        .build_query_scalar()
-        .fetch_all(counted(&mut *tx))
-        .await?
-        .into_iter()
-        .collect();
-    let mut fresh = HashSet::new();
-    let new: Vec<&ExpectedOrder> = batch
-        .iter()
-        .filter(|o| !taken.contains(&o.order_ref) && fresh.insert(o.order_ref.as_str()))
-        .collect();
-    if !new.is_empty() {
-        let mut qb = sqlx::QueryBuilder::<MySql>::new(
-            "INSERT INTO orders (order_ref, chain, pay_to, asset, amount_due, expires_at, reference) ",
-        );
-        qb.push_values(&new, |mut b, o| {
-            b.push_bind(o.order_ref.as_str())
-                .push_bind(o.chain.as_str())
-                .push_bind(o.pay_to.as_str())
-                .push_bind(o.asset.as_str())
-                .push_bind(o.amount_due.to_string())
-                .push_bind(o.expires_at.map(mysql_ts))
-                .push_bind(o.reference.as_deref());
-        });
-        qb.build().execute(counted(&mut *tx)).await?;
-    }
-    let rows = <MySql as crate::store::pool_sql::PoolSql>::read_views(&mut tx, batch).await?;
-    counted(tx).commit().await?;
-    Ok((new.iter().map(|o| o.order_ref.clone()).collect(), rows))
 }
