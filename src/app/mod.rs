@@ -155,13 +155,36 @@ impl App {
         // of them credits anything here.
         let clients = Clients::of(&config, None)?;
         let reached = match db::connect(&config, Access::Read).await {
-            Ok(store) => match store.ping().await {
-                Ok(()) => Ok(store.backend_name()),
-                Err(e) => Err(AppError(e.to_string())),
-            },
+            Ok(store) => {
+                let schema = schema_of(&store).await;
+                store.close().await;
+                schema
+            }
             Err(e) => Err(e),
         };
         Ok(check_items(&clients, reached).await)
+    }
+}
+
+/// The database's line of `check`: reachable, and its schema that of this binary (the
+/// backend's name and the migrations applied), else why not.
+async fn schema_of(store: &Store) -> Result<String, AppError> {
+    let name = store.backend_name();
+    store.ping().await.map_err(|e| AppError(e.to_string()))?;
+    let applied = store
+        .applied_migrations()
+        .await
+        .map_err(|e| AppError(e.to_string()))?;
+    let shipped = store.shipped_migrations();
+    let migrate = "run `payrecon migrate` (run and serve also do, with database.migrate on)";
+    match applied {
+        0 => Err(AppError(format!(
+            "database ({name}): payrecon's tables are missing: {migrate}"
+        ))),
+        n if n < shipped => Err(AppError(format!(
+            "database ({name}): the schema is at migration {n} of this binary's {shipped}: {migrate}"
+        ))),
+        n => Ok(format!("{name}, schema at migration {n}")),
     }
 }
 
@@ -227,7 +250,7 @@ fn instance_name() -> String {
     format!("{host}:{}:{suffix:08x}", std::process::id())
 }
 
-async fn check_items(e: &Clients, db: Result<&'static str, AppError>) -> (Vec<String>, bool) {
+async fn check_items(e: &Clients, db: Result<String, AppError>) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     let mut line = |good: bool, what: String| {
@@ -235,7 +258,7 @@ async fn check_items(e: &Clients, db: Result<&'static str, AppError>) -> (Vec<St
         lines.push(format!("{} {what}", if good { "ok    " } else { "FAILED" }));
     };
     match db {
-        Ok(backend) => line(true, format!("database ({backend})")),
+        Ok(what) => line(true, format!("database ({what})")),
         // The error text starts with "database: ".
         Err(err) => line(false, e.redact(&err)),
     }

@@ -131,7 +131,7 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<(), AppError> {
 
     let paid = pay_all(&chain)?;
     store.insert_orders(&orders()).await.map_err(err)?;
-    age_orders(&database_url, now).await?;
+    age_orders(store, now).await?;
     solana::order_and_pay(store, &sol).await?;
     seed_handler(store, &chain, &paid).await?;
     list_notifications(&cg, &paid, now);

@@ -2,7 +2,7 @@
 
 /// `sqlx::FromRow` for a struct of columns read by name, as `#[derive(sqlx::FromRow)]` writes
 /// it, without sqlx's proc-macro crate (which builds sqlx's three database drivers a second
-/// time, for the compiler: ARCHITECTURE.md, "Dependencies"). Declared first in `store/mod.rs`
+/// time, for the compiler: ARCHITECTURE.md, "Choices"). Declared first in `store/mod.rs`
 /// with `#[macro_use]`, it is in scope in every store module. A field written
 /// `name: T => "column"` reads the column of that name.
 macro_rules! from_row {

@@ -27,6 +27,13 @@ include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Embedded(&'static [(i64, &'static str, &'static str)]);
 
+impl Embedded {
+    /// How many migrations there are.
+    pub(crate) fn len(self) -> usize {
+        self.0.len()
+    }
+}
+
 impl MigrationSource<'static> for Embedded {
     fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, BoxDynError>> {
         let migrations = self

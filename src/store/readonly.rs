@@ -86,6 +86,17 @@ impl Store {
             .0)
     }
 
+    /// How many migrations this binary ships for its backend: a schema with fewer applied
+    /// is older than the binary (`payrecon migrate` brings it up to date).
+    pub fn shipped_migrations(&self) -> i64 {
+        let shipped = match self {
+            Store::Sqlite(_) => super::migrate::SQLITE,
+            Store::Postgres(_) => super::migrate::POSTGRES,
+            Store::MySql(_) => super::migrate::MYSQL,
+        };
+        i64::try_from(shipped.len()).unwrap_or(i64::MAX)
+    }
+
     /// Every lease, by provider. `expires_at` is read as text whatever its type, then
     /// spelled as RFC 3339 UTC when it reads as a timestamp.
     pub(super) async fn leases(&self) -> Result<Vec<LeaseRow>, StoreError> {

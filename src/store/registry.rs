@@ -195,6 +195,21 @@ impl Store {
         })
     }
 
+    /// Dates every order's creation at `created` (the demo's shop took its orders before the
+    /// sandbox chain's first block; feature `demo`: the daemon never changes an order's age).
+    #[cfg(feature = "demo")]
+    pub async fn backdate_orders(&self, created: Timestamp) -> Result<(), StoreError> {
+        let done = dispatch!(self, p => {
+            let sql = format!("UPDATE orders SET created_at = {}", D::ts(1));
+            sqlx::query(&sql)
+                .bind(sqlite_ts(created))
+                .execute(counted(p))
+                .await
+                .map(|_| ())
+        });
+        done.map_err(|e| db_error("date the orders", e))
+    }
+
     /// Registers `orders`, `REGISTER_BATCH` per transaction; one outcome per order, in order.
     /// A ref given twice is created once and compared the second time.
     pub async fn register_orders(

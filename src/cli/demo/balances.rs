@@ -4,22 +4,13 @@
 use super::{err, Payments};
 use crate::app::{App, AppError};
 use crate::engine::Trigger;
+use crate::store::Store;
 
 /// The shop created its orders three hours ago, before the chain's first block: each deposit
 /// address's opening balance (before its oldest order) is at the genesis block.
-pub(super) async fn age_orders(database_url: &str, now: jiff::Timestamp) -> Result<(), AppError> {
-    use sqlx::Connection as _;
+pub(super) async fn age_orders(store: &Store, now: jiff::Timestamp) -> Result<(), AppError> {
     let created = now - jiff::SignedDuration::from_hours(3);
-    let created = created.strftime("%Y-%m-%d %H:%M:%S").to_string();
-    let mut conn = sqlx::SqliteConnection::connect(database_url)
-        .await
-        .map_err(err)?;
-    sqlx::query("UPDATE orders SET created_at = ?")
-        .bind(created)
-        .execute(&mut conn)
-        .await
-        .map_err(err)?;
-    conn.close().await.map_err(err)
+    store.backdate_orders(created).await.map_err(err)
 }
 
 /// `payrecon balances check --chain ethereum`: every deposit address against the chain at its

@@ -29,6 +29,16 @@ async fn migrate_creates_the_schema() {
         if let Some(file) = payrecon::store::sqlite_file(&url) {
             std::fs::write(file, b"").unwrap();
         }
+        // `check` fails the database's line, and says why and what to do.
+        let out = payrecon(&config, &["check"]).await;
+        out.assert_code(1);
+        let first = out.stdout.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("FAILED database (")
+                && first.contains("payrecon's tables are missing: run `payrecon migrate`"),
+            "{url}: {}",
+            out.stdout
+        );
         let out = payrecon(&config, &["export"]).await;
         out.assert_code(1);
         assert!(
@@ -56,6 +66,15 @@ async fn migrate_creates_the_schema() {
             out.stderr.contains("schema created ("),
             "{url}: {}",
             out.stderr
+        );
+        // Then the database's line is ok, with the schema it found (the chain and provider
+        // of this configuration are down: their lines fail).
+        let out = payrecon(&config, &["check"]).await;
+        let first = out.stdout.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("ok") && first.contains("schema at migration"),
+            "{url}: {}",
+            out.stdout
         );
         let store = payrecon::store::Store::connect(&url, 2).await.unwrap();
         for t in TABLES {
