@@ -67,8 +67,25 @@ async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
             || async { sqlite(&db, "SELECT order_ref, via FROM fulfilments") == "SHOP-1,payrecon" },
         )
         .await;
+        // The payment is final when the provider lists it, but a run that read the chain's
+        // head while the 70 blocks above it were still being mined judges it by that head
+        // (pending or confirmed), and the next run makes it final: steps in between are right,
+        // each once, in order.
         let types = sqlite(&db, "SELECT type FROM received_events ORDER BY rowid");
-        assert_eq!(types, "order.payment_received;order.final", "{url}");
+        let types: Vec<&str> = types.split(';').collect();
+        let (received, pending, confirmed, fin) = (
+            "order.payment_received",
+            "order.pending",
+            "order.confirmed",
+            "order.final",
+        );
+        let allowed: [&[&str]; 4] = [
+            &[received, fin],
+            &[received, pending, fin],
+            &[received, confirmed, fin],
+            &[received, pending, confirmed, fin],
+        ];
+        assert!(allowed.contains(&&types[..]), "{url}: {types:?}");
 
         // 4. The API shows it final, with its payment and delivered events.
         let one = get(&s, "/v1/orders/SHOP-1").await;
@@ -76,7 +93,7 @@ async fn register_with_curl_pay_and_hear_back_through_the_reference_receiver() {
         assert_eq!(one.body["amount_paid"], "25000000");
         assert_eq!(one.body["payments"].as_array().unwrap().len(), 1);
         let events = one.body["events"].as_array().unwrap();
-        assert_eq!(events.len(), 2, "{one:?}");
+        assert_eq!(events.len(), types.len(), "{one:?}");
         assert!(
             events.iter().all(|e| e["status"] == "delivered"),
             "{events:?}"
