@@ -30,6 +30,12 @@ impl fmt::Display for Secret {
     }
 }
 
+/// `redact` over owned secrets (a configuration's, an engine's).
+pub fn redact_all(text: &str, secrets: &[Secret]) -> String {
+    let refs: Vec<&Secret> = secrets.iter().collect();
+    redact(text, &refs)
+}
+
 /// Replaces every occurrence of each secret in `text` (for error strings from libraries
 /// that echo URLs or headers). A secret that is a URL (the database's) is shown whole but for
 /// its password and password-like query parameters (`redact_url`), so that a typo in its

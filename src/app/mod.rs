@@ -236,8 +236,7 @@ impl Clients {
     }
 
     fn redact(&self, text: impl std::fmt::Display) -> String {
-        let refs: Vec<&Secret> = self.secrets.iter().collect();
-        crate::secret::redact(&text.to_string(), &refs)
+        crate::secret::redact_all(&text.to_string(), &self.secrets)
     }
 }
 

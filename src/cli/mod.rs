@@ -88,10 +88,9 @@ impl CliError {
 
     /// The text with every secret of `config` masked.
     fn redacted(self, config: &[crate::secret::Secret]) -> CliError {
-        let refs: Vec<&crate::secret::Secret> = config.iter().collect();
         CliError {
             code: self.code,
-            message: crate::secret::redact(&self.message, &refs),
+            message: crate::secret::redact_all(&self.message, config),
         }
     }
 }

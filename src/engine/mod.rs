@@ -157,8 +157,7 @@ pub(crate) struct RunCtx {
 impl Engine {
     /// `text` with every configured secret scrubbed: what reaches a report or a log.
     pub fn redact(&self, text: impl std::fmt::Display) -> String {
-        let refs: Vec<&Secret> = self.secrets.iter().collect();
-        crate::secret::redact(&text.to_string(), &refs)
+        crate::secret::redact_all(&text.to_string(), &self.secrets)
     }
 
     /// Fails `acc`'s part with `err`, redacted (the one way an error reaches a report).
